@@ -1,0 +1,38 @@
+#include "cli.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "exit_codes.h"
+
+namespace jobctl::cli {
+
+int Fail(std::string_view verb, std::string_view object, const Status& status) {
+  return Fail(verb, object, status, ExitCodeFor(status));
+}
+
+int Fail(std::string_view verb, std::string_view object, const Status& status, int exit_code) {
+  std::cerr << "jobctl: " << verb;
+  if (!object.empty()) std::cerr << ' ' << object;
+  std::cerr << ": " << status.message() << '\n';
+  return exit_code;
+}
+
+Result<std::string> ReadFileText(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Io("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::Io("cannot read " + path + ": " + std::strerror(errno));
+  return ss.str();
+}
+
+}  // namespace jobctl::cli

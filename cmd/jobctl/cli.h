@@ -1,0 +1,38 @@
+// What every jobctl subcommand shares: the global options (resolved flags > env > config
+// file), printing of errors in the one "jobctl: verb object: message" form, and the
+// Register<Verb> functions main() calls once each. One file per subcommand (cmd_<verb>.cc).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace jobctl::cli {
+
+enum class OutputFormat { kTable, kJson };
+
+struct GlobalOptions {
+  std::string coordinator;  // --coordinator / JOBCTL_COORDINATOR
+  std::string token;        // --token / JOBCTL_TOKEN
+  std::string token_file;   // --token-file
+  std::string file;         // --file / JOBCTL_FILE, default ./jobs.toml
+  std::string output = "table";
+  bool no_color = false;
+  OutputFormat format() const { return output == "json" ? OutputFormat::kJson : OutputFormat::kTable; }
+};
+
+// Prints "jobctl: <verb> <object>: <message>" on stderr and returns the exit code for it.
+int Fail(std::string_view verb, std::string_view object, const Status& status);
+int Fail(std::string_view verb, std::string_view object, const Status& status, int exit_code);
+
+// Reads a whole file ("-" = stdin). kIo with the OS reason when it cannot.
+Result<std::string> ReadFileText(const std::string& path);
+
+void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterVersion(CLI::App& app, GlobalOptions& g, int* rc);
+
+}  // namespace jobctl::cli

@@ -1,0 +1,17 @@
+#include "base/clock.h"
+
+#include <time.h>
+
+namespace jobctl {
+
+WallTime SystemClock::Now() const {
+  return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+}
+
+int64_t SystemClock::MonotonicMs() const {
+  struct timespec ts {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+}  // namespace jobctl

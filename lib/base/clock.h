@@ -1,0 +1,30 @@
+// Clock is the seam for time: wall time decides which instants are due, the monotonic
+// (boot-time) clock measures durations such as lease deadlines. Production code uses
+// SystemClock; tests use a fake. Safe on any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace jobctl {
+
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual WallTime Now() const = 0;  // CLOCK_REALTIME
+  // CLOCK_BOOTTIME in ms: keeps counting while the machine is suspended, never jumps.
+  virtual int64_t MonotonicMs() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  WallTime Now() const override;
+  int64_t MonotonicMs() const override;
+};
+
+inline int64_t ToUnixMs(WallTime t) { return t.time_since_epoch().count(); }
+inline WallTime FromUnixMs(int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
+
+}  // namespace jobctl

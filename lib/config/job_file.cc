@@ -1,0 +1,650 @@
+// Reading jobs.toml. toml++ gives a tree whose tables are sorted by key, not kept in file
+// order, so the reader walks it in any order and sorts the diagnostics by position at the
+// end. Every key is checked by a small function from a table (kJobKeys, kRetryKeys); a
+// [defaults] table fills a Job that each [[job]] then starts from, so "a job value overrides
+// the default" falls out of applying the job's keys second. Checks that need the whole job
+// (required keys, command xor shell, the schedule, duplicate names) run after its keys.
+#include "config/job_file.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "model/schedule.h"
+#include "model/zone.h"
+
+namespace jobctl {
+namespace {
+
+using Node = toml::node;
+using Key = std::string_view;  // a key path relative to the scope: "timeout", "retry.max"
+
+// ---- Showing values and suggesting keys --------------------------------------------------
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += {'\\', c};
+    } else if (c == '\n' || c == '\t') {
+      out += c == '\n' ? "\\n" : "\\t";
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// The value as it would read in TOML, so "got ..." shows what the user wrote: strings in
+// double quotes, numbers and dates as toml++ prints them (hex stays hex).
+std::string RenderInner(const Node& n) {
+  if (auto s = n.value_exact<std::string>()) return Quote(*s);
+  if (n.is_table()) return "{...}";
+  if (const toml::array* a = n.as_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + RenderInner(*a->get(i));
+    return out + "]";
+  }
+  std::ostringstream os;
+  n.visit([&os](const auto& v) { os << v; });
+  return os.str();
+}
+
+std::string Render(const Node& n) {
+  if (n.is_table()) return "a table";
+  std::string out = RenderInner(n);
+  constexpr size_t kMax = 60;
+  if (out.size() <= kMax) return out;
+  size_t cut = kMax - 3;
+  // Cut on a UTF-8 character boundary.
+  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+  return out.substr(0, cut) + "...";
+}
+
+// Optimal string alignment distance: Levenshtein plus swapping two neighbours, the typo
+// people make most ("tiemout").
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// Words people bring from crontab, systemd and other schedulers that no edit distance finds.
+// clang-format off
+constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+    {"cmd", "command"},      {"args", "command"},  {"argv", "command"},   {"script", "shell"},
+    {"user", "run_as"},      {"tz", "timezone"},   {"zone", "timezone"},  {"cron", "schedule"},
+    {"retries", "retry"},    {"labels", "on"},     {"selector", "on"},    {"workdir", "cwd"},
+    {"directory", "cwd"},    {"dir", "cwd"},       {"environment", "env"}, {"disabled", "enabled"},
+    {"concurrency", "overlap"},
+};
+// clang-format on
+
+// " (did you mean "x"?)" for the closest candidate, or "" when none is close enough.
+std::string DidYouMean(std::string_view word, std::span<const std::string_view> candidates) {
+  auto listed = [&](std::string_view c) {
+    return std::find(candidates.begin(), candidates.end(), c) != candidates.end();
+  };
+  for (const auto& [alias, key] : kAliases) {
+    if (alias == word && listed(key)) return fmt::format(" (did you mean \"{}\"?)", key);
+  }
+  std::string_view best;
+  size_t best_distance = SIZE_MAX;
+  for (std::string_view c : candidates) {
+    size_t d = EditDistance(word, c);
+    // Allow two edits in longer words, one in short ones, and never a complete rewrite.
+    size_t limit = c.size() >= 5 ? 2 : 1;
+    if (d <= limit && d < word.size() && d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", best);
+}
+
+// ---- Reporting ---------------------------------------------------------------------------
+
+class Reporter {
+ public:
+  Reporter(std::string_view file, std::vector<Diagnostic>* out) : file_(file), out_(out) {}
+  void Report(const toml::source_region& at, std::string_view job, std::string message) {
+    out_->push_back({file_, static_cast<int>(at.begin.line), static_cast<int>(at.begin.column),
+                     std::string(job), std::move(message)});
+  }
+
+ private:
+  std::string file_;
+  std::vector<Diagnostic>* out_;
+};
+
+// Where keys are being read: [defaults] or one [[job]]. Prefixes every message with the key
+// path and counts the errors, so a job with errors of its own stays out of the result.
+class Scope {
+ public:
+  Scope(Reporter& reporter, std::string job, std::string_view root)
+      : reporter_(reporter), job_(std::move(job)), root_(root) {}
+
+  void Fail(const Node& at, Key key, std::string_view detail) { Fail(at.source(), key, detail); }
+  void Fail(const toml::source_region& at, Key key, std::string_view detail) {
+    std::string path = root_.empty() ? std::string(key)
+                       : key.empty() ? root_
+                                     : root_ + "." + std::string(key);
+    ++errors_;
+    reporter_.Report(at, job_,
+                     path.empty() ? std::string(detail) : fmt::format("{}: {}", path, detail));
+  }
+  bool in_defaults() const { return !root_.empty(); }
+  int errors() const { return errors_; }
+
+ private:
+  Reporter& reporter_;
+  std::string job_;
+  std::string root_;  // "defaults" or "" for a job
+  int errors_ = 0;
+};
+
+// ---- Reading one value -------------------------------------------------------------------
+
+std::optional<std::string> ReadString(const Node& n, Key k, Scope& s) {
+  if (auto v = n.value_exact<std::string>()) return v;
+  s.Fail(n, k, "expected a string, got " + Render(n));
+  return std::nullopt;
+}
+
+std::optional<std::string> ReadNonEmptyString(const Node& n, Key k, Scope& s) {
+  auto v = n.value_exact<std::string>();
+  if (v && !v->empty()) return v;
+  s.Fail(n, k, "expected a non-empty string, got " + Render(n));
+  return std::nullopt;
+}
+
+std::optional<int> ReadInt(const Node& n, Key k, Scope& s, int min, int max) {
+  const toml::value<int64_t>* v = n.as_integer();
+  if (v != nullptr && v->get() >= min && v->get() <= max) return static_cast<int>(v->get());
+  std::string expected = max == INT_MAX ? fmt::format("an integer >= {}", min)
+                                        : fmt::format("an integer from {} to {}", min, max);
+  if (v != nullptr && v->get() > max && max == INT_MAX) expected = "an integer <= 2147483647";
+  s.Fail(n, k, fmt::format("expected {}, got {}", expected, Render(n)));
+  return std::nullopt;
+}
+
+std::optional<bool> ReadBool(const Node& n, Key k, Scope& s) {
+  if (const toml::value<bool>* v = n.as_boolean()) return v->get();
+  s.Fail(n, k, "expected true or false, got " + Render(n));
+  return std::nullopt;
+}
+
+enum class Zero { kAllowed, kRejected };
+
+std::optional<Millis> ReadDuration(const Node& n, Key k, Scope& s, Zero zero) {
+  auto text = n.value_exact<std::string>();
+  if (!text) {
+    s.Fail(n, k, "expected a duration like \"90s\" or \"1h30m\", got " + Render(n));
+    return std::nullopt;
+  }
+  Result<Millis> d = ParseDuration(*text);
+  if (!d.ok()) {
+    s.Fail(n, k, d.status().message());
+    return std::nullopt;
+  }
+  if (zero == Zero::kRejected && d->count() == 0) {
+    s.Fail(n, k, "expected a duration > 0, got " + Render(n));
+    return std::nullopt;
+  }
+  return *d;
+}
+
+// "spread, round-robin or hash"
+std::string OneOf(std::span<const std::string_view> names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+  }
+  return out;
+}
+
+template <typename E>
+std::optional<E> ReadEnum(const Node& n, Key k, Scope& s, std::optional<E> (*parse)(Key),
+                          std::span<const std::string_view> names) {
+  auto text = n.value_exact<std::string>();
+  if (text) {
+    if (std::optional<E> e = parse(*text)) return e;
+  }
+  s.Fail(n, k,
+         fmt::format("expected {}, got {}{}", OneOf(names), Render(n),
+                     text ? DidYouMean(*text, names) : ""));
+  return std::nullopt;
+}
+
+// The names the Parse* functions of model/ accept, for messages and suggestions.
+constexpr std::string_view kDialects[] = {"cron", "quartz"};
+constexpr std::string_view kRoutes[] = {"spread", "round-robin", "random",
+                                        "hash",   "failover",    "broadcast"};
+constexpr std::string_view kOverlaps[] = {"forbid", "allow", "replace"};
+constexpr std::string_view kMisfires[] = {"fire-once", "skip", "fire-all"};
+constexpr std::string_view kOnLosts[] = {"rerun", "fail"};
+constexpr std::string_view kBackoffs[] = {"exponential", "fixed"};
+
+// The agent sets these for every shard; a job's env must not shadow them.
+constexpr std::string_view kReservedEnv[] = {"JOB_NAME",          "JOB_RUN_ID",  "JOB_SHARD_INDEX",
+                                             "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
+                                             "JOB_FENCING_TOKEN", "TRACEPARENT"};
+
+template <typename T>
+void Set(T& field, std::optional<T> value) {
+  if (value) field = std::move(*value);
+}
+
+// ---- Reading composite values ------------------------------------------------------------
+
+std::optional<std::vector<std::string>> ReadCommand(const Node& n, Key k, Scope& s) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr || a->empty()) {
+    s.Fail(n, k,
+           "expected a non-empty array of strings like [\"/usr/bin/env\", \"true\"], got " +
+               Render(n));
+    return std::nullopt;
+  }
+  std::vector<std::string> argv;
+  int before = s.errors();
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string key = fmt::format("{}[{}]", k, i);
+    std::optional<std::string> arg = ReadString(*a->get(i), key, s);
+    if (arg && i == 0 && arg->empty()) s.Fail(*a->get(i), key, "expected a program, got \"\"");
+    if (arg) argv.push_back(std::move(*arg));
+  }
+  if (s.errors() != before) return std::nullopt;
+  return argv;
+}
+
+// "role=web" or "role!=db". Keys and values are plain words: no spaces, no '=' in keys.
+std::optional<LabelSelector> ParseSelector(std::string_view text) {
+  size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+  bool negated = text[eq - 1] == '!';
+  LabelSelector sel{std::string(text.substr(0, negated ? eq - 1 : eq)),
+                    std::string(text.substr(eq + 1)), negated};
+  auto plain = [](std::string_view w) {
+    return !w.empty() && w.find_first_of(" \t=!") == std::string_view::npos;
+  };
+  if (!plain(sel.key) || !plain(sel.value)) return std::nullopt;
+  return sel;
+}
+
+std::optional<std::vector<LabelSelector>> ReadSelectors(const Node& n, Key k, Scope& s) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr) {
+    s.Fail(n, k, "expected an array like [\"role=web\", \"env!=test\"], got " + Render(n));
+    return std::nullopt;
+  }
+  std::vector<LabelSelector> out;
+  int before = s.errors();
+  for (size_t i = 0; i < a->size(); ++i) {
+    const Node& e = *a->get(i);
+    auto text = e.value_exact<std::string>();
+    std::optional<LabelSelector> sel = text ? ParseSelector(*text) : std::nullopt;
+    if (!sel) {
+      s.Fail(e, fmt::format("{}[{}]", k, i),
+             "expected \"key=value\" or \"key!=value\", got " + Render(e));
+      continue;
+    }
+    out.push_back(std::move(*sel));
+  }
+  if (s.errors() != before) return std::nullopt;
+  return out;
+}
+
+bool IsEnvName(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  auto alnum = [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); };
+  return !name.empty() && alpha(name[0]) && std::all_of(name.begin(), name.end(), alnum);
+}
+
+// Merges into `env` key by key, so a job's env adds to and overrides the defaults' env.
+void ReadEnv(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& env) {
+  const toml::table* t = n.as_table();
+  if (t == nullptr) {
+    s.Fail(n, k, "expected a table like { NAME = \"value\" }, got " + Render(n));
+    return;
+  }
+  for (auto&& [name, value] : *t) {
+    std::string_view var = name.str();
+    if (!IsEnvName(var)) {
+      s.Fail(name.source(), k,
+             fmt::format("invalid variable name {} (expected [A-Za-z_][A-Za-z0-9_]*)", Quote(var)));
+      continue;
+    }
+    std::string path = fmt::format("{}.{}", k, var);
+    if (std::find(std::begin(kReservedEnv), std::end(kReservedEnv), var) !=
+        std::end(kReservedEnv)) {
+      s.Fail(name.source(), path, "reserved: the agent sets it for every run");
+      continue;
+    }
+    if (auto v = ReadString(value, path, s)) env.insert_or_assign(std::string(var), std::move(*v));
+  }
+}
+
+// ---- Key tables ------------------------------------------------------------------------
+
+// A job under construction, with whether its schedule can be checked: a bad dialect or zone
+// has its own error and would only make the schedule's error misleading.
+struct Draft {
+  Job job;
+  bool dialect_ok = true;
+  bool timezone_ok = true;
+};
+
+using Apply = void (*)(const Node& value, Key key, Scope& scope, Draft& draft);
+enum class Where { kAnywhere, kJobOnly };
+struct KeySpec {
+  std::string_view name;
+  Apply apply;  // nullptr: read elsewhere (name)
+  Where where;
+};
+
+void ApplyKeys(const toml::table& t, std::span<const KeySpec> specs, Key parent, Scope& s,
+               Draft& d);
+
+// The tables below keep one key to two lines so that they read as a table.
+// clang-format off
+constexpr KeySpec kRetryKeys[] = {
+    {"max", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.retry.max, ReadInt(n, k, s, 0, INT_MAX)); }, Where::kAnywhere},
+    {"backoff", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.retry.backoff, ReadEnum(n, k, s, ParseBackoff, kBackoffs)); }, Where::kAnywhere},
+    {"initial", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.retry.initial, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
+    {"max_delay", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.retry.max_delay, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
+};
+// clang-format on
+
+void ApplyRetry(const Node& n, Key k, Scope& s, Draft& d) {
+  if (const toml::table* t = n.as_table()) return ApplyKeys(*t, kRetryKeys, k, s, d);
+  s.Fail(n, k, "expected a table like { max = 3, initial = \"10s\" }, got " + Render(n));
+}
+
+void ApplyTimezone(const Node& n, Key k, Scope& s, Draft& d) {
+  d.timezone_ok = false;
+  std::optional<std::string> name = ReadString(n, k, s);
+  if (!name) return;
+  Result<const Zone*> zone = LookupZone(*name);
+  if (!zone.ok()) return s.Fail(n, k, zone.status().message());
+  d.timezone_ok = true;
+  d.job.timezone = std::move(*name);
+}
+
+void ApplyCwd(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<std::string> dir = ReadString(n, k, s);
+  if (dir && !dir->starts_with('/')) {
+    s.Fail(n, k, "expected an absolute path, got " + Render(n));
+  } else {
+    Set(d.job.cwd, std::move(dir));
+  }
+}
+
+// clang-format off
+constexpr KeySpec kJobKeys[] = {
+    {"name", nullptr, Where::kJobOnly},
+    {"schedule", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.schedule, ReadNonEmptyString(n, k, s)); }, Where::kJobOnly},
+    {"command", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.command, ReadCommand(n, k, s)); }, Where::kJobOnly},
+    {"shell", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.shell, ReadNonEmptyString(n, k, s)); }, Where::kJobOnly},
+    {"description", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.description, ReadString(n, k, s)); }, Where::kJobOnly},
+    {"dialect", [](const Node& n, Key k, Scope& s, Draft& d) {
+       std::optional<Dialect> v = ReadEnum(n, k, s, ParseDialect, kDialects);
+       d.dialect_ok = v.has_value();
+       Set(d.job.dialect, v); }, Where::kAnywhere},
+    {"timezone", ApplyTimezone, Where::kAnywhere},
+    {"on", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.on, ReadSelectors(n, k, s)); }, Where::kAnywhere},
+    {"shards", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.shards, ReadInt(n, k, s, 1, 10000)); }, Where::kAnywhere},
+    {"route", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.route, ReadEnum(n, k, s, ParseRoute, kRoutes)); }, Where::kAnywhere},
+    {"overlap", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.overlap, ReadEnum(n, k, s, ParseOverlap, kOverlaps)); }, Where::kAnywhere},
+    {"misfire", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.misfire, ReadEnum(n, k, s, ParseMisfire, kMisfires)); }, Where::kAnywhere},
+    {"misfire_cap", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.misfire_cap, ReadInt(n, k, s, 1, INT_MAX)); }, Where::kAnywhere},
+    {"on_lost", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.on_lost, ReadEnum(n, k, s, ParseOnLost, kOnLosts)); }, Where::kAnywhere},
+    {"retry", ApplyRetry, Where::kAnywhere},
+    {"timeout", [](const Node& n, Key k, Scope& s, Draft& d) {
+       if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; },
+     Where::kAnywhere},
+    {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
+    {"run_as", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.run_as, ReadString(n, k, s)); }, Where::kAnywhere},
+    {"cwd", ApplyCwd, Where::kAnywhere},
+    {"env", [](const Node& n, Key k, Scope& s, Draft& d) { ReadEnv(n, k, s, d.job.env); },
+     Where::kAnywhere},
+    {"enabled", [](const Node& n, Key k, Scope& s, Draft& d) {
+       Set(d.job.enabled, ReadBool(n, k, s)); }, Where::kAnywhere},
+};
+// clang-format on
+
+const KeySpec* FindKey(std::span<const KeySpec> specs, std::string_view name) {
+  for (const KeySpec& spec : specs) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+void ReportUnknownKey(const toml::key& key, std::span<const KeySpec> specs, Key parent, Scope& s) {
+  std::vector<std::string_view> allowed;
+  for (const KeySpec& spec : specs) {
+    // [defaults] suggests only what it may hold; "nmae" there should not lead to "name".
+    if (!s.in_defaults() || spec.where == Where::kAnywhere) allowed.push_back(spec.name);
+  }
+  s.Fail(key.source(), parent,
+         fmt::format("unknown key {}{}", Quote(key.str()), DidYouMean(key.str(), allowed)));
+}
+
+// `parent` is the key path of `t` ("" for the job or [defaults] itself, "retry" below it).
+void ApplyKeys(const toml::table& t, std::span<const KeySpec> specs, Key parent, Scope& s,
+               Draft& d) {
+  for (auto&& [key, value] : t) {
+    const KeySpec* spec = FindKey(specs, key.str());
+    std::string path =
+        parent.empty() ? std::string(key.str()) : fmt::format("{}.{}", parent, key.str());
+    if (spec == nullptr) {
+      ReportUnknownKey(key, specs, parent, s);
+    } else if (s.in_defaults() && spec->where == Where::kJobOnly) {
+      s.Fail(key.source(), path, "set it in each [[job]], not in [defaults]");
+    } else if (spec->apply != nullptr) {
+      spec->apply(value, path, s, d);
+    }
+  }
+}
+
+// ---- The file ----------------------------------------------------------------------------
+
+class JobFileReader {
+ public:
+  JobFileReader(std::string_view filename, JobFileResult* result)
+      : reporter_(filename, &result->errors), result_(result) {}
+
+  void Read(const toml::table& root) {
+    CheckTopLevel(root);
+    Draft defaults;
+    if (const toml::table* t = root["defaults"].as_table()) {
+      Scope scope(reporter_, "", "defaults");
+      ApplyKeys(*t, kJobKeys, "", scope, defaults);
+    }
+    const toml::array* jobs = root["job"].as_array();
+    for (size_t i = 0; jobs != nullptr && i < jobs->size(); ++i) {
+      const Node& node = *jobs->get(i);
+      if (const toml::table* t = node.as_table()) {
+        ReadJob(*t, defaults);
+      } else {
+        reporter_.Report(node.source(), "",
+                         fmt::format("job[{}]: expected a table, got {}", i, Render(node)));
+      }
+    }
+  }
+
+ private:
+  void CheckTopLevel(const toml::table& root);
+  std::string ReadName(const toml::table& t);
+  void ReadJob(const toml::table& t, const Draft& defaults);
+  void CheckCommand(const toml::table& t, Scope& s);
+  void CheckSchedule(const toml::table& t, const Draft& d, Scope& s);
+
+  Reporter reporter_;
+  JobFileResult* result_;
+  std::map<std::string, int, std::less<>> first_line_;  // job name -> line of its name
+};
+
+void JobFileReader::CheckTopLevel(const toml::table& root) {
+  static constexpr std::string_view kTables[] = {"defaults", "job"};
+  for (auto&& [key, value] : root) {
+    std::string_view name = key.str();
+    if (name == "defaults" && !value.is_table()) {
+      reporter_.Report(value.source(), "", "defaults: expected a table, got " + Render(value));
+    } else if (name == "job" && value.is_table()) {
+      reporter_.Report(value.source(), "", "job: write [[job]] (an array of tables), not [job]");
+    } else if (name == "job" && !value.is_array()) {
+      reporter_.Report(value.source(), "", "job: expected [[job]] tables, got " + Render(value));
+    } else if (name != "defaults" && name != "job") {
+      bool job_key = FindKey(kJobKeys, name) != nullptr;
+      std::string hint =
+          job_key ? " (it belongs in [defaults] or a [[job]])" : DidYouMean(name, kTables);
+      if (hint.empty()) hint = " (expected only [defaults] and [[job]])";
+      reporter_.Report(
+          key.source(), "",
+          fmt::format("unknown {} {}{}", value.is_table() ? "table" : "key", Quote(name), hint));
+    }
+  }
+}
+
+// The job's name if it is valid, else "" after reporting why. Duplicates are reported at
+// the second job and keep their name, so the message says which job it is.
+std::string JobFileReader::ReadName(const toml::table& t) {
+  const Node* n = t.get("name");
+  if (n == nullptr) {
+    reporter_.Report(t.source(), "", "missing required key \"name\"");
+    return "";
+  }
+  auto name = n->value_exact<std::string>();
+  if (!name) {
+    reporter_.Report(n->source(), "", "name: expected a string, got " + Render(*n));
+    return "";
+  }
+  if (!IsValidJobName(*name)) {
+    reporter_.Report(n->source(), "",
+                     fmt::format("name {}: expected [a-z0-9][a-z0-9._-]*, at most 128 characters",
+                                 Quote(*name)));
+    return "";
+  }
+  return *name;
+}
+
+void JobFileReader::ReadJob(const toml::table& t, const Draft& defaults) {
+  std::string name = ReadName(t);
+  Scope scope(reporter_, name, "");
+  if (!name.empty()) {
+    int line = static_cast<int>(t.get("name")->source().begin.line);
+    auto [it, inserted] = first_line_.emplace(name, line);
+    if (!inserted) {
+      scope.Fail(*t.get("name"), "",
+                 fmt::format("duplicate name (first defined on line {})", it->second));
+    }
+  }
+  Draft d = defaults;
+  d.job.name = name;
+  ApplyKeys(t, kJobKeys, "", scope, d);
+  if (!t.contains("schedule")) scope.Fail(t.source(), "", "missing required key \"schedule\"");
+  CheckCommand(t, scope);
+  CheckSchedule(t, d, scope);
+  if (scope.errors() == 0 && !name.empty()) result_->file.jobs.push_back(std::move(d.job));
+}
+
+void JobFileReader::CheckCommand(const toml::table& t, Scope& s) {
+  const Node* command = t.get("command");
+  const Node* shell = t.get("shell");
+  if (command == nullptr && shell == nullptr) {
+    s.Fail(t.source(), "", "missing \"command\" or \"shell\" (a job has exactly one)");
+    return;
+  }
+  if (command == nullptr || shell == nullptr) return;
+  auto line = [](const Node* n) { return n->source().begin.line; };
+  bool shell_later = line(shell) > line(command) ||
+                     (line(shell) == line(command) &&
+                      shell->source().begin.column > command->source().begin.column);
+  const Node* later = shell_later ? shell : command;
+  s.Fail(*later, shell_later ? "shell" : "command",
+         fmt::format("{} is also set (line {}); a job has exactly one of command and shell",
+                     shell_later ? "command" : "shell", line(shell_later ? command : shell)));
+}
+
+void JobFileReader::CheckSchedule(const toml::table& t, const Draft& d, Scope& s) {
+  if (d.job.schedule.empty() || !d.dialect_ok || !d.timezone_ok) return;
+  Result<Schedule> schedule = Schedule::Parse({.expr = d.job.schedule,
+                                               .dialect = d.job.dialect,
+                                               .timezone = d.job.timezone,
+                                               .hash_key = d.job.name});
+  if (schedule.ok()) return;
+  // Schedule's messages already start with `schedule "EXPR"`; don't say "schedule" twice.
+  const std::string& message = schedule.status().message();
+  s.Fail(*t.get("schedule"), message.starts_with("schedule ") ? "" : "schedule", message);
+}
+
+bool Before(const Diagnostic& a, const Diagnostic& b) {
+  return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+}
+
+}  // namespace
+
+std::string Diagnostic::ToString() const {
+  std::string out = file;
+  if (line > 0) out += fmt::format(":{}:{}", line, column);
+  if (!out.empty()) out += ": ";
+  if (!job.empty()) out += fmt::format("job {}: ", Quote(job));
+  return out + message;
+}
+
+JobFileResult ParseJobFile(std::string_view text, std::string_view filename) {
+  JobFileResult result;
+  toml::table root;
+  // toml++ reports syntax errors only by throwing; this is the one place they are caught.
+  try {
+    root = toml::parse(text, std::string(filename));
+  } catch (const toml::parse_error& e) {
+    Reporter(filename, &result.errors).Report(e.source(), "", std::string(e.description()));
+    return result;
+  }
+  JobFileReader(filename, &result).Read(root);
+  std::stable_sort(result.errors.begin(), result.errors.end(), Before);
+  return result;
+}
+
+}  // namespace jobctl

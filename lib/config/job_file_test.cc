@@ -1,0 +1,594 @@
+#include "config/job_file.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jobctl {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// Test files start on the line after R"( so that line numbers read naturally.
+std::string_view Text(std::string_view raw) {
+  if (!raw.empty() && raw.front() == '\n') raw.remove_prefix(1);
+  return raw;
+}
+
+JobFileResult Parse(std::string_view raw) { return ParseJobFile(Text(raw), "jobs.toml"); }
+
+std::vector<std::string> Errors(std::string_view raw) {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : Parse(raw).errors) out.push_back(d.ToString());
+  return out;
+}
+
+using Lines = std::vector<std::string>;
+
+TEST(JobFileTest, FullExampleAppliesDefaultsAndKeepsFileOrder) {
+  JobFileResult r = Parse(R"(
+[defaults]
+timezone = "Europe/Berlin"
+timeout  = "1h"
+on       = ["role=web"]
+retry    = { max = 3, backoff = "fixed" }
+env      = { LANG = "C.UTF-8", REPORT_DIR = "/tmp" }
+run_as   = "www-data"
+
+[[job]]
+name     = "daily-report"
+description = "The nightly PHP report"
+schedule = "15 2 * * *"
+command  = ["/usr/bin/php", "/data/scripts/daily_report.php"]
+on       = ["role=web", "env!=test"]
+shards   = 10
+route    = "round-robin"
+overlap  = "replace"
+misfire  = "fire-all"
+misfire_cap = 5
+on_lost  = "fail"
+retry    = { initial = "30s", max_delay = "10m" }
+kill_grace = "30s"
+cwd      = "/srv"
+env      = { REPORT_DIR = "/srv/reports" }
+
+[[job]]
+name     = "cleanup"
+schedule = "0 0 12 ? * MON"
+dialect  = "quartz"
+timezone = "UTC"
+shell    = "find /tmp -mtime +7 -delete"
+enabled  = false
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
+  ASSERT_EQ(r.file.jobs.size(), 2u);
+
+  const Job& report = r.file.jobs[0];
+  EXPECT_EQ(report.name, "daily-report");
+  EXPECT_EQ(report.description, "The nightly PHP report");
+  EXPECT_EQ(report.schedule, "15 2 * * *");
+  EXPECT_EQ(report.dialect, Dialect::kCron);
+  EXPECT_EQ(report.timezone, "Europe/Berlin");
+  EXPECT_EQ(report.command,
+            (std::vector<std::string>{"/usr/bin/php", "/data/scripts/daily_report.php"}));
+  EXPECT_EQ(report.shell, "");
+  EXPECT_EQ(report.on, (std::vector<LabelSelector>{{"role", "web", false}, {"env", "test", true}}));
+  EXPECT_EQ(report.shards, 10);
+  EXPECT_EQ(report.route, Route::kRoundRobin);
+  EXPECT_EQ(report.overlap, Overlap::kReplace);
+  EXPECT_EQ(report.misfire, Misfire::kFireAll);
+  EXPECT_EQ(report.misfire_cap, 5);
+  EXPECT_EQ(report.on_lost, OnLost::kFail);
+  // retry merges field by field: max and backoff from [defaults], the rest from the job.
+  EXPECT_EQ(report.retry, (RetryPolicy{3, Backoff::kFixed, seconds(30), minutes(10)}));
+  EXPECT_EQ(report.timeout, hours(1));
+  EXPECT_EQ(report.kill_grace, seconds(30));
+  EXPECT_EQ(report.run_as, "www-data");
+  EXPECT_EQ(report.cwd, "/srv");
+  // env merges key by key: the job's REPORT_DIR wins, LANG comes from [defaults].
+  EXPECT_EQ(report.env, (std::map<std::string, std::string>{{"LANG", "C.UTF-8"},
+                                                            {"REPORT_DIR", "/srv/reports"}}));
+  EXPECT_TRUE(report.enabled);
+
+  const Job& cleanup = r.file.jobs[1];
+  EXPECT_EQ(cleanup.name, "cleanup");
+  EXPECT_EQ(cleanup.dialect, Dialect::kQuartz);
+  EXPECT_EQ(cleanup.timezone, "UTC");
+  EXPECT_TRUE(cleanup.command.empty());
+  EXPECT_EQ(cleanup.shell, "find /tmp -mtime +7 -delete");
+  EXPECT_EQ(cleanup.on, (std::vector<LabelSelector>{{"role", "web", false}}));
+  EXPECT_EQ(cleanup.retry, (RetryPolicy{3, Backoff::kFixed, seconds(10), minutes(5)}));
+  EXPECT_FALSE(cleanup.enabled);
+}
+
+TEST(JobFileTest, UnsetKeysTakeBuiltInDefaults) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "a"
+schedule = "@every 10s"
+shell = "true"
+)");
+  ASSERT_TRUE(r.ok());
+  Job expected;
+  expected.name = "a";
+  expected.schedule = "@every 10s";
+  expected.shell = "true";
+  EXPECT_EQ(r.file.jobs, std::vector<Job>{expected});
+}
+
+TEST(JobFileTest, EmptyFileHasNoJobs) {
+  JobFileResult r = Parse("# nothing yet\n");
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.file.jobs.empty());
+}
+
+TEST(JobFileTest, EmptySelectorListClearsTheDefault) {
+  JobFileResult r = Parse(R"(
+[defaults]
+on = ["role=web"]
+[[job]]
+name = "a"
+schedule = "@hourly"
+shell = "true"
+on = []
+)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.file.jobs[0].on.empty());
+}
+
+TEST(JobFileTest, WrongTypeShowsTheValueAsWritten) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "backup"
+schedule = "@daily"
+shell = "backup.sh"
+retry = { max = "three" }
+run_as = 5
+enabled = "yes"
+)"),
+            (Lines{
+                R"(jobs.toml:5:17: job "backup": retry.max: expected an integer >= 0, got "three")",
+                R"(jobs.toml:6:10: job "backup": run_as: expected a string, got 5)",
+                R"(jobs.toml:7:11: job "backup": enabled: expected true or false, got "yes")",
+            }));
+}
+
+TEST(JobFileTest, ArraysAndNumbersAreShownAsTomlWritesThem) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = ["echo", 'hi']
+timeout = 1.5
+)"),
+            (Lines{
+                R"(jobs.toml:4:9: job "a": shell: expected a non-empty string, got ["echo", "hi"])",
+                R"(jobs.toml:5:11: job "a": timeout: expected a duration like "90s" or "1h30m", )"
+                R"(got 1.5)",
+            }));
+}
+
+TEST(JobFileTest, IntegerRangesAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+shards = 0
+misfire_cap = 0
+retry.max = -1
+)"),
+            (Lines{
+                R"(jobs.toml:5:10: job "a": shards: expected an integer from 1 to 10000, got 0)",
+                R"(jobs.toml:6:15: job "a": misfire_cap: expected an integer >= 1, got 0)",
+                R"(jobs.toml:7:13: job "a": retry.max: expected an integer >= 0, got -1)",
+            }));
+}
+
+TEST(JobFileTest, DurationsAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+timeout = "0s"
+kill_grace = "5 sec"
+)"),
+            (Lines{
+                R"(jobs.toml:5:11: job "a": timeout: expected a duration > 0, got "0s")",
+                R"(jobs.toml:6:14: job "a": kill_grace: expected a duration like "90s" or )"
+                R"("1h30m" (units ms, s, m, h, d), got "5 sec")",
+            }));
+}
+
+TEST(JobFileTest, UnknownKeySuggestsTheClosestKey) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+timout = "1h"
+tiemzone = "UTC"
+user = "nobody"
+retry = { mxa = 2 }
+colour = "blue"
+)"),
+            (Lines{
+                R"(jobs.toml:5:1: job "a": unknown key "timout" (did you mean "timeout"?))",
+                R"(jobs.toml:6:1: job "a": unknown key "tiemzone" (did you mean "timezone"?))",
+                R"(jobs.toml:7:1: job "a": unknown key "user" (did you mean "run_as"?))",
+                R"(jobs.toml:8:11: job "a": retry: unknown key "mxa" (did you mean "max"?))",
+                R"(jobs.toml:9:1: job "a": unknown key "colour")",
+            }));
+}
+
+TEST(JobFileTest, DefaultsRejectPerJobKeysAndSuggestOnlyItsOwn) {
+  EXPECT_EQ(Errors(R"(
+[defaults]
+schedule = "@daily"
+timeot = "1h"
+retry = { backof = "fixed" }
+)"),
+            (Lines{
+                R"(jobs.toml:2:1: defaults.schedule: set it in each [[job]], not in [defaults])",
+                R"(jobs.toml:3:1: defaults: unknown key "timeot" (did you mean "timeout"?))",
+                R"(jobs.toml:4:11: defaults.retry: unknown key "backof" (did you mean "backoff"?))",
+            }));
+}
+
+TEST(JobFileTest, DefaultsValuesAreCheckedOnce) {
+  // A bad default is reported at [defaults], not again for every job that inherits it.
+  EXPECT_EQ(Errors(R"(
+[defaults]
+route = "spred"
+
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+)"),
+            (Lines{
+                R"(jobs.toml:2:9: defaults.route: expected spread, round-robin, random, hash, )"
+                R"(failover or broadcast, got "spred" (did you mean "spread"?))",
+            }));
+}
+
+TEST(JobFileTest, UnknownTopLevelTablesAndKeys) {
+  EXPECT_EQ(Errors(R"(
+timezone = "UTC"
+colour = 1
+
+[jobs]
+name = "a"
+
+[default]
+timeout = "1h"
+)"),
+            (Lines{
+                R"(jobs.toml:1:1: unknown key "timezone" (it belongs in [defaults] or a [[job]]))",
+                R"(jobs.toml:2:1: unknown key "colour" (expected only [defaults] and [[job]]))",
+                R"(jobs.toml:4:2: unknown table "jobs" (did you mean "job"?))",
+                R"(jobs.toml:7:2: unknown table "default" (did you mean "defaults"?))",
+            }));
+}
+
+TEST(JobFileTest, SingleJobTableMustBeAnArrayOfTables) {
+  EXPECT_EQ(Errors(R"(
+[job]
+name = "a"
+)"),
+            (Lines{R"(jobs.toml:1:1: job: write [[job]] (an array of tables), not [job])"}));
+}
+
+TEST(JobFileTest, TopLevelValuesOfTheWrongKind) {
+  EXPECT_EQ(Errors(R"(
+defaults = 5
+job = [{ name = "a", schedule = "@daily", shell = "true" }, "b"]
+)"),
+            (Lines{
+                R"(jobs.toml:1:12: defaults: expected a table, got 5)",
+                R"(jobs.toml:2:61: job[1]: expected a table, got "b")",
+            }));
+}
+
+TEST(JobFileTest, DuplicateNamePointsAtTheSecondAndNamesTheFirstLine) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "backup"
+schedule = "@daily"
+shell = "true"
+
+[[job]]
+name = "backup"
+schedule = "@hourly"
+shell = "true"
+)");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0],
+            (Diagnostic{"jobs.toml", 7, 8, "backup", "duplicate name (first defined on line 2)"}));
+  EXPECT_EQ(r.errors[0].ToString(),
+            R"(jobs.toml:7:8: job "backup": duplicate name (first defined on line 2))");
+  // The first job is fine and stays; the duplicate is left out.
+  ASSERT_EQ(r.file.jobs.size(), 1u);
+  EXPECT_EQ(r.file.jobs[0].schedule, "@daily");
+}
+
+TEST(JobFileTest, InvalidNameIsReportedAndOtherErrorsCarryNoName) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "Bad Name"
+schedule = "@daily"
+shell = "true"
+shards = "many"
+)"),
+            (Lines{
+                R"(jobs.toml:2:8: name "Bad Name": expected [a-z0-9][a-z0-9._-]*, at most 128 )"
+                R"(characters)",
+                R"(jobs.toml:5:10: shards: expected an integer from 1 to 10000, got "many")",
+            }));
+}
+
+TEST(JobFileTest, MissingKeysPointAtTheJobHeader) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+description = "nothing else"
+
+[[job]]
+name = "half"
+)"),
+            (Lines{
+                R"(jobs.toml:1:1: missing required key "name")",
+                R"(jobs.toml:1:1: missing required key "schedule")",
+                R"(jobs.toml:1:1: missing "command" or "shell" (a job has exactly one))",
+                R"(jobs.toml:4:1: job "half": missing required key "schedule")",
+                R"(jobs.toml:4:1: job "half": missing "command" or "shell" (a job has exactly )"
+                R"(one))",
+            }));
+}
+
+TEST(JobFileTest, CommandAndShellTogetherPointAtTheLaterOne) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+command = ["/bin/true"]
+shell = "true"
+)"),
+            (Lines{R"(jobs.toml:5:9: job "a": shell: command is also set (line 4); a job has )"
+                   R"(exactly one of command and shell)"}));
+}
+
+TEST(JobFileTest, CommandMustBeANonEmptyArgv) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+command = []
+
+[[job]]
+name = "b"
+schedule = "@daily"
+command = ["", 5]
+)"),
+            (Lines{
+                R"(jobs.toml:4:11: job "a": command: expected a non-empty array of strings like )"
+                R"(["/usr/bin/env", "true"], got [])",
+                R"(jobs.toml:9:12: job "b": command[0]: expected a program, got "")",
+                R"(jobs.toml:9:16: job "b": command[1]: expected a string, got 5)",
+            }));
+}
+
+TEST(JobFileTest, EnumErrorsListTheAllowedValues) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+overlap = "queue"
+misfire = "fireonce"
+on_lost = 1
+dialect = "vixie"
+retry = { backoff = "linear" }
+)"),
+            (Lines{
+                R"(jobs.toml:5:11: job "a": overlap: expected forbid, allow or replace, got )"
+                R"("queue")",
+                R"(jobs.toml:6:11: job "a": misfire: expected fire-once, skip or fire-all, got )"
+                R"("fireonce" (did you mean "fire-once"?))",
+                R"(jobs.toml:7:11: job "a": on_lost: expected rerun or fail, got 1)",
+                R"(jobs.toml:8:11: job "a": dialect: expected cron or quartz, got "vixie")",
+                R"(jobs.toml:9:21: job "a": retry.backoff: expected exponential or fixed, got )"
+                R"("linear")",
+            }));
+}
+
+TEST(JobFileTest, UnknownTimeZoneIsReportedOnceWithoutAScheduleError) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "0 9 * * *"
+timezone = "Europe/Berln"
+shell = "true"
+)"),
+            (Lines{R"(jobs.toml:4:12: job "a": timezone: unknown time zone "Europe/Berln" )"
+                   R"((expected an IANA name like "Europe/Berlin"))"}));
+}
+
+TEST(JobFileTest, ScheduleErrorNamesTheScheduleOnce) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "x"
+schedule = "0 25 * * *"
+shell = "true"
+)"),
+            (Lines{R"(jobs.toml:3:12: job "x": schedule "0 25 * * *": field 2 (hour): 25 is out )"
+                   R"(of range 0-23)"}));
+}
+
+TEST(JobFileTest, ScheduleIsCheckedInTheDialectFromDefaults) {
+  JobFileResult r = Parse(R"(
+[defaults]
+dialect = "quartz"
+
+[[job]]
+name = "q"
+schedule = "0 0 12 ? * MON"
+shell = "true"
+
+[[job]]
+name = "c"
+dialect = "cron"
+schedule = "15 2 * * *"
+shell = "true"
+
+[[job]]
+name = "five-fields"
+schedule = "15 2 * * *"
+shell = "true"
+)");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 17);
+  EXPECT_EQ(r.errors[0].column, 12);
+  EXPECT_EQ(r.errors[0].job, "five-fields");
+  EXPECT_TRUE(r.errors[0].message.starts_with("schedule \"15 2 * * *\": ")) << r.errors[0].message;
+  ASSERT_EQ(r.file.jobs.size(), 2u);
+  EXPECT_EQ(r.file.jobs[0].dialect, Dialect::kQuartz);
+  EXPECT_EQ(r.file.jobs[1].dialect, Dialect::kCron);
+}
+
+TEST(JobFileTest, EnvNamesAndValuesAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+env = { 1FOO = "x", PORT = 8080, JOB_NAME = "y", OK_1 = "fine" }
+)"),
+            (Lines{
+                R"(jobs.toml:5:9: job "a": env: invalid variable name "1FOO" (expected )"
+                R"([A-Za-z_][A-Za-z0-9_]*))",
+                R"(jobs.toml:5:28: job "a": env.PORT: expected a string, got 8080)",
+                R"(jobs.toml:5:34: job "a": env.JOB_NAME: reserved: the agent sets it for every )"
+                R"(run)",
+            }));
+}
+
+TEST(JobFileTest, SelectorsAndPathsAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+on = ["role=web", "gpu", "=x", 3]
+cwd = "srv/data"
+)"),
+            (Lines{
+                R"(jobs.toml:5:19: job "a": on[1]: expected "key=value" or "key!=value", got )"
+                R"("gpu")",
+                R"(jobs.toml:5:26: job "a": on[2]: expected "key=value" or "key!=value", got "=x")",
+                R"(jobs.toml:5:32: job "a": on[3]: expected "key=value" or "key!=value", got 3)",
+                R"(jobs.toml:6:7: job "a": cwd: expected an absolute path, got "srv/data")",
+            }));
+}
+
+TEST(JobFileTest, AllErrorsOfAFileAreReportedInFileOrder) {
+  std::string_view file = R"(
+[[job]]
+name = "one"
+schedule = "* * * * *"
+shell = "true"
+timeout = "forever"
+
+[defaults]
+shards = 20000
+
+[[job]]
+name = "two"
+schedule = "@dialy"
+shell = "true"
+overlap = "forbid"
+retry = { max = 2.5 }
+
+[[job]]
+name = "three"
+schedule = "@daily"
+shell = "true"
+)";
+  JobFileResult r = Parse(file);
+  std::vector<int> lines;
+  for (const Diagnostic& d : r.errors) lines.push_back(d.line);
+  EXPECT_EQ(lines, (std::vector<int>{5, 8, 12, 15})) << ::testing::PrintToString(Errors(file));
+  ASSERT_EQ(r.errors.size(), 4u);
+  EXPECT_EQ(r.errors[0].job, "one");
+  EXPECT_EQ(r.errors[1].job, "");
+  EXPECT_EQ(r.errors[1].message, "defaults.shards: expected an integer from 1 to 10000, got 20000");
+  EXPECT_EQ(r.errors[2].job, "two");
+  EXPECT_TRUE(r.errors[2].message.starts_with("schedule \"@dialy\": ")) << r.errors[2].message;
+  EXPECT_EQ(r.errors[3].message, "retry.max: expected an integer >= 0, got 2.5");
+  // Only the job with no error of its own is kept.
+  ASSERT_EQ(r.file.jobs.size(), 1u);
+  EXPECT_EQ(r.file.jobs[0].name, "three");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(JobFileTest, ShippedExampleIsValid) {
+  // The build compiles this file by its absolute path, so the example is found from here.
+  std::filesystem::path example =
+      std::filesystem::path(__FILE__).parent_path() / "../../examples/jobs.toml";
+  std::ifstream in(example);
+  ASSERT_TRUE(in) << "cannot read " << example;
+  std::stringstream text;
+  text << in.rdbuf();
+  JobFileResult r = ParseJobFile(text.str(), "examples/jobs.toml");
+  for (const Diagnostic& d : r.errors) ADD_FAILURE() << d.ToString();
+  ASSERT_EQ(r.file.jobs.size(), 4u);
+  EXPECT_EQ(r.file.jobs[1].shards, 3);
+  EXPECT_EQ(r.file.jobs[2].retry.max, 2);
+  EXPECT_EQ(r.file.jobs[3].timezone, "Europe/Berlin");
+}
+
+TEST(JobFileTest, SyntaxErrorYieldsOneDiagnosticAtTomlsPosition) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "a"
+schedule = "@daily" shell = "true"
+)");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].file, "jobs.toml");
+  EXPECT_EQ(r.errors[0].line, 3);
+  EXPECT_EQ(r.errors[0].column, 21);
+  EXPECT_EQ(r.errors[0].job, "");
+  EXPECT_FALSE(r.errors[0].message.empty());
+  EXPECT_TRUE(r.file.jobs.empty());
+}
+
+TEST(JobFileTest, DuplicateTomlKeyIsASyntaxError) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "a"
+name = "b"
+)");
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].line, 3);
+}
+
+TEST(JobFileTest, DiagnosticWithoutPositionOmitsIt) {
+  EXPECT_EQ((Diagnostic{"jobs.toml", 0, 0, "", "empty"}).ToString(), "jobs.toml: empty");
+  EXPECT_EQ((Diagnostic{"", 0, 0, "a", "bad"}).ToString(), "job \"a\": bad");
+}
+
+}  // namespace
+}  // namespace jobctl

@@ -1,0 +1,85 @@
+// Job is one [[job]] of jobs.toml after defaults are applied and every value is checked:
+// what runs, when, where and how. A plain value type; the rules that use it live beside it
+// (schedule.h for fires). Names are the same words as in the job file, the API and the man
+// pages.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/duration.h"
+#include "model/cron.h"
+
+namespace jobctl {
+
+// Which eligible agents get a run's shards.
+enum class Route { kSpread, kRoundRobin, kRandom, kHash, kFailover, kBroadcast };
+// What a fire does while the job's previous run is still active.
+enum class Overlap { kForbid, kAllow, kReplace };
+// What happens to instants missed while the coordinator was down or behind.
+enum class Misfire { kFireOnce, kSkip, kFireAll };
+// What happens to a shard whose agent lost its lease.
+enum class OnLost { kRerun, kFail };
+enum class Backoff { kExponential, kFixed };
+
+std::string_view RouteName(Route r);
+std::string_view OverlapName(Overlap o);
+std::string_view MisfireName(Misfire m);
+std::string_view OnLostName(OnLost o);
+std::string_view BackoffName(Backoff b);
+std::optional<Route> ParseRoute(std::string_view s);
+std::optional<Overlap> ParseOverlap(std::string_view s);
+std::optional<Misfire> ParseMisfire(std::string_view s);
+std::optional<OnLost> ParseOnLost(std::string_view s);
+std::optional<Backoff> ParseBackoff(std::string_view s);
+
+struct RetryPolicy {
+  int max = 0;  // retries after the first attempt
+  Backoff backoff = Backoff::kExponential;
+  Millis initial = std::chrono::seconds(10);
+  Millis max_delay = std::chrono::minutes(5);
+  bool operator==(const RetryPolicy&) const = default;
+};
+
+// One label requirement: key=value, or key!=value when `negated`.
+struct LabelSelector {
+  std::string key;
+  std::string value;
+  bool negated = false;
+  bool operator==(const LabelSelector&) const = default;
+};
+
+struct Job {
+  std::string name;       // [a-z0-9][a-z0-9._-]*, unique in the file
+  std::string schedule;   // as written; parsed by Schedule
+  Dialect dialect = Dialect::kCron;
+  std::string timezone;   // IANA; "" = UTC
+  std::vector<std::string> command;  // argv; exactly one of command and shell is set
+  std::string shell;                 // run with /bin/sh -c
+  std::vector<LabelSelector> on;     // all must match an agent's labels
+  int shards = 1;
+  Route route = Route::kSpread;
+  Overlap overlap = Overlap::kForbid;
+  Misfire misfire = Misfire::kFireOnce;
+  int misfire_cap = 100;  // fire-all: at most this many catch-up runs, the rest skipped
+  OnLost on_lost = OnLost::kRerun;
+  RetryPolicy retry;
+  std::optional<Millis> timeout;  // none = no limit
+  Millis kill_grace = std::chrono::seconds(10);
+  std::string run_as;  // "" = the agent's own user
+  std::string cwd;     // "" = run_as user's home (or the agent's state dir)
+  std::map<std::string, std::string> env;
+  bool enabled = true;
+  std::string description;
+
+  bool operator==(const Job&) const = default;
+};
+
+// Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
+bool IsValidJobName(std::string_view name);
+
+}  // namespace jobctl

@@ -1,0 +1,157 @@
+#include "model/schedule.h"
+
+#include <cctype>
+#include <string>
+
+namespace jobctl {
+namespace {
+
+constexpr int64_t kMinEvery = 1000;
+// Segments that start before this are the zone's first (its begin is "forever ago").
+constexpr int64_t kEarliest = -(int64_t{1} << 50);
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits "CRON_TZ=Zone rest" (also "TZ=Zone rest"); returns false when there is no prefix.
+bool SplitZonePrefix(std::string_view text, std::string_view* zone, std::string_view* rest) {
+  for (std::string_view prefix : {std::string_view("CRON_TZ="), std::string_view("TZ=")}) {
+    if (text.substr(0, prefix.size()) == prefix) {
+      std::string_view after = text.substr(prefix.size());
+      size_t space = after.find_first_of(" \t");
+      *zone = after.substr(0, space);
+      *rest = space == std::string_view::npos ? std::string_view() : Trim(after.substr(space));
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+}  // namespace
+
+std::optional<std::string_view> ExpandMacro(std::string_view macro) {
+  std::string m = Lower(macro);
+  if (m == "@yearly" || m == "@annually") return "0 0 1 1 *";
+  if (m == "@monthly") return "0 0 1 * *";
+  if (m == "@weekly") return "0 0 * * 0";
+  if (m == "@daily" || m == "@midnight") return "0 0 * * *";
+  if (m == "@hourly") return "0 * * * *";
+  return std::nullopt;
+}
+
+Result<Schedule> Schedule::Parse(const ScheduleSpec& spec) {
+  const std::string quoted = "schedule \"" + std::string(spec.expr) + "\"";
+  auto fail = [&quoted](const Status& s) { return Status::InvalidArgument(quoted + ": " +
+                                                                          s.message()); };
+  std::string_view text = Trim(spec.expr);
+  std::string_view zone_name = spec.timezone;
+  std::string_view zone_prefix;
+  if (std::string_view rest; SplitZonePrefix(text, &zone_prefix, &rest)) {
+    if (zone_prefix.empty()) return fail(Status::InvalidArgument("CRON_TZ= needs a zone name"));
+    zone_name = zone_prefix;
+    text = rest;
+  }
+  if (text.empty()) return fail(Status::InvalidArgument("empty schedule"));
+
+  Schedule out;
+  Result<const Zone*> zone = LookupZone(zone_name);
+  if (!zone.ok()) return fail(zone.status());
+  out.zone_ = *zone;
+
+  CronOptions options{spec.dialect, spec.hash_key};
+  if (text[0] == '@') {
+    size_t space = text.find_first_of(" \t");
+    std::string word = Lower(text.substr(0, space));
+    std::string_view arg = space == std::string_view::npos ? "" : Trim(text.substr(space));
+    if (word == "@every") {
+      Result<Millis> period = ParseDuration(arg);
+      if (!period.ok()) return fail(Status::InvalidArgument("@every: " + period.status().message()));
+      if (period->count() < kMinEvery) {
+        return fail(Status::InvalidArgument("@every: the period must be at least 1s"));
+      }
+      out.rule_ = Every{*period, ToUnixMs(spec.anchor)};
+      return out;
+    }
+    if (word == "@reboot") {
+      return fail(Status::InvalidArgument(
+          "@reboot is not supported: jobctl schedules by time (run it from a systemd unit)"));
+    }
+    std::optional<std::string_view> expansion = ExpandMacro(word);
+    if (!expansion || !arg.empty()) {
+      return fail(Status::InvalidArgument(
+          "unknown macro \"" + word +
+          "\" (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or "
+          "@every <duration>)"));
+    }
+    text = *expansion;
+    options.dialect = Dialect::kCron;
+  }
+  Result<CronExpr> cron = CronExpr::Parse(text, options);
+  if (!cron.ok()) return fail(cron.status());
+  // Reject what can never fire (Feb 30, a 5th Monday of February in a non-leap year only...).
+  // 1970 is the earliest year a quartz year field accepts, so this is a pure check.
+  if (!cron->NextAtOrAfter(0).has_value()) {
+    return fail(Status::InvalidArgument("never fires (no date matches all its fields)"));
+  }
+  out.rule_ = std::move(*cron);
+  return out;
+}
+
+std::optional<WallTime> Schedule::Next(WallTime after) const {
+  if (const Every* every = std::get_if<Every>(&rule_)) {
+    int64_t period = every->period.count();
+    int64_t k = FloorDiv(ToUnixMs(after) - every->anchor_ms, period) + 1;
+    return FromUnixMs(every->anchor_ms + k * period);
+  }
+  return NextCron(std::get<CronExpr>(rule_), after);
+}
+
+std::optional<WallTime> Schedule::NextCron(const CronExpr& cron, WallTime after) const {
+  // Fires are whole seconds; the first candidate is the second after `after`.
+  int64_t t = FloorDiv(ToUnixMs(after), 1000) + 1;
+  if (zone_->is_utc()) {
+    std::optional<int64_t> c = cron.NextAtOrAfter(t);
+    if (!c) return std::nullopt;
+    return FromUnixMs(*c * 1000);
+  }
+  // Walk the zone's offset segments: inside one segment local time runs straight, so the
+  // cron search is plain civil arithmetic; only the borders need the DST rules.
+  for (int guard = 0; guard < 4096; ++guard) {
+    const Zone::Segment seg = zone_->SegmentAt(t);
+    int64_t local_start = t + seg.offset_s;
+    if (!cron.wildcard() && seg.begin_s > kEarliest) {
+      // After a fall-back the local times up to the previous offset's end were already
+      // passed once; a fixed-time job does not fire them again.
+      const Zone::Segment prev = zone_->SegmentAt(seg.begin_s - 1);
+      if (prev.offset_s > seg.offset_s && prev.end_s == seg.begin_s) {
+        local_start = std::max(local_start, seg.begin_s + prev.offset_s);
+      }
+    }
+    std::optional<int64_t> c = cron.NextAtOrAfter(local_start);
+    if (!c) return std::nullopt;
+    int64_t u = *c - seg.offset_s;
+    if (u < seg.end_s) return FromUnixMs(u * 1000);
+    if (!cron.wildcard()) {
+      // A local time inside a spring-forward gap happens at the first instant after it.
+      const Zone::Segment next = zone_->SegmentAt(seg.end_s);
+      if (next.offset_s > seg.offset_s && *c < seg.end_s + next.offset_s) {
+        return FromUnixMs(seg.end_s * 1000);
+      }
+    }
+    t = seg.end_s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace jobctl
