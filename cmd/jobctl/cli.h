@@ -34,5 +34,6 @@ Result<std::string> ReadFileText(const std::string& path);
 void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterVersion(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterServe(CLI::App& app, GlobalOptions& g, int* rc);
 
 }  // namespace jobctl::cli

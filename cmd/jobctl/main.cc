@@ -42,6 +42,7 @@ int Main(int argc, char** argv) {
   RegisterSchedule(app, g, &rc);
   RegisterValidate(app, g, &rc);
   RegisterVersion(app, g, &rc);
+  RegisterServe(app, g, &rc);
   // A bare `jobctl` shows the whole help, and an unknown command says so by name (CLI11 would
   // only say that a subcommand is required).
   if (argc < 2) {

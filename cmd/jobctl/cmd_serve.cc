@@ -1,0 +1,131 @@
+// jobctl serve: runs the coordinator in the foreground on one libuv loop until SIGTERM or
+// SIGINT, then stops accepting, finishes what is in flight and exits 0.
+#include <uv.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "base/log.h"
+#include "base/version.h"
+#include "cli.h"
+#include "coordinator/coordinator.h"
+#include "exit_codes.h"
+
+namespace jobctl::cli {
+namespace {
+
+struct ServeOptions {
+  std::string config;
+  std::string listen;
+  std::string data;
+  std::string log_level;
+};
+
+bool IsLoopback(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "::1" || host == "localhost";
+}
+
+std::string FirstOf(const std::string& flag, const char* env, const std::string& file_value) {
+  if (!flag.empty()) return flag;
+  if (const char* v = std::getenv(env); v != nullptr && *v != '\0') return v;
+  return file_value;
+}
+
+int RunServe(const ServeOptions& opt) {
+  bool explicit_config = !opt.config.empty();
+  std::string path = explicit_config ? opt.config : "/etc/jobctl/coordinator.toml";
+  Result<CoordinatorConfig> config = LoadCoordinatorConfig(path, explicit_config);
+  if (!config.ok()) return Fail("serve", "", config.status(), kExitConfig);
+  config->listen = FirstOf(opt.listen, "JOBCTL_LISTEN", config->listen);
+  config->data_dir = FirstOf(opt.data, "JOBCTL_DATA_DIR", config->data_dir);
+  config->log_level = FirstOf(opt.log_level, "JOBCTL_LOG_LEVEL", config->log_level);
+  log::Configure({config->log_level == "debug" ? log::Level::kDebug : log::Level::kInfo,
+                  log::Format::kAuto, "jobctl-serve"});
+
+  std::string host;
+  int port = 0;
+  if (Status s = coordinator::SplitHostPort(config->listen, &host, &port); !s.ok()) {
+    return Fail("serve", "--listen", s, kExitConfig);
+  }
+  if (!IsLoopback(host)) {
+    log::Warn("listening on a non-loopback address without TLS: tokens and job output cross "
+              "the network in clear text; put a TLS proxy in front",
+              {{"listen", config->listen}});
+  }
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  SystemClock clock;
+  auto coord = std::make_unique<coordinator::Coordinator>(&loop, &clock, *config);
+  if (Status s = coord->Start(); !s.ok()) {
+    int rc = Fail("serve", config->data_dir, s, s.code() == Status::Code::kInvalidArgument
+                                                     ? kExitConfig : kExitUnavailable);
+    // Close whatever the partial start opened so the loop can be closed.
+    coord->Stop([] {});
+    uv_run(&loop, UV_RUN_DEFAULT);
+    coord.reset();
+    uv_loop_close(&loop);
+    return rc;
+  }
+  if (!coord->bootstrap_note().empty()) {
+    log::Info("first start: tokens created", {{"note", coord->bootstrap_note()}});
+  }
+  // The one line scripts and tests wait for: the address actually bound.
+  std::cout << "jobctl serve: listening on " << (host.find(':') != std::string::npos ? "[" + host + "]" : host)
+            << ":" << coord->port() << std::endl;
+  log::Info("coordinator started", {{"listen", host + ":" + std::to_string(coord->port())},
+                                    {"data", config->data_dir}, {"version", kVersion}});
+
+  uv_signal_t sigterm, sigint;
+  struct StopState {
+    coordinator::Coordinator* coord;
+    uv_signal_t* signals[2];
+    bool stopping = false;
+  } state{coord.get(), {&sigterm, &sigint}};
+  for (uv_signal_t* s : state.signals) {
+    uv_signal_init(&loop, s);
+    s->data = &state;
+  }
+  auto on_signal = [](uv_signal_t* handle, int signum) {
+    auto* st = static_cast<StopState*>(handle->data);
+    if (st->stopping) return;
+    st->stopping = true;
+    log::Info("stopping", {{"signal", signum}});
+    st->coord->Stop([st] {
+      for (uv_signal_t* s : st->signals) uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
+    });
+  };
+  uv_signal_start(&sigterm, on_signal, SIGTERM);
+  uv_signal_start(&sigint, on_signal, SIGINT);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  coord.reset();
+  int rc = uv_loop_close(&loop);
+  if (rc != 0) log::Warn("event loop closed with handles still open", {{"rc", rc}});
+  log::Info("coordinator stopped");
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
+  auto opt = std::make_shared<ServeOptions>();
+  auto* sub = app.add_subcommand("serve", "Run the coordinator (store, fires, leases, API)");
+  sub->add_option("--config", opt->config,
+                  "Config file (default /etc/jobctl/coordinator.toml, if it exists)");
+  sub->add_option("--listen", opt->listen,
+                  "Address to serve on, HOST:PORT; port 0 picks a free one (env JOBCTL_LISTEN, "
+                  "default 127.0.0.1:7070)");
+  sub->add_option("--data", opt->data,
+                  "Data directory (env JOBCTL_DATA_DIR, default /var/lib/jobctl)");
+  sub->add_option("--log-level", opt->log_level, "info or debug (env JOBCTL_LOG_LEVEL)");
+  sub->footer(
+      "On first start with an empty data directory, serve writes an admin token and an agent\n"
+      "join token to DATA/admin.token and DATA/agent.token (mode 0600).\n"
+      "Examples:\n"
+      "  jobctl serve --data /var/lib/jobctl\n"
+      "  jobctl serve --listen 127.0.0.1:0 --data /tmp/jc   # prints the port it got\n"
+      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start.");
+  sub->callback([opt, rc] { *rc = RunServe(*opt); });
+}
+
+}  // namespace jobctl::cli

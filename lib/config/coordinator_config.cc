@@ -1,0 +1,94 @@
+#include "config/coordinator_config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace jobctl {
+namespace {
+
+std::string Where(std::string_view file, const toml::source_region& r) {
+  return std::string(file) + ":" + std::to_string(r.begin.line) + ":" +
+         std::to_string(r.begin.column);
+}
+
+// Sizes as bytes (64) or text ("64MiB", "512KiB", "1GiB").
+std::optional<int64_t> ParseSize(const toml::node& n) {
+  if (auto v = n.value<int64_t>()) return *v >= 0 ? std::optional<int64_t>(*v) : std::nullopt;
+  auto s = n.value<std::string>();
+  if (!s) return std::nullopt;
+  size_t i = 0;
+  int64_t v = 0;
+  while (i < s->size() && std::isdigit(static_cast<unsigned char>((*s)[i]))) {
+    v = v * 10 + ((*s)[i++] - '0');
+    if (v > (int64_t{1} << 50)) return std::nullopt;
+  }
+  if (i == 0) return std::nullopt;
+  std::string unit = s->substr(i);
+  if (unit.empty() || unit == "B") return v;
+  if (unit == "KiB") return v << 10;
+  if (unit == "MiB") return v << 20;
+  if (unit == "GiB") return v << 30;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename) {
+  toml::table root;
+  try {
+    root = toml::parse(text, filename);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(Where(filename, e.source()) + ": " +
+                                   std::string(e.description()));
+  }
+  CoordinatorConfig c;
+  std::string errors;
+  auto fail = [&](const toml::node& n, std::string_view key, std::string_view expected) {
+    errors += (errors.empty() ? "" : "\n") + Where(filename, n.source()) + ": " +
+              std::string(key) + ": expected " + std::string(expected);
+  };
+  auto str = [&](const toml::node& n, std::string_view key, std::string* out) {
+    if (auto v = n.value<std::string>()) *out = *v; else fail(n, key, "a string");
+  };
+  auto dur = [&](const toml::node& n, std::string_view key, Millis* out) {
+    auto v = n.value<std::string>();
+    Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+    if (d.ok() && d->count() > 0) *out = *d; else fail(n, key, "a duration like \"15s\"");
+  };
+  for (auto&& [k, node] : root) {
+    std::string key(k.str());
+    if (key == "listen") str(node, key, &c.listen);
+    else if (key == "data_dir") str(node, key, &c.data_dir);
+    else if (key == "log_level") str(node, key, &c.log_level);
+    else if (key == "lease_ttl") dur(node, key, &c.lease_ttl);
+    else if (key == "heartbeat") dur(node, key, &c.heartbeat);
+    else if (key == "misfire_grace") dur(node, key, &c.misfire_grace);
+    else if (key == "timeout_grace") dur(node, key, &c.timeout_grace);
+    else if (key == "log_cap") {
+      if (auto v = ParseSize(node)) c.log_cap_bytes = *v; else fail(node, key, "a size like \"64MiB\"");
+    } else {
+      fail(node, key, "one of listen, data_dir, log_level, lease_ttl, heartbeat, misfire_grace, "
+                      "timeout_grace, log_cap (unknown key)");
+    }
+  }
+  if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {
+    errors = std::string(filename) + ": heartbeat must be at most half of lease_ttl";
+  }
+  if (!errors.empty()) return Status::InvalidArgument(errors);
+  return c;
+}
+
+Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist) {
+  std::ifstream in(path);
+  if (!in) {
+    if (!must_exist) return CoordinatorConfig{};
+    return Status::Io("cannot read " + path);
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ParseCoordinatorConfig(ss.str(), path);
+}
+
+}  // namespace jobctl

@@ -1,0 +1,35 @@
+// CoordinatorConfig is what `jobctl serve` reads from /etc/jobctl/coordinator.toml (or
+// --config), before flags and environment override it. Every key has a default, so an
+// empty or missing default file is a working single-host setup.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "base/duration.h"
+#include "base/status.h"
+
+namespace jobctl {
+
+struct CoordinatorConfig {
+  std::string listen = "127.0.0.1:7070";
+  std::string data_dir = "/var/lib/jobctl";
+  Millis lease_ttl = std::chrono::seconds(15);
+  Millis heartbeat = std::chrono::seconds(5);
+  // Instants overdue by more than this when they are fired count as missed (misfire policy);
+  // later than a loop hiccup, earlier than any real outage.
+  Millis misfire_grace = std::chrono::seconds(30);
+  // A shard that outlives its timeout by this much is failed by the coordinator (backstop for
+  // an agent that vanished without losing its lease).
+  Millis timeout_grace = std::chrono::seconds(60);
+  int64_t log_cap_bytes = 64LL << 20;  // per run
+  std::string log_level = "info";
+};
+
+// Parses the TOML text; errors read "coordinator.toml:3:9: leases.ttl: expected a duration ...".
+Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename);
+
+// Reads the file; a missing file at `path` is fine when `must_exist` is false (defaults).
+Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist);
+
+}  // namespace jobctl

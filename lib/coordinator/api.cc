@@ -1,0 +1,240 @@
+#include "coordinator/api.h"
+
+#include "base/log.h"
+#include "base/version.h"
+#include "coordinator/metrics.h"
+#include "model/time_format.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string_view> Split(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+bool MatchRoute(std::string_view pattern, std::string_view path,
+                std::map<std::string, std::string>* params) {
+  std::vector<std::string_view> p = Split(pattern), s = Split(path);
+  if (p.size() != s.size()) return false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i].size() > 2 && p[i].front() == '{' && p[i].back() == '}') {
+      (*params)[std::string(p[i].substr(1, p[i].size() - 2))] = std::string(s[i]);
+    } else if (p[i] != s[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Rfc3339(std::optional<int64_t> ms) {
+  return ms ? FormatUtc(FromUnixMs(*ms)) : std::string();
+}
+
+}  // namespace
+
+const std::vector<Api::Route>& Api::Routes() {
+  static const std::vector<Route> kRoutes = {
+      {"GET", "/healthz", Role::kOpen, &Api::Healthz},
+      {"GET", "/readyz", Role::kOpen, &Api::Readyz},
+      {"GET", "/metrics", Role::kRead, &Api::GetMetrics},
+      {"GET", "/v1/jobfile", Role::kRead, &Api::GetJobFile},
+      {"POST", "/v1/jobfile", Role::kAdmin, &Api::ApplyJobFile},
+      {"GET", "/v1/jobs", Role::kRead, &Api::ListJobs},
+      {"GET", "/v1/jobs/{name}", Role::kRead, &Api::ShowJob},
+      {"POST", "/v1/jobs/{name}/trigger", Role::kTrigger, &Api::Trigger},
+      {"POST", "/v1/jobs/{name}/pause", Role::kAdmin, &Api::Pause},
+      {"POST", "/v1/jobs/{name}/resume", Role::kAdmin, &Api::Resume},
+      {"GET", "/v1/runs", Role::kRead, &Api::ListRuns},
+      {"GET", "/v1/runs/{id}", Role::kRead, &Api::GetRun},
+      {"GET", "/v1/runs/{id}/wait", Role::kRead, &Api::WaitRun},
+      {"GET", "/v1/runs/{id}/logs", Role::kRead, &Api::ReadLogs},
+      {"POST", "/v1/runs/{id}/cancel", Role::kAdmin, &Api::CancelRun},
+      {"POST", "/v1/runs/{id}/retry", Role::kAdmin, &Api::RetryRun},
+      {"GET", "/v1/misses", Role::kRead, &Api::ListMisses},
+      {"GET", "/v1/agents", Role::kRead, &Api::ListAgents},
+      {"POST", "/v1/agents/{name}/drain", Role::kAdmin, &Api::DrainAgent},
+      {"GET", "/v1/tokens", Role::kAdmin, &Api::ListTokens},
+      {"POST", "/v1/tokens", Role::kAdmin, &Api::CreateToken},
+      {"DELETE", "/v1/tokens/{id}", Role::kAdmin, &Api::RevokeToken},
+      {"POST", "/v1/agent/claim", Role::kAgent, &Api::Claim},
+      {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
+      {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},
+      {"POST", "/v1/agent/result", Role::kAgent, &Api::PostResult},
+  };
+  return kRoutes;
+}
+
+size_t Api::BodyLimit(const http::Request& head) {
+  if (head.path == "/v1/jobfile") return 8 << 20;
+  if (head.path == "/v1/agent/logs") return 256 << 10;
+  return 1 << 20;
+}
+
+void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  Call c{std::move(req), std::move(res), {}, {}};
+  const Route* route = nullptr;
+  bool path_known = false;
+  for (const Route& r : Routes()) {
+    std::map<std::string, std::string> params;
+    if (!MatchRoute(r.pattern, c.req.path, &params)) continue;
+    path_known = true;
+    if (c.req.method == r.method) {
+      route = &r;
+      c.params = std::move(params);
+      break;
+    }
+  }
+  if (route == nullptr) {
+    FailWith(c, path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
+             c.req.method + " " + c.req.path + (path_known ? " is not allowed" : " does not exist"));
+    return;
+  }
+  if (route->role != Role::kOpen) {
+    Result<Principal> who = p_.auth->Authenticate(c.req.Header("authorization"));
+    if (!who.ok()) {
+      ++ctx_->metrics->auth_failures_total;
+      FailWith(c, 401, "unauthenticated", who.status().message());
+      return;
+    }
+    c.who = *who;
+    std::string job = c.params.count("name") ? c.params["name"] : "";
+    if (!Auth::Allows(c.who, route->role, job)) {
+      ++ctx_->metrics->auth_failures_total;
+      FailWith(c, 403, "forbidden",
+               "token \"" + c.who.name + "\" (role " + std::string(RoleName(c.who.role)) +
+                   ") may not " + c.req.method + " " + c.req.path + " (needs role " +
+                   std::string(RoleName(route->role)) + ")");
+      return;
+    }
+  }
+  (this->*(route->handler))(c);
+}
+
+void Api::Json(Call& c, int status, const json& body) {
+  c.res->Send({status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}});
+}
+
+void Api::FailWith(Call& c, int status, std::string_view error, const std::string& message) {
+  Json(c, status, {{"error", error}, {"message", message}});
+}
+
+void Api::Fail(Call& c, const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kInvalidArgument: return FailWith(c, 400, "bad_request", s.message());
+    case Status::Code::kNotFound: return FailWith(c, 404, "not_found", s.message());
+    case Status::Code::kConflict: return FailWith(c, 409, "conflict", s.message());
+    case Status::Code::kUnauthenticated: return FailWith(c, 401, "unauthenticated", s.message());
+    case Status::Code::kPermissionDenied: return FailWith(c, 403, "forbidden", s.message());
+    case Status::Code::kResourceExhausted:
+      return FailWith(c, 507, "insufficient_storage", s.message());
+    case Status::Code::kUnavailable:
+    case Status::Code::kIo: return FailWith(c, 503, "unavailable", s.message());
+    default: return FailWith(c, 500, "internal", s.message());
+  }
+}
+
+void Api::JsonAfterCommit(Call& c, int status, json body) {
+  auto res = c.res;
+  auto text = std::make_shared<std::string>(body.dump(-1, ' ', false, json::error_handler_t::replace));
+  ctx_->batch->OnCommit([res, status, text](const Status& s) {
+    if (s.ok()) {
+      res->Send({status, "application/json", *text, {}});
+      return;
+    }
+    int code = s.code() == Status::Code::kResourceExhausted ? 507 : 503;
+    res->Send({code, "application/json",
+               json{{"error", code == 507 ? "insufficient_storage" : "unavailable"},
+                    {"message", s.message()}}.dump(), {}});
+  });
+}
+
+Result<json> Api::Body(const Call& c) {
+  if (c.req.body.empty()) return json::object();
+  json j = json::parse(c.req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::InvalidArgument("the request body must be a JSON object");
+  }
+  return j;
+}
+
+JobEntry* Api::JobOr404(Call& c) {
+  JobEntry* job = p_.jobs->FindByName(c.params["name"]);
+  if (job == nullptr || !job->active) {
+    FailWith(c, 404, "not_found", "no such job: " + c.params["name"]);
+    return nullptr;
+  }
+  return job;
+}
+
+json Api::RunJson(const RunRecord& r) const {
+  json shards = json::array();
+  for (const ShardRecord& s : r.shards) {
+    shards.push_back({{"index", s.index},
+                      {"agent", s.agent},
+                      {"state", RunStateName(s.state)},
+                      {"attempt", s.attempt},
+                      {"token", s.token},
+                      {"exit_code", s.exit_code ? json(*s.exit_code) : json()},
+                      {"outcome", s.outcome},
+                      {"message", s.message},
+                      {"started_at", Rfc3339(s.started_ms)},
+                      {"finished_at", Rfc3339(s.finished_ms)}});
+  }
+  return {{"id", r.id},
+          {"job", r.job},
+          {"reason", RunReasonName(r.reason)},
+          {"scheduled_at", Rfc3339(r.scheduled_ms)},
+          {"created_at", Rfc3339(r.created_ms)},
+          {"finished_at", Rfc3339(r.finished_ms)},
+          {"state", RunStateName(r.state)},
+          {"trace_id", r.trace_id},
+          {"note", r.note},
+          {"idempotency_key", r.idempotency_key},
+          {"shard_total", r.shard_total},
+          {"shards", shards}};
+}
+
+json Api::JobSummary(const JobEntry& j) const {
+  return {{"name", j.name},
+          {"next_fire", j.schedulable() ? Rfc3339(j.next_fire_ms) : std::string()},
+          {"paused", j.paused},
+          {"enabled", j.enabled},
+          {"open_runs", j.open_runs},
+          {"last_state", j.last_state ? json(RunStateName(*j.last_state)) : json()},
+          {"last_finished_at", j.last_finished_ms ? Rfc3339(j.last_finished_ms) : std::string()}};
+}
+
+void Api::Healthz(Call& c) { Json(c, 200, {{"status", "ok"}}); }
+
+void Api::Readyz(Call& c) {
+  if (p_.ready && p_.ready()) {
+    Json(c, 200, {{"status", "ready"}});
+  } else {
+    FailWith(c, 503, "unavailable", "the coordinator is loading its state");
+  }
+}
+
+void Api::GetMetrics(Call& c) {
+  Metrics& m = *ctx_->metrics;
+  m.active_leases = p_.dispatcher->active_leases();
+  m.open_runs = p_.book->open_runs();
+  m.jobs = 0;
+  for (const auto& [id, j] : p_.jobs->all()) m.jobs += j.active ? 1 : 0;
+  m.agents_connected = 0;
+  for (const auto& [name, a] : p_.dispatcher->agents()) {
+    m.agents_connected += p_.dispatcher->AgentAlive(a) ? 1 : 0;
+  }
+  c.res->Send({200, "text/plain; version=0.0.4; charset=utf-8", m.Render(kVersion), {}});
+}
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,111 @@
+// Api is the coordinator's HTTP surface: one route table in which every route declares the
+// role it needs (no role, no route: default deny), bearer-token authentication, JSON in and
+// out, and errors as {"error", "message"} with the matching status. Handlers that write
+// answer only after the write batch committed. The routes are documented in
+// man/jobctl-api.7.scd. Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/applier.h"
+#include "coordinator/auth.h"
+#include "coordinator/context.h"
+#include "coordinator/dispatcher.h"
+#include "coordinator/job_index.h"
+#include "coordinator/log_hub.h"
+#include "coordinator/run_book.h"
+#include "http/server.h"
+
+namespace jobctl::coordinator {
+
+struct Parts {
+  JobIndex* jobs;
+  RunBook* book;
+  Dispatcher* dispatcher;
+  Scheduler* scheduler;
+  Applier* applier;
+  Auth* auth;
+  LogHub* log_hub;
+  std::function<bool()> ready;  // the store is open and state loaded
+};
+
+class Api {
+ public:
+  struct Call {
+    http::Request req;
+    std::shared_ptr<http::Responder> res;
+    std::map<std::string, std::string> params;  // {name} segments of the route
+    Principal who;
+  };
+  using Handler = void (Api::*)(Call&);
+  struct Route {
+    const char* method;
+    const char* pattern;  // "/v1/jobs/{name}/trigger"
+    Role role;
+    Handler handler;
+  };
+
+  Api(Context* ctx, Parts parts) : ctx_(ctx), p_(std::move(parts)) {}
+  void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
+  // The body limit per route (8 MiB for the job file, 256 KiB for a log chunk, else 1 MiB).
+  static size_t BodyLimit(const http::Request& head);
+  static const std::vector<Route>& Routes();
+
+ private:
+  // Replies.
+  void Json(Call& c, int status, const nlohmann::json& body);
+  void Fail(Call& c, const Status& s);
+  void FailWith(Call& c, int status, std::string_view error, const std::string& message);
+  // Answers after this turn's commit: `body` on success, the commit error otherwise.
+  void JsonAfterCommit(Call& c, int status, nlohmann::json body);
+  Result<nlohmann::json> Body(const Call& c);
+  JobEntry* JobOr404(Call& c);
+
+  nlohmann::json RunJson(const RunRecord& r) const;
+  nlohmann::json JobSummary(const JobEntry& j) const;
+
+  // Open.
+  void Healthz(Call& c);
+  void Readyz(Call& c);
+  // Read.
+  void GetMetrics(Call& c);
+  void GetJobFile(Call& c);
+  void ListJobs(Call& c);
+  void ShowJob(Call& c);
+  void ListRuns(Call& c);
+  void GetRun(Call& c);
+  void WaitRun(Call& c);
+  void ReadLogs(Call& c);
+  void ListAgents(Call& c);
+  void ListMisses(Call& c);
+  // Trigger.
+  void Trigger(Call& c);
+  // Admin.
+  void ApplyJobFile(Call& c);
+  void Pause(Call& c);
+  void Resume(Call& c);
+  void CancelRun(Call& c);
+  void RetryRun(Call& c);
+  void DrainAgent(Call& c);
+  void CreateToken(Call& c);
+  void ListTokens(Call& c);
+  void RevokeToken(Call& c);
+  // Agent.
+  void Claim(Call& c);
+  void Heartbeat(Call& c);
+  void AppendLog(Call& c);
+  void PostResult(Call& c);
+
+  void SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline_mono);
+
+  Context* ctx_;
+  Parts p_;
+};
+
+}  // namespace jobctl::coordinator

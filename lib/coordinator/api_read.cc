@@ -1,0 +1,255 @@
+// The read routes: job file, jobs, runs (and waiting for one), output, agents, misses.
+#include <algorithm>
+
+#include "coordinator/api.h"
+#include "model/time_format.h"
+#include "wire/job_json.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+using nlohmann::json;
+
+std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, const char* key) {
+  auto it = m.find(key);
+  if (it == m.end() || it->second.empty()) return std::nullopt;
+  char* end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (*end != '\0') return std::nullopt;
+  return v;
+}
+
+std::string Base64(std::string_view in) {
+  static const char* kChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += kChars[v >> 18];
+    out += kChars[(v >> 12) & 63];
+    out += kChars[(v >> 6) & 63];
+    out += kChars[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kChars[v >> 18];
+    out += kChars[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kChars[v >> 18];
+    out += kChars[(v >> 12) & 63];
+    out += kChars[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+}  // namespace
+
+void Api::GetJobFile(Call& c) {
+  Result<store::RevisionRow> rev = ctx_->store->CurrentRevision();
+  if (!rev.ok()) return Fail(c, rev.status());
+  Json(c, 200, {{"revision", rev->id}, {"text", rev->text}, {"author", rev->author},
+                {"applied_at", rev->id ? FormatUtc(FromUnixMs(rev->at_ms)) : ""}});
+}
+
+void Api::ListJobs(Call& c) {
+  std::vector<const JobEntry*> jobs;
+  for (const auto& [id, j] : p_.jobs->all()) {
+    if (j.active) jobs.push_back(&j);
+  }
+  std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  json out = json::array();
+  for (const JobEntry* j : jobs) {
+    json item = JobSummary(*j);
+    Result<store::JobRow> row = ctx_->store->GetJob(j->id);
+    if (row.ok()) {
+      json spec = json::parse(row->spec_json, nullptr, false);
+      item["schedule"] = spec.value("schedule", "");
+      item["timezone"] = spec.value("timezone", "");
+      item["description"] = spec.value("description", "");
+    }
+    out.push_back(std::move(item));
+  }
+  Json(c, 200, out);
+}
+
+void Api::ShowJob(Call& c) {
+  JobEntry* job = JobOr404(c);
+  if (job == nullptr) return;
+  Result<store::JobRow> row = ctx_->store->GetJob(job->id);
+  if (!row.ok()) return Fail(c, row.status());
+  json out = JobSummary(*job);
+  out["definition"] = json::parse(row->spec_json, nullptr, false);
+  json next = json::array();
+  std::optional<int64_t> t = job->next_fire_ms;
+  for (int i = 0; i < 5 && t && job->schedulable(); ++i) {
+    next.push_back(*FormatInZone(FromUnixMs(*t), job->schedule->zone().name()));
+    t = p_.scheduler->NextAfter(*job, *t);
+  }
+  out["next_fires"] = next;
+  store::RunFilter filter;
+  filter.job_id = job->id;
+  filter.limit = 10;
+  Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(filter);
+  if (!runs.ok()) return Fail(c, runs.status());
+  json recent = json::array();
+  for (const RunRecord& r : *runs) recent.push_back(RunJson(r));
+  out["recent_runs"] = recent;
+  Json(c, 200, out);
+}
+
+void Api::ListRuns(Call& c) {
+  store::RunFilter f;
+  const auto& q = c.req.query;
+  if (auto it = q.find("job"); it != q.end() && !it->second.empty()) {
+    JobEntry* job = p_.jobs->FindByName(it->second);
+    if (job == nullptr) return FailWith(c, 404, "not_found", "no such job: " + it->second);
+    f.job_id = job->id;
+  }
+  if (auto it = q.find("state"); it != q.end() && !it->second.empty()) {
+    f.state = ParseRunState(it->second);
+    if (!f.state) return FailWith(c, 400, "bad_request", "unknown state \"" + it->second + "\"");
+  }
+  if (auto it = q.find("since"); it != q.end() && !it->second.empty()) {
+    Result<WallTime> since = ParseInstant(it->second);
+    if (!since.ok()) return Fail(c, since.status());
+    f.since_ms = ToUnixMs(*since);
+  }
+  f.limit = static_cast<int>(std::clamp<int64_t>(IntParam(q, "limit").value_or(50), 1, 10'000));
+  f.before_id = IntParam(q, "before");
+  Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(f);
+  if (!runs.ok()) return Fail(c, runs.status());
+  json out = json::array();
+  for (const RunRecord& r : *runs) {
+    // Open runs are current in memory; the store has them as of the last commit.
+    const RunRecord* open = p_.book->FindOpen(r.id);
+    out.push_back(RunJson(open ? *open : r));
+  }
+  Json(c, 200, out);
+}
+
+void Api::GetRun(Call& c) {
+  std::optional<int64_t> id = IntParam(c.params, "id");
+  if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  if (const RunRecord* open = p_.book->FindOpen(*id)) return Json(c, 200, RunJson(*open));
+  Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
+  if (!run.ok()) return Fail(c, run.status());
+  if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
+  Json(c, 200, RunJson(**run));
+}
+
+void Api::WaitRun(Call& c) {
+  std::optional<int64_t> id = IntParam(c.params, "id");
+  if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  int64_t timeout = std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0,
+                                        300'000);
+  const RunRecord* open = p_.book->FindOpen(*id);
+  if (open == nullptr || timeout == 0) return GetRun(c);
+  // Answer at the end of the run, or with the current state at the deadline.
+  auto call = std::make_shared<Call>(std::move(c));
+  auto answered = std::make_shared<bool>(false);
+  p_.book->Wait(*id, [this, call, answered](std::optional<RunRecord> run) {
+    if (*answered) return;
+    *answered = true;
+    if (!run) return FailWith(*call, 404, "not_found", "no such run");
+    json out = RunJson(*run);
+    out["done"] = true;
+    Json(*call, 200, out);
+  });
+  int64_t run_id = *id;
+  p_.log_hub->Park(-run_id, ctx_->MonoMs() + timeout, [this, call, answered, run_id] {
+    if (*answered) return;
+    *answered = true;
+    const RunRecord* now = p_.book->FindOpen(run_id);
+    if (now == nullptr) return GetRun(*call);
+    json out = RunJson(*now);
+    out["done"] = false;
+    Json(*call, 200, out);
+  });
+}
+
+void Api::ReadLogs(Call& c) {
+  std::optional<int64_t> id = IntParam(c.params, "id");
+  if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  int64_t after = IntParam(c.req.query, "after").value_or(0);
+  int64_t wait = std::clamp<int64_t>(IntParam(c.req.query, "wait_ms").value_or(0), 0, 60'000);
+  SendLogs(std::make_shared<Call>(std::move(c)), *id, after, ctx_->MonoMs() + wait);
+}
+
+void Api::SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline) {
+  if (!c->res->alive()) return;
+  store::LogQuery q;
+  q.run_id = run_id;
+  q.after_id = after;
+  q.shard = IntParam(c->req.query, "shard");
+  if (auto it = c->req.query.find("stream"); it != c->req.query.end() && !it->second.empty()) {
+    if (it->second == "stdout") q.stream = store::LogStream::kStdout;
+    else if (it->second == "stderr") q.stream = store::LogStream::kStderr;
+    else return FailWith(*c, 400, "bad_request", "stream is stdout or stderr");
+  }
+  Result<std::vector<store::LogChunk>> chunks = ctx_->logs->Read(q);
+  if (!chunks.ok()) return Fail(*c, chunks.status());
+  bool open = p_.book->FindOpen(run_id) != nullptr;
+  if (chunks->empty() && open && ctx_->MonoMs() < deadline) {
+    // Follow: wait for the next commit of this run's output, or for the run's end.
+    p_.log_hub->Park(run_id, deadline, [this, c, run_id, after, deadline] {
+      SendLogs(c, run_id, after, deadline);
+    });
+    return;
+  }
+  if (!open && chunks->empty()) {
+    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
+    if (!run.ok()) return Fail(*c, run.status());
+    if (!*run) return FailWith(*c, 404, "not_found", "no such run: " + std::to_string(run_id));
+  }
+  json out = json::array();
+  int64_t next = after;
+  for (const store::LogChunk& ch : *chunks) {
+    const char* stream = ch.stream == store::LogStream::kStdout   ? "stdout"
+                         : ch.stream == store::LogStream::kStderr ? "stderr"
+                                                                  : "marker";
+    out.push_back({{"id", ch.id}, {"shard", ch.shard}, {"attempt", ch.attempt}, {"seq", ch.seq},
+                   {"stream", stream}, {"at", FormatUtc(FromUnixMs(ch.at_ms))},
+                   {"data", Base64(ch.data)}});
+    next = ch.id;
+  }
+  // Done: the run has ended and this reader has everything stored for it.
+  Json(*c, 200, {{"chunks", out}, {"next", next}, {"done", !open && chunks->empty()}});
+}
+
+void Api::ListAgents(Call& c) {
+  json out = json::array();
+  for (const auto& [name, a] : p_.dispatcher->agents()) {
+    out.push_back({{"name", name},
+                   {"labels", a.labels},
+                   {"slots", a.slots},
+                   {"running", a.held.size()},
+                   {"version", a.version},
+                   {"draining", a.draining},
+                   {"connected", p_.dispatcher->AgentAlive(a)},
+                   {"last_seen", a.last_seen_ms ? FormatUtc(FromUnixMs(a.last_seen_ms)) : ""}});
+  }
+  Json(c, 200, out);
+}
+
+void Api::ListMisses(Call& c) {
+  auto it = c.req.query.find("job");
+  if (it == c.req.query.end()) return FailWith(c, 400, "bad_request", "job= is required");
+  JobEntry* job = p_.jobs->FindByName(it->second);
+  if (job == nullptr) return FailWith(c, 404, "not_found", "no such job: " + it->second);
+  Result<std::vector<store::MissRow>> misses =
+      ctx_->store->ListMisses(job->id, IntParam(c.req.query, "since_ms").value_or(0));
+  if (!misses.ok()) return Fail(c, misses.status());
+  json out = json::array();
+  for (const store::MissRow& m : *misses) {
+    out.push_back({{"first", FormatUtc(FromUnixMs(m.first_ms))}, {"first_ms", m.first_ms},
+                   {"last", FormatUtc(FromUnixMs(m.last_ms))}, {"last_ms", m.last_ms},
+                   {"count", m.count}, {"reason", m.reason}});
+  }
+  Json(c, 200, out);
+}
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,195 @@
+// The routes that change things: apply, trigger, pause/resume, cancel/retry, drain, tokens.
+#include "base/log.h"
+#include "coordinator/api.h"
+#include "model/time_format.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+using nlohmann::json;
+
+std::optional<int64_t> ParseId(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+  }
+  return std::stoll(s);
+}
+
+// Reads an optional field of an expected JSON type; a wrong type is a 400 naming the field.
+template <typename T>
+Status Field(const json& body, const char* key, T* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return Status::Ok();
+  try {
+    *out = it->get<T>();
+  } catch (const json::exception&) {
+    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void Api::ApplyJobFile(Call& c) {
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  ApplyRequest req;
+  req.author = c.who.name;
+  Status s = Field(*body, "text", &req.text);
+  if (s.ok()) s = Field(*body, "filename", &req.filename);
+  if (s.ok()) s = Field(*body, "base_revision", &req.base_revision);
+  if (s.ok()) s = Field(*body, "dry_run", &req.dry_run);
+  std::string author;
+  if (s.ok()) s = Field(*body, "author", &author);
+  if (!s.ok()) return Fail(c, s);
+  if (!author.empty()) req.author = author + " (token " + c.who.name + ")";
+  if (!body->contains("text")) return FailWith(c, 400, "bad_request", "field \"text\" is required");
+  ApplyOutcome out = p_.applier->Apply(req);
+  if (out.wrote && out.http_status == 200) return JsonAfterCommit(c, 200, out.body);
+  Json(c, out.http_status, out.body);
+}
+
+void Api::Trigger(Call& c) {
+  JobEntry* job = JobOr404(c);
+  if (job == nullptr) return;
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  std::string key;
+  std::map<std::string, std::string> env;
+  Status s = Field(*body, "idempotency_key", &key);
+  if (s.ok()) s = Field(*body, "env", &env);
+  if (!s.ok()) return Fail(c, s);
+  if (!key.empty()) {
+    Result<std::optional<int64_t>> existing = ctx_->store->FindRunByKey(job->id, key);
+    if (!existing.ok()) return Fail(c, existing.status());
+    if (*existing) {
+      // Same key, same run: never a second one.
+      const RunRecord* open = p_.book->FindOpen(**existing);
+      Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(**existing);
+      if (!stored.ok() || !*stored) return Fail(c, stored.status());
+      json out = RunJson(open ? *open : **stored);
+      out["existing"] = true;
+      return Json(c, 200, out);
+    }
+  }
+  std::string env_json = env.empty() ? "" : json(env).dump();
+  Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
+  if (!run.ok()) return Fail(c, run.status());
+  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "trigger", c.who.name, job->name,
+                                 "run " + std::to_string(run->id));
+  log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
+  json out = RunJson(run.value());
+  out["existing"] = false;
+  JsonAfterCommit(c, 201, out);
+}
+
+void Api::Pause(Call& c) {
+  JobEntry* job = JobOr404(c);
+  if (job == nullptr) return;
+  if (Status s = p_.applier->SetPaused(*job, true, c.who.name); !s.ok()) return Fail(c, s);
+  JsonAfterCommit(c, 200, JobSummary(*job));
+}
+
+void Api::Resume(Call& c) {
+  JobEntry* job = JobOr404(c);
+  if (job == nullptr) return;
+  if (Status s = p_.applier->SetPaused(*job, false, c.who.name); !s.ok()) return Fail(c, s);
+  JsonAfterCommit(c, 200, JobSummary(*job));
+}
+
+void Api::CancelRun(Call& c) {
+  std::optional<int64_t> id = ParseId(c.params["id"]);
+  if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  if (Status s = p_.book->Cancel(*id, "canceled by " + c.who.name); !s.ok()) return Fail(c, s);
+  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "cancel", c.who.name, "run " + c.params["id"], "");
+  Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
+  json out = run.ok() && *run ? RunJson(**run) : json{{"id", *id}};
+  out["state"] = "canceled";
+  JsonAfterCommit(c, 200, out);
+}
+
+void Api::RetryRun(Call& c) {
+  std::optional<int64_t> id = ParseId(c.params["id"]);
+  if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  if (p_.book->FindOpen(*id)) return FailWith(c, 409, "conflict", "run " + c.params["id"] + " is still active");
+  Result<std::optional<RunRecord>> old = ctx_->store->GetRun(*id);
+  if (!old.ok()) return Fail(c, old.status());
+  if (!*old) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
+  if ((*old)->state == RunState::kSucceeded || (*old)->state == RunState::kSkipped) {
+    return FailWith(c, 409, "conflict", "run " + c.params["id"] + " " +
+                                            std::string(RunStateName((*old)->state)) +
+                                            "; only failed runs are retried");
+  }
+  JobEntry* job = p_.jobs->Find((*old)->job_id);
+  if (job == nullptr || !job->active) return FailWith(c, 404, "not_found", "its job was removed");
+  Result<RunRecord> run = p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
+                                          (*old)->env_json, "");
+  if (!run.ok()) return Fail(c, run.status());
+  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "retry", c.who.name, "run " + c.params["id"],
+                                 "run " + std::to_string(run->id));
+  JsonAfterCommit(c, 201, RunJson(run.value()));
+}
+
+void Api::DrainAgent(Call& c) {
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  bool draining = true;
+  if (Status s = Field(*body, "draining", &draining); !s.ok()) return Fail(c, s);
+  if (Status s = p_.dispatcher->SetDraining(c.params["name"], draining); !s.ok()) return Fail(c, s);
+  JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
+}
+
+void Api::CreateToken(Call& c) {
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  std::string role_text = "read", jobs, name;
+  Status s = Field(*body, "role", &role_text);
+  if (s.ok()) s = Field(*body, "jobs", &jobs);
+  if (s.ok()) s = Field(*body, "name", &name);
+  if (!s.ok()) return Fail(c, s);
+  std::optional<Role> role = ParseRole(role_text);
+  if (!role) return FailWith(c, 400, "bad_request", "role is admin, read, trigger or agent");
+  if (!jobs.empty() && *role != Role::kTrigger) {
+    return FailWith(c, 400, "bad_request", "a jobs glob only applies to the trigger role");
+  }
+  Result<std::string> secret = NewSecret();
+  if (!secret.ok()) return Fail(c, secret.status());
+  store::TokenRow row{0, name.empty() ? role_text + "-token" : name, role_text, jobs,
+                      HashSecret(*secret), ctx_->NowMs(), std::nullopt};
+  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
+  Result<int64_t> id = ctx_->store->InsertToken(row);
+  if (!id.ok()) return Fail(c, id.status());
+  row.id = *id;
+  p_.auth->Add(row);
+  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-create", c.who.name, row.name, role_text);
+  JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", jobs},
+                           {"token", *secret}});
+}
+
+void Api::ListTokens(Call& c) {
+  json out = json::array();
+  Status s = ctx_->store->ForEachToken([&out](store::TokenRow&& t) {
+    out.push_back({{"id", t.id}, {"name", t.name}, {"role", t.role}, {"jobs", t.jobs},
+                   {"created_at", FormatUtc(FromUnixMs(t.created_ms))},
+                   {"revoked_at", t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""}});
+  });
+  if (!s.ok()) return Fail(c, s);
+  Json(c, 200, out);
+}
+
+void Api::RevokeToken(Call& c) {
+  std::optional<int64_t> id = ParseId(c.params["id"]);
+  if (!id) return FailWith(c, 400, "bad_request", "token ids are numbers");
+  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
+  if (Status s = ctx_->store->RevokeToken(*id, ctx_->NowMs()); !s.ok()) {
+    return s.code() == Status::Code::kNotFound
+               ? FailWith(c, 404, "not_found", "no active token " + c.params["id"])
+               : Fail(c, s);
+  }
+  p_.auth->Revoke(*id);
+  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-revoke", c.who.name, c.params["id"], "");
+  JsonAfterCommit(c, 200, {{"id", *id}, {"revoked", true}});
+}
+
+}  // namespace jobctl::coordinator

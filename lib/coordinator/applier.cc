@@ -1,0 +1,162 @@
+#include "coordinator/applier.h"
+
+#include <set>
+
+#include "base/log.h"
+#include "config/job_file.h"
+#include "model/time_format.h"
+#include "wire/job_json.h"
+
+namespace jobctl::coordinator {
+
+using nlohmann::json;
+
+Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now) {
+  Result<std::shared_ptr<const Schedule>> schedule = jobs_->CompileSchedule(job);
+  if (!schedule.ok()) return schedule.status();
+  std::string spec = wire::JobToJson(job).dump();
+  JobEntry entry;
+  bool timing_changed = true;
+  if (existing != nullptr) {
+    entry = *existing;
+    const Job* before = existing->spec.get();
+    // Keep the next fire unless something that decides it changed.
+    timing_changed = !existing->active || !existing->schedule || before == nullptr ||
+                     before->schedule != job.schedule || before->dialect != job.dialect ||
+                     before->timezone != job.timezone || before->enabled != job.enabled;
+    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, true, revision, now); !s.ok()) {
+      return s;
+    }
+  }
+  entry.name = job.name;
+  entry.schedule = *schedule;
+  entry.active = true;
+  entry.enabled = job.enabled;
+  entry.misfire = job.misfire;
+  entry.overlap = job.overlap;
+  entry.misfire_cap = job.misfire_cap;
+  // Open runs keep the definition they started with; new runs load the new one.
+  entry.spec = std::make_shared<const Job>(job);
+  if (timing_changed || !entry.next_fire_ms) entry.next_fire_ms = scheduler_->NextAfter(entry, now);
+  if (existing == nullptr) {
+    Result<int64_t> id = ctx_->store->InsertJob(
+        {0, job.name, spec, true, false, entry.next_fire_ms, revision}, now);
+    if (!id.ok()) return id.status();
+    entry.id = *id;
+  } else if (Status s = ctx_->store->SetNextFire(entry.id, entry.next_fire_ms); !s.ok()) {
+    return s;
+  }
+  if (entry.open_runs == 0 && existing != nullptr) entry.spec.reset();
+  if (existing == nullptr) entry.spec.reset();
+  scheduler_->Track(jobs_->Put(std::move(entry)));
+  return Status::Ok();
+}
+
+ApplyOutcome Applier::Apply(const ApplyRequest& req) {
+  JobFileResult parsed = ParseJobFile(req.text, req.filename);
+  if (!parsed.ok()) {
+    json errors = json::array();
+    for (const Diagnostic& d : parsed.errors) {
+      errors.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
+                        {"job", d.job}, {"message", d.message}, {"text", d.ToString()}});
+    }
+    return {400, {{"error", "invalid_job_file"},
+                  {"message", std::to_string(parsed.errors.size()) + " error(s) in " + req.filename},
+                  {"errors", errors}}};
+  }
+  Result<store::RevisionRow> current = ctx_->store->CurrentRevision();
+  if (!current.ok()) return {503, {{"error", "unavailable"}, {"message", current.status().message()}}};
+  if (req.base_revision >= 0 && req.base_revision != current->id) {
+    return {409,
+            {{"error", "conflict"},
+             {"message", "the job file changed since revision " + std::to_string(req.base_revision) +
+                             ": revision " + std::to_string(current->id) + " was applied by " +
+                             current->author + " at " + FormatUtc(FromUnixMs(current->at_ms)) +
+                             "; run `jobctl pull` to get it, then apply again"},
+             {"revision", current->id},
+             {"author", current->author},
+             {"applied_at", FormatUtc(FromUnixMs(current->at_ms))}}};
+  }
+  // Diff against the jobs the coordinator has now.
+  json created = json::array(), changed = json::array(), removed = json::array(),
+       unchanged = json::array();
+  std::set<std::string> in_file;
+  std::vector<std::pair<const Job*, JobEntry*>> upserts;
+  for (const Job& job : parsed.file.jobs) {
+    in_file.insert(job.name);
+    JobEntry* entry = jobs_->FindByName(job.name);
+    if (entry == nullptr || !entry->active) {
+      created.push_back(job.name);
+      upserts.push_back({&job, entry});
+      continue;
+    }
+    Result<store::JobRow> row = ctx_->store->GetJob(entry->id);
+    Result<Job> before = row.ok() ? wire::JobFromJson(json::parse(row->spec_json, nullptr, false))
+                                  : Result<Job>(row.status());
+    std::vector<std::string> fields = before.ok() ? wire::ChangedFields(*before, job)
+                                                  : std::vector<std::string>{"(unreadable)"};
+    if (fields.empty()) {
+      unchanged.push_back(job.name);
+    } else {
+      changed.push_back({{"name", job.name}, {"fields", fields}});
+      if (before.ok()) entry->spec = std::make_shared<const Job>(*before);
+      upserts.push_back({&job, entry});
+    }
+  }
+  std::vector<JobEntry*> removals;
+  for (const auto& [id, entry] : jobs_->all()) {
+    if (entry.active && !in_file.count(entry.name)) removals.push_back(jobs_->Find(id));
+  }
+  for (JobEntry* e : removals) removed.push_back(e->name);
+  json body = {{"dry_run", req.dry_run}, {"created", created}, {"changed", changed},
+               {"removed", removed}, {"unchanged", unchanged}, {"revision", current->id}};
+  bool no_change = created.empty() && changed.empty() && removed.empty() &&
+                   current->text == req.text;
+  if (req.dry_run || no_change) return {200, body};
+
+  int64_t now = ctx_->NowMs();
+  if (Status s = ctx_->batch->Open(); !s.ok()) return {503, {{"error", "unavailable"}, {"message", s.message()}}};
+  std::string summary = std::to_string(created.size()) + " created, " +
+                        std::to_string(changed.size()) + " changed, " +
+                        std::to_string(removed.size()) + " removed";
+  Result<int64_t> revision = ctx_->store->InsertRevision(req.text, req.author, now, summary);
+  Status s = revision.status();
+  for (auto& [job, entry] : upserts) {
+    if (s.ok()) s = Upsert(*job, entry, *revision, now);
+  }
+  for (JobEntry* e : removals) {
+    if (!s.ok()) break;
+    Result<store::JobRow> row = ctx_->store->GetJob(e->id);
+    s = row.status();
+    if (s.ok()) s = ctx_->store->UpdateJobSpec(e->id, row->spec_json, false, *revision, now);
+    e->active = false;
+    scheduler_->Track(*e);
+  }
+  if (s.ok()) s = ctx_->store->InsertEvent(now, "apply", req.author, "revision " +
+                                           std::to_string(*revision), summary);
+  if (!s.ok()) {
+    ctx_->batch->Fail(s);
+    return {503, {{"error", "unavailable"}, {"message", s.message()}}, true};
+  }
+  log::Info("job file applied", {{"revision", *revision}, {"author", req.author},
+                                 {"summary", summary}});
+  body["revision"] = *revision;
+  return {200, body, true};
+}
+
+Status Applier::SetPaused(JobEntry& job, bool paused, const std::string& actor) {
+  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  int64_t now = ctx_->NowMs();
+  if (Status s = ctx_->store->SetJobPaused(job.id, paused); !s.ok()) return s;
+  if (Status s = ctx_->store->InsertEvent(now, paused ? "pause" : "resume", actor, job.name, "");
+      !s.ok()) {
+    return s;
+  }
+  job.paused = paused;
+  // Resuming keeps the next fire it had: instants missed while paused come due at once and
+  // go through the misfire policy.
+  scheduler_->Track(job);
+  return Status::Ok();
+}
+
+}  // namespace jobctl::coordinator

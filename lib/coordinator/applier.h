@@ -1,0 +1,46 @@
+// Applier syncs a whole jobs.toml into the coordinator: validates it with the same code as
+// `jobctl validate`, works out which jobs are created, changed (field by field), removed
+// and unchanged, and — unless it is a dry run — records the file as a new revision and
+// updates the jobs, all in the current write batch. Optimistic concurrency: the caller names
+// the revision it started from, and a stale one is refused with who applied the newer one.
+// A removed job stops firing; its runs stay. Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/context.h"
+#include "coordinator/job_index.h"
+#include "coordinator/scheduler.h"
+
+namespace jobctl::coordinator {
+
+struct ApplyRequest {
+  std::string text;
+  std::string filename = "jobs.toml";
+  int64_t base_revision = -1;  // -1: apply whatever the current revision is
+  bool dry_run = false;
+  std::string author;
+};
+
+struct ApplyOutcome {
+  int http_status = 200;
+  nlohmann::json body;
+  bool wrote = false;  // the batch holds writes: answer after the commit
+};
+
+class Applier {
+ public:
+  Applier(Context* ctx, JobIndex* jobs, Scheduler* scheduler)
+      : ctx_(ctx), jobs_(jobs), scheduler_(scheduler) {}
+  ApplyOutcome Apply(const ApplyRequest& request);
+  // Pause or resume a job (resuming applies its misfire policy to what it missed).
+  Status SetPaused(JobEntry& job, bool paused, const std::string& actor);
+
+ private:
+  Status Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now);
+  Context* ctx_;
+  JobIndex* jobs_;
+  Scheduler* scheduler_;
+};
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,38 @@
+// Context: what every part of the coordinator shares — the loop, the clocks, the
+// configuration, the stores and the group commit. Owned by the Coordinator; parts keep a
+// pointer to it. Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include "base/clock.h"
+#include "config/coordinator_config.h"
+#include "coordinator/write_batch.h"
+#include "store/log_store.h"
+#include "store/store.h"
+
+namespace jobctl::coordinator {
+
+struct Metrics;
+
+struct Context {
+  uv_loop_t* loop = nullptr;
+  const Clock* clock = nullptr;
+  CoordinatorConfig config;
+  store::Store* store = nullptr;
+  store::LogStore* logs = nullptr;
+  WriteBatch* batch = nullptr;
+  Metrics* metrics = nullptr;
+
+  int64_t NowMs() const { return ToUnixMs(clock->Now()); }
+  int64_t MonoMs() const { return clock->MonotonicMs(); }
+};
+
+// Identifies one shard of one run.
+struct ShardKey {
+  int64_t run = 0;
+  int index = 0;
+  auto operator<=>(const ShardKey&) const = default;
+};
+
+}  // namespace jobctl::coordinator

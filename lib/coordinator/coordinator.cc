@@ -1,0 +1,227 @@
+#include "coordinator/coordinator.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+#include "wire/job_json.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+Status WriteSecretFile(const std::string& path, const std::string& secret) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Io("cannot create " + path + ": " + std::strerror(errno));
+  std::string text = secret + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Status::Io("cannot write " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SplitHostPort(const std::string& listen, std::string* host, int* port) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("listen address \"" + listen + "\": expected HOST:PORT");
+  }
+  *host = listen.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  if (host->empty()) *host = "0.0.0.0";
+  std::string p = listen.substr(colon + 1);
+  char* end = nullptr;
+  long v = std::strtol(p.c_str(), &end, 10);
+  if (p.empty() || *end != '\0' || v < 0 || v > 65535) {
+    return Status::InvalidArgument("listen address \"" + listen + "\": bad port \"" + p + "\"");
+  }
+  *port = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig config) {
+  ctx_.loop = loop;
+  ctx_.clock = clock;
+  ctx_.config = std::move(config);
+  ctx_.metrics = &metrics_;
+}
+
+Coordinator::~Coordinator() = default;
+
+Status Coordinator::OpenStores() {
+  const std::string& dir = ctx_.config.data_dir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::Io("cannot create data directory " + dir + ": " + std::strerror(errno));
+  }
+  Result<std::unique_ptr<store::Store>> store = store::Store::Open(dir + "/jobctl.db");
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::LogStore::Open(dir + "/logs.db", ctx_.config.log_cap_bytes);
+  if (!logs.ok()) return logs.status();
+  logs_ = std::move(*logs);
+  ctx_.store = store_.get();
+  ctx_.logs = logs_.get();
+  batch_ = std::make_unique<WriteBatch>(ctx_.loop, store_.get(), logs_.get());
+  ctx_.batch = batch_.get();
+  return Status::Ok();
+}
+
+Status Coordinator::Bootstrap() {
+  bool any = false;
+  if (Status s = store_->ForEachToken([&any](store::TokenRow&&) { any = true; }); !s.ok()) return s;
+  if (any) return Status::Ok();
+  // First start: an admin token for people and a join token for agents, as k3s and Vault do.
+  if (Status s = store_->Begin(); !s.ok()) return s;
+  std::string note;
+  for (const char* role : {"admin", "agent"}) {
+    Result<std::string> secret = NewSecret();
+    if (!secret.ok()) return secret.status();
+    std::string path = ctx_.config.data_dir + "/" + role + ".token";
+    Status s = WriteSecretFile(path, *secret);
+    if (s.ok()) {
+      s = store_->InsertToken({0, std::string("bootstrap-") + role, role, "", HashSecret(*secret),
+                               ctx_.NowMs(), std::nullopt})
+              .status();
+    }
+    if (!s.ok()) {
+      store_->Rollback();
+      return s;
+    }
+    note += std::string(note.empty() ? "" : "; ") + role + " token written to " + path;
+  }
+  if (Status s = store_->Commit(); !s.ok()) return s;
+  bootstrap_note_ = note;
+  return Status::Ok();
+}
+
+Status Coordinator::Load() {
+  auth_.Clear();
+  if (Status s = store_->ForEachToken([this](store::TokenRow&& t) { auth_.Add(t); }); !s.ok()) {
+    return s;
+  }
+  Status bad;
+  Status s = store_->ForEachJob([&](store::JobRow&& row) {
+    JobEntry e;
+    e.id = row.id;
+    e.name = row.name;
+    e.active = row.active;
+    e.paused = row.paused;
+    e.next_fire_ms = row.next_fire_ms;
+    Result<Job> job = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
+    if (job.ok()) {
+      e.enabled = job->enabled;
+      e.misfire = job->misfire;
+      e.overlap = job->overlap;
+      e.misfire_cap = job->misfire_cap;
+      if (e.active) {
+        Result<std::shared_ptr<const Schedule>> sched = jobs_.CompileSchedule(*job);
+        if (sched.ok()) e.schedule = *sched;
+      }
+    } else if (bad.ok()) {
+      bad = job.status();
+    }
+    jobs_.Put(std::move(e));
+  });
+  if (!s.ok()) return s;
+  if (!bad.ok()) log::Error("a stored job definition is unreadable", {{"error", bad.ToString()}});
+  s = store_->ForEachLastResult([this](int64_t job, RunState state, int64_t at) {
+    if (JobEntry* e = jobs_.Find(job)) {
+      e->last_state = state;
+      e->last_finished_ms = at;
+    }
+  });
+  if (!s.ok()) return s;
+  Result<int64_t> token = store_->GetCounter("token");
+  if (!token.ok()) return token.status();
+  dispatcher_->SetNextToken(*token);
+  s = store_->ForEachAgent([this](store::AgentRow&& a) { dispatcher_->LoadAgent(a); });
+  if (!s.ok()) return s;
+  Status load_error;
+  s = store_->ForEachOpenRun([&](RunRecord&& run) {
+    if (Status l = book_->Load(std::move(run)); !l.ok() && load_error.ok()) load_error = l;
+  });
+  if (!s.ok()) return s;
+  if (!load_error.ok()) return load_error;
+  for (const auto& [id, job] : jobs_.all()) scheduler_->Track(job);
+  loaded_ = true;
+  return Status::Ok();
+}
+
+void Coordinator::Reload() {
+  loaded_ = false;
+  jobs_.Clear();
+  dispatcher_->Clear();
+  book_->Clear();
+  scheduler_->Clear();
+  if (Status s = Load(); !s.ok()) {
+    log::Error("cannot reload state from the store; retrying at the next failure or restart",
+               {{"error", s.ToString()}});
+  }
+}
+
+Status Coordinator::Start() {
+  if (Status s = OpenStores(); !s.ok()) return s;
+  if (Status s = Bootstrap(); !s.ok()) return s;
+  dispatcher_ = std::make_unique<Dispatcher>(&ctx_);
+  book_ = std::make_unique<RunBook>(&ctx_, &jobs_, dispatcher_.get());
+  dispatcher_->set_run_book(book_.get());
+  scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
+  applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
+  log_hub_ = std::make_unique<LogHub>(&ctx_);
+  book_->on_finished = [this](int64_t run) {
+    log_hub_->Notify(run);
+    log_hub_->Notify(-run);
+  };
+  batch_->on_failure = [this](const Status&) { Reload(); };
+  batch_->Start();
+  dispatcher_->Start();
+  book_->Start();
+  log_hub_->Start();
+  if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
+  scheduler_->Start();
+
+  api_ = std::make_unique<Api>(&ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(),
+                                             scheduler_.get(), applier_.get(), &auth_,
+                                             log_hub_.get(), [this] { return loaded_; }});
+  http::Limits limits;
+  limits.body_limit = &Api::BodyLimit;
+  // Long-polls hold a connection up to a minute; idle keep-alive connections a little longer.
+  limits.idle_timeout_ms = 90'000;
+  server_ = std::make_unique<http::HttpServer>(
+      ctx_.loop, limits, [this](http::Request&& req, std::shared_ptr<http::Responder> res) {
+        api_->Handle(std::move(req), std::move(res));
+      });
+  std::string host;
+  int port = 0;
+  if (Status s = SplitHostPort(ctx_.config.listen, &host, &port); !s.ok()) return s;
+  if (Status s = server_->Listen(host, port); !s.ok()) return s;
+  return Status::Ok();
+}
+
+void Coordinator::Stop(std::function<void()> done) {
+  if (server_) server_->StopAccepting();
+  if (dispatcher_) dispatcher_->Close();
+  if (log_hub_) log_hub_->Close();
+  if (batch_) batch_->Flush();
+  auto finish = [this, done = std::move(done)] {
+    if (scheduler_) scheduler_->Close();
+    if (book_) book_->Close();
+    if (batch_) batch_->Close();
+    done();
+  };
+  if (server_) {
+    server_->Close(finish);
+  } else {
+    finish();
+  }
+}
+
+}  // namespace jobctl::coordinator

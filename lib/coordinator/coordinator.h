@@ -1,0 +1,71 @@
+// Coordinator is the server behind `jobctl serve`: it opens the store, rebuilds its memory
+// from it (jobs into the fire loop, open runs, leases with a fresh TTL, agents, tokens),
+// creates the bootstrap tokens on first start, and serves the API on one libuv loop.
+// Stop() stops accepting, answers parked long-polls, commits, and closes every handle.
+// Loop thread only; owned by main().
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "config/coordinator_config.h"
+#include "coordinator/api.h"
+#include "coordinator/applier.h"
+#include "coordinator/auth.h"
+#include "coordinator/context.h"
+#include "coordinator/dispatcher.h"
+#include "coordinator/job_index.h"
+#include "coordinator/log_hub.h"
+#include "coordinator/metrics.h"
+#include "coordinator/run_book.h"
+#include "coordinator/scheduler.h"
+#include "http/server.h"
+
+namespace jobctl::coordinator {
+
+class Coordinator {
+ public:
+  Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig config);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Opens the data directory and the store, loads state, and listens. Errors name the path
+  // or address.
+  Status Start();
+  void Stop(std::function<void()> done);
+  int port() const { return server_ ? server_->port() : 0; }
+  const std::string& bootstrap_note() const { return bootstrap_note_; }
+
+ private:
+  Status OpenStores();
+  Status Bootstrap();
+  Status Load();
+  void Reload();
+
+  Context ctx_;
+  Metrics metrics_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::LogStore> logs_;
+  std::unique_ptr<WriteBatch> batch_;
+  JobIndex jobs_;
+  Auth auth_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<RunBook> book_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Applier> applier_;
+  std::unique_ptr<LogHub> log_hub_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<http::HttpServer> server_;
+  bool loaded_ = false;
+  std::string bootstrap_note_;
+};
+
+// "127.0.0.1:7070", "[::1]:7070", ":7070" (all IPv4 addresses) -> host and port.
+Status SplitHostPort(const std::string& listen, std::string* host, int* port);
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,448 @@
+#include "coordinator/dispatcher.h"
+
+#include <algorithm>
+#include <random>
+
+#include "base/log.h"
+#include "coordinator/metrics.h"
+#include "coordinator/run_book.h"
+#include "wire/job_json.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+// How long a shard waits for the agent its route prefers before any eligible agent may take
+// it: long enough for that agent to send its next claim, short enough not to be noticed.
+constexpr int64_t kPreferHoldMs = 300;
+constexpr int64_t kMaxClaimWaitMs = 60'000;
+
+uint64_t Rendezvous(const std::string& job, int index, const std::string& agent) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view s) {
+    for (char c : s) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  };
+  mix(job);
+  mix(std::to_string(index));
+  mix(agent);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+std::string LeaseKey(ShardKey k) {
+  return "shard/" + std::to_string(k.run) + "/" + std::to_string(k.index);
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Context* ctx) : ctx_(ctx), lease_wheel_(ctx->MonoMs()) {}
+
+void Dispatcher::Start() {
+  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_}) {
+    uv_timer_init(ctx_->loop, t);
+    t->data = this;
+  }
+  started_ = true;
+}
+
+void Dispatcher::Close() {
+  for (auto& [name, a] : agents_) {
+    if (a.waiting) {
+      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting.reset();
+    }
+  }
+  if (!started_) return;
+  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_}) {
+    uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+  }
+  started_ = false;
+}
+
+void Dispatcher::Clear() {
+  pending_.clear();
+  leases_.clear();
+  lease_by_token_.clear();
+  lease_wheel_ = TimingWheel(ctx_->MonoMs());
+  for (auto& [name, a] : agents_) a.held.clear();
+}
+
+void Dispatcher::LoadAgent(const store::AgentRow& row) {
+  AgentInfo& a = agents_[row.name];
+  a.name = row.name;
+  a.slots = row.slots;
+  a.version = row.version;
+  a.draining = row.draining;
+  a.last_seen_ms = row.last_seen_ms;
+  nlohmann::json labels = nlohmann::json::parse(row.labels_json, nullptr, false);
+  if (labels.is_object()) {
+    for (auto it = labels.begin(); it != labels.end(); ++it) {
+      if (it.value().is_string()) a.labels[it.key()] = it.value().get<std::string>();
+    }
+  }
+}
+
+void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token) {
+  // After a restart every lease gets a whole TTL: the coordinator's own downtime must not
+  // expire healthy agents (they renew at their next heartbeat).
+  int64_t now = ctx_->MonoMs();
+  Lease lease{key, agent, token, now + ctx_->config.lease_ttl.count(), false};
+  leases_[key] = lease;
+  lease_by_token_[token] = key;
+  lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  AgentInfo& a = agents_[agent];
+  a.name = agent;
+  a.held.insert(key);
+  if (a.last_seen_mono == 0) a.last_seen_mono = now;
+  ArmTimers();
+}
+
+bool Dispatcher::AgentAlive(const AgentInfo& a) const {
+  return a.waiting != nullptr ||
+         (a.last_seen_mono != 0 &&
+          ctx_->MonoMs() - a.last_seen_mono <= ctx_->config.lease_ttl.count());
+}
+
+std::vector<std::string> Dispatcher::EligibleAgents(const std::vector<LabelSelector>& on) const {
+  std::vector<std::string> out;
+  for (const auto& [name, a] : agents_) {
+    if (!a.draining && AgentAlive(a) && wire::Matches(on, a.labels)) out.push_back(name);
+  }
+  return out;
+}
+
+void Dispatcher::Enqueue(PendingShard shard) {
+  shard.since_mono = ctx_->MonoMs();
+  pending_.push_back(std::move(shard));
+  // Dispatch on the next turn of the loop: the caller may still be creating the run's other
+  // shards, and this keeps every grant out of the caller's stack.
+  if (started_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(&retry_timer_))) {
+    uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
+                   0, 0);
+  }
+}
+
+void Dispatcher::RemovePending(ShardKey key) {
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&](const PendingShard& p) { return p.key == key; }),
+                 pending_.end());
+}
+
+int Dispatcher::FreeOf(const AgentInfo& a) const {
+  return a.waiting && !a.draining ? a.waiting_free : 0;
+}
+
+AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* hold) {
+  *hold = false;
+  if (!shard.bound_agent.empty()) {
+    auto it = agents_.find(shard.bound_agent);
+    return it != agents_.end() && FreeOf(it->second) > 0 ? &it->second : nullptr;
+  }
+  std::vector<AgentInfo*> alive;
+  for (auto& [name, a] : agents_) {
+    if (!a.draining && AgentAlive(a) && wire::Matches(shard.on, a.labels)) alive.push_back(&a);
+  }
+  if (alive.empty()) return nullptr;
+  auto by_hash = [&](AgentInfo* x, AgentInfo* y) {
+    return Rendezvous(shard.job, shard.key.index, x->name) >
+           Rendezvous(shard.job, shard.key.index, y->name);
+  };
+  switch (shard.route) {
+    case Route::kHash:
+      std::sort(alive.begin(), alive.end(), by_hash);
+      break;
+    case Route::kFailover:
+      break;  // agents_ is ordered by name: the first healthy agent wins
+    case Route::kRoundRobin: {
+      size_t start = round_robin_[shard.job] % alive.size();
+      std::rotate(alive.begin(), alive.begin() + static_cast<long>(start), alive.end());
+      break;
+    }
+    case Route::kRandom: {
+      static std::mt19937_64 rng{std::random_device{}()};
+      std::shuffle(alive.begin(), alive.end(), rng);
+      break;
+    }
+    case Route::kSpread:
+    case Route::kBroadcast: {
+      // Least busy first, and shards of one run on different agents where possible; ties
+      // broken by a stable hash so assignments do not move while membership is unchanged.
+      auto load = [&](AgentInfo* a) {
+        int same_run = 0;
+        for (const ShardKey& k : a->held) same_run += k.run == shard.key.run;
+        return std::make_pair(same_run, a->held.size() * 1000 / std::max(a->slots, 1));
+      };
+      std::sort(alive.begin(), alive.end(), [&](AgentInfo* x, AgentInfo* y) {
+        auto lx = load(x), ly = load(y);
+        return lx != ly ? lx < ly : by_hash(x, y);
+      });
+      break;
+    }
+  }
+  if (FreeOf(*alive[0]) > 0) return alive[0];
+  if (now_mono - shard.since_mono < kPreferHoldMs) {
+    *hold = true;
+    return nullptr;
+  }
+  for (AgentInfo* a : alive) {
+    if (FreeOf(*a) > 0) return a;
+  }
+  return nullptr;
+}
+
+void Dispatcher::TryDispatch() {
+  if (pending_.empty()) return;
+  int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
+  std::map<std::string, nlohmann::json> granted;
+  int64_t retry_in = -1;
+  auto want_retry = [&retry_in](int64_t in) {
+    in = std::max<int64_t>(in, 1);
+    if (retry_in < 0 || in < retry_in) retry_in = in;
+  };
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->not_before_ms > now_ms) {
+      want_retry(it->not_before_ms - now_ms);
+      ++it;
+      continue;
+    }
+    bool hold = false;
+    AgentInfo* agent = Pick(*it, now_mono, &hold);
+    if (agent == nullptr) {
+      if (hold) want_retry(it->since_mono + kPreferHoldMs - now_mono);
+      ++it;
+      continue;
+    }
+    nlohmann::json& list = granted[agent->name];
+    if (list.is_null()) list = nlohmann::json::array();
+    Grant(*agent, *it, &list);
+    it = pending_.erase(it);
+  }
+  for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));
+  if (retry_in >= 0 && started_) {
+    uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
+                   static_cast<uint64_t>(retry_in), 0);
+  }
+  ArmTimers();
+}
+
+void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::json* assignments) {
+  int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
+  int64_t token = ++last_token_;
+  Lease lease{shard.key, agent.name, token, now_mono + ctx_->config.lease_ttl.count(), false};
+  leases_[shard.key] = lease;
+  lease_by_token_[token] = shard.key;
+  lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  agent.held.insert(shard.key);
+  --agent.waiting_free;
+  if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
+  if (Status s = ctx_->batch->Open(); s.ok()) {
+    Status w = ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
+    if (w.ok()) w = ctx_->store->SetCounter("token", last_token_);
+    if (!w.ok()) ctx_->batch->Fail(w);
+  }
+  nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
+  a["ttl_ms"] = ctx_->config.lease_ttl.count();
+  a["heartbeat_ms"] = ctx_->config.heartbeat.count();
+  assignments->push_back(std::move(a));
+  ++ctx_->metrics->grants_total;
+  ctx_->metrics->claim_latency.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
+  log::Debug("lease granted", {{"run", shard.key.run}, {"shard", shard.key.index},
+                               {"agent", agent.name}, {"token", token}});
+}
+
+void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
+  std::shared_ptr<http::Responder> responder = std::move(agent.waiting);
+  agent.waiting.reset();
+  ++agent.claim_seq;
+  if (!responder) return;
+  auto body = std::make_shared<std::string>(nlohmann::json{{"assignments", assignments}}.dump());
+  ctx_->batch->OnCommit([responder, body](const Status& s) {
+    if (s.ok()) {
+      responder->Send({200, "application/json", *body, {}});
+    } else {
+      responder->Send({503, "application/json",
+                       nlohmann::json{{"error", "unavailable"}, {"message", s.message()}}.dump(), {}});
+    }
+  });
+}
+
+void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> responder) {
+  ++ctx_->metrics->claims_total;
+  AgentInfo& a = agents_[req.agent];
+  bool changed = a.name.empty() || a.labels != req.labels || a.slots != req.slots ||
+                 a.version != req.version;
+  a.name = req.agent;
+  a.labels = std::move(req.labels);
+  a.slots = std::max(req.slots, 1);
+  a.version = std::move(req.version);
+  a.last_seen_mono = ctx_->MonoMs();
+  a.last_seen_ms = ctx_->NowMs();
+  if (changed && ctx_->batch->Open().ok()) {
+    Status s = ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
+                                      a.last_seen_ms, a.draining});
+    if (!s.ok()) ctx_->batch->Fail(s);
+  }
+  if (a.waiting) a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+  a.waiting = std::move(responder);
+  a.waiting_free = std::max(req.free, 0);
+  a.wait_deadline_mono = a.last_seen_mono + std::clamp<int64_t>(req.wait_ms, 0, kMaxClaimWaitMs);
+  uint64_t seq = ++a.claim_seq;
+  std::string name = a.name;
+  a.waiting->OnClose([this, name, seq] {
+    auto it = agents_.find(name);
+    if (it != agents_.end() && it->second.claim_seq == seq) it->second.waiting.reset();
+  });
+  TryDispatch();
+  if (a.waiting && req.wait_ms <= 0) AnswerClaim(a, nlohmann::json::array());
+  ArmTimers();
+}
+
+nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
+                                     const std::vector<HeartbeatLease>& leases, int free) {
+  AgentInfo& a = agents_[agent];
+  a.name = agent;
+  a.last_seen_mono = ctx_->MonoMs();
+  a.last_seen_ms = ctx_->NowMs();
+  (void)free;
+  nlohmann::json renewed = nlohmann::json::array(), revoked = nlohmann::json::array();
+  for (const HeartbeatLease& l : leases) {
+    nlohmann::json item = {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}};
+    auto it = leases_.find(l.key);
+    if (it == leases_.end() || it->second.token != l.token || it->second.agent != agent) {
+      ++ctx_->metrics->stale_token_total;
+      item["reason"] = "stale";
+      revoked.push_back(std::move(item));
+    } else if (it->second.canceled) {
+      item["reason"] = "canceled";
+      revoked.push_back(std::move(item));
+    } else {
+      it->second.expires_mono = a.last_seen_mono + ctx_->config.lease_ttl.count();
+      lease_wheel_.Schedule(static_cast<uint64_t>(l.token), it->second.expires_mono);
+      renewed.push_back(std::move(item));
+    }
+  }
+  ArmTimers();
+  return {{"ttl_ms", ctx_->config.lease_ttl.count()},
+          {"heartbeat_ms", ctx_->config.heartbeat.count()},
+          {"renewed", renewed},
+          {"revoked", revoked}};
+}
+
+Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t token) const {
+  auto it = leases_.find(key);
+  if (it != leases_.end() && it->second.token == token && it->second.agent == agent) {
+    return Status::Ok();
+  }
+  ++ctx_->metrics->stale_token_total;
+  std::string current = it == leases_.end() ? "none" : std::to_string(it->second.token);
+  return Status::Conflict("stale token " + std::to_string(token) + " for run " +
+                          std::to_string(key.run) + " shard " + std::to_string(key.index) +
+                          " (current lease token: " + current + ")");
+}
+
+bool Dispatcher::Holds(ShardKey key, int64_t token) const {
+  auto it = leases_.find(key);
+  return it != leases_.end() && it->second.token == token;
+}
+
+void Dispatcher::Release(ShardKey key) {
+  auto it = leases_.find(key);
+  if (it == leases_.end()) return;
+  lease_wheel_.Cancel(static_cast<uint64_t>(it->second.token));
+  lease_by_token_.erase(it->second.token);
+  if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.erase(key);
+  leases_.erase(it);
+  if (ctx_->batch->Open().ok()) {
+    if (Status s = ctx_->store->DeleteLease(LeaseKey(key)); !s.ok()) ctx_->batch->Fail(s);
+  }
+}
+
+void Dispatcher::MarkCanceled(ShardKey key) {
+  if (auto it = leases_.find(key); it != leases_.end()) it->second.canceled = true;
+}
+
+Status Dispatcher::SetDraining(const std::string& agent, bool draining) {
+  auto it = agents_.find(agent);
+  if (it == agents_.end()) return Status::NotFound("no such agent");
+  AgentInfo& a = it->second;
+  a.draining = draining;
+  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  return ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
+                                a.last_seen_ms, a.draining});
+}
+
+void Dispatcher::OnLeaseTimer() {
+  int64_t now = ctx_->MonoMs();
+  // A loop stall (or the whole process stopped) longer than TTL/3: agents could not have been
+  // heard meanwhile, so every lease first gets a fresh TTL before any expiry is judged.
+  // Every arming of this timer sets it at most TTL/3 ahead, so a longer gap is a stall.
+  if (last_lease_check_mono_ != 0 &&
+      now - last_lease_check_mono_ > ctx_->config.lease_ttl.count() / 3 + 1000) {
+    log::Warn("loop stalled; renewing every lease before judging expiry",
+              {{"stall_ms", now - last_lease_check_mono_}});
+    for (auto& [key, lease] : leases_) {
+      lease.expires_mono = now + ctx_->config.lease_ttl.count();
+      lease_wheel_.Schedule(static_cast<uint64_t>(lease.token), lease.expires_mono);
+    }
+  }
+  std::vector<uint64_t> expired;
+  lease_wheel_.Advance(now, [&expired](uint64_t token, int64_t) { expired.push_back(token); });
+  for (uint64_t token : expired) {
+    auto kt = lease_by_token_.find(static_cast<int64_t>(token));
+    if (kt == lease_by_token_.end()) continue;
+    ShardKey key = kt->second;
+    std::string agent = leases_[key].agent;
+    Release(key);
+    ++ctx_->metrics->leases_expired_total;
+    log::Warn("lease expired", {{"run", key.run}, {"shard", key.index}, {"agent", agent},
+                                {"token", static_cast<int64_t>(token)}});
+    book_->OnLeaseExpired(key, static_cast<int64_t>(token));
+  }
+  ArmTimers();
+}
+
+void Dispatcher::OnClaimTimer() {
+  int64_t now = ctx_->MonoMs();
+  for (auto& [name, a] : agents_) {
+    if (a.waiting && a.wait_deadline_mono <= now) {
+      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting.reset();
+      ++a.claim_seq;
+    }
+  }
+  ArmTimers();
+}
+
+void Dispatcher::ArmTimers() {
+  if (!started_) return;
+  int64_t now = ctx_->MonoMs();
+  // The lease timer also runs every TTL/3 while leases exist, which is how a stall shows.
+  if (!leases_.empty()) {
+    int64_t due = now + ctx_->config.lease_ttl.count() / 3;
+    if (std::optional<int64_t> next = lease_wheel_.NextWakeup()) due = std::min(due, *next);
+    last_lease_check_mono_ = now;
+    uv_timer_start(&lease_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnLeaseTimer(); },
+                   static_cast<uint64_t>(std::max<int64_t>(due - now, 0)), 0);
+  } else {
+    uv_timer_stop(&lease_timer_);
+    last_lease_check_mono_ = 0;
+  }
+  int64_t earliest = -1;
+  for (const auto& [name, a] : agents_) {
+    if (a.waiting && (earliest < 0 || a.wait_deadline_mono < earliest)) earliest = a.wait_deadline_mono;
+  }
+  if (earliest >= 0) {
+    uv_timer_start(&claim_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnClaimTimer(); },
+                   static_cast<uint64_t>(std::max<int64_t>(earliest - now, 0)), 0);
+  } else {
+    uv_timer_stop(&claim_timer_);
+  }
+}
+
+}  // namespace jobctl::coordinator

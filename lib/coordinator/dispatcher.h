@@ -1,0 +1,140 @@
+// Dispatcher hands pending shards to agents under leases. Agents pull: each keeps one
+// long-poll claim open, and the moment a matching shard is pending (or an agent with free
+// slots arrives) the claim is answered with the shard, a fresh fencing token and the TTL.
+// Heartbeats renew an agent's leases in memory (soft state: grants, results and logs are
+// the durable facts); a lease that is not renewed in time expires and its shard goes back
+// to the RunBook as lost. Tokens come from one counter that only grows, saved with every
+// grant. Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "coordinator/context.h"
+#include "http/server.h"
+#include "model/job.h"
+#include "model/timing_wheel.h"
+
+namespace jobctl::coordinator {
+
+class RunBook;
+
+struct AgentInfo {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int slots = 1;
+  std::string version;
+  int64_t last_seen_mono = 0;
+  int64_t last_seen_ms = 0;
+  bool draining = false;
+  std::set<ShardKey> held;
+  // The open long-poll claim, if any.
+  std::shared_ptr<http::Responder> waiting;
+  int waiting_free = 0;
+  int64_t wait_deadline_mono = 0;
+  uint64_t claim_seq = 0;  // tells a stale OnClose from the current claim
+};
+
+struct Lease {
+  ShardKey key;
+  std::string agent;
+  int64_t token = 0;
+  int64_t expires_mono = 0;
+  bool canceled = false;  // the run was canceled: the agent is told to kill at its heartbeat
+};
+
+// What a pending shard needs for routing.
+struct PendingShard {
+  ShardKey key;
+  std::string job;
+  std::vector<LabelSelector> on;
+  Route route = Route::kSpread;
+  std::string bound_agent;    // broadcast: only this agent
+  int64_t not_before_ms = 0;  // wall clock (retry backoff)
+  int64_t since_mono = 0;
+};
+
+struct ClaimRequest {
+  std::string agent;
+  std::map<std::string, std::string> labels;
+  int slots = 1;
+  int free = 1;
+  std::string version;
+  int64_t wait_ms = 30'000;
+};
+
+struct HeartbeatLease {
+  ShardKey key;
+  int64_t token = 0;
+};
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(Context* ctx);
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+  void set_run_book(RunBook* book) { book_ = book; }
+
+  void Start();
+  void Close();  // answers waiting claims (empty) and closes the timers
+
+  // Rebuilding from the store: every live lease gets a fresh TTL before expiry is judged.
+  void Clear();
+  void LoadAgent(const store::AgentRow& row);
+  void LoadLease(ShardKey key, const std::string& agent, int64_t token);
+  void SetNextToken(int64_t last_used) { last_token_ = last_used; }
+
+  void Enqueue(PendingShard shard);
+  void RemovePending(ShardKey key);
+  void Claim(ClaimRequest request, std::shared_ptr<http::Responder> responder);
+  nlohmann::json Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
+                           int free);
+  // Current token check for results and logs: kOk, or kConflict with the current state.
+  Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const;
+  bool Holds(ShardKey key, int64_t token) const;  // that lease is live
+  void Release(ShardKey key);            // result accepted: the lease ends
+  void MarkCanceled(ShardKey key);       // tell the holder at its next heartbeat
+  Status SetDraining(const std::string& agent, bool draining);
+  // The agents with the labels matching `on` that were seen within one TTL, by name.
+  std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const;
+
+  const std::map<std::string, AgentInfo>& agents() const { return agents_; }
+  size_t active_leases() const { return leases_.size(); }
+  size_t pending() const { return pending_.size(); }
+  bool AgentAlive(const AgentInfo& a) const;
+
+ private:
+  void TryDispatch();
+  AgentInfo* Pick(const PendingShard& shard, int64_t now_mono, bool* hold);
+  int FreeOf(const AgentInfo& a) const;
+  void Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::json* assignments);
+  void AnswerClaim(AgentInfo& agent, nlohmann::json assignments);
+  void OnLeaseTimer();
+  void OnClaimTimer();
+  void ArmTimers();
+
+  Context* ctx_;
+  RunBook* book_ = nullptr;
+  std::map<std::string, AgentInfo> agents_;
+  std::deque<PendingShard> pending_;
+  std::map<ShardKey, Lease> leases_;
+  std::map<int64_t, ShardKey> lease_by_token_;
+  TimingWheel lease_wheel_;  // by token, due = expiry on the monotonic clock
+  std::map<std::string, uint64_t> round_robin_;
+  int64_t last_token_ = 0;
+  int64_t last_lease_check_mono_ = 0;  // when the lease timer was last armed
+  uv_timer_t lease_timer_{};
+  uv_timer_t claim_timer_{};
+  uv_timer_t retry_timer_{};
+  bool started_ = false;
+};
+
+}  // namespace jobctl::coordinator

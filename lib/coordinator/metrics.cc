@@ -1,0 +1,65 @@
+#include "coordinator/metrics.h"
+
+#include <fmt/format.h>
+
+namespace jobctl::coordinator {
+
+void Histogram::Observe(double seconds) {
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    if (seconds <= kBounds[i]) ++counts_[i];
+  }
+  ++count_;
+  sum_ += seconds;
+}
+
+std::string Histogram::Render(const std::string& name, const std::string& help) const {
+  std::string out = fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, kBounds[i], counts_[i]);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name,
+                     sum_, name, count_);
+  return out;
+}
+
+std::string Metrics::Render(const std::string& version) const {
+  std::string out;
+  auto counter = [&out](const char* name, const char* help, uint64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+  };
+  auto gauge = [&out](const char* name, const char* help, uint64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, v);
+  };
+  out += fmt::format(
+      "# HELP jobctl_build_info The running coordinator's version.\n"
+      "# TYPE jobctl_build_info gauge\njobctl_build_info{{version=\"{}\"}} 1\n",
+      version);
+  counter("jobctl_fires_total", "Runs created by the schedule.", fires_total);
+  counter("jobctl_skipped_total", "Fires recorded as skipped (overlap).", skipped_total);
+  counter("jobctl_missed_total", "Instants recorded as missed (misfire policy).", missed_total);
+  counter("jobctl_claims_total", "Claim requests from agents.", claims_total);
+  counter("jobctl_grants_total", "Shard leases granted.", grants_total);
+  counter("jobctl_leases_expired_total", "Leases that expired.", leases_expired_total);
+  counter("jobctl_stale_token_total", "Requests refused for a stale fencing token.",
+          stale_token_total);
+  counter("jobctl_log_bytes_total", "Job output bytes stored.", log_bytes_total);
+  counter("jobctl_auth_failures_total", "Requests refused for authentication.",
+          auth_failures_total);
+  out += "# HELP jobctl_runs_finished_total Runs that reached a final state.\n"
+         "# TYPE jobctl_runs_finished_total counter\n";
+  for (const auto& [state, n] : runs_finished_total) {
+    out += fmt::format("jobctl_runs_finished_total{{state=\"{}\"}} {}\n", state, n);
+  }
+  gauge("jobctl_active_leases", "Shard leases currently held.", active_leases);
+  gauge("jobctl_agents_connected", "Agents seen within one lease TTL.", agents_connected);
+  gauge("jobctl_jobs", "Jobs in the current job file.", jobs);
+  gauge("jobctl_open_runs", "Runs pending or running.", open_runs);
+  out += fire_lateness.Render("jobctl_fire_lateness_seconds",
+                              "Time from a scheduled instant to its run being committed.");
+  out += claim_latency.Render("jobctl_claim_latency_seconds",
+                              "Time from a shard becoming pending to its lease being granted.");
+  out += commit_latency.Render("jobctl_store_commit_seconds", "Duration of one group commit.");
+  return out;
+}
+
+}  // namespace jobctl::coordinator

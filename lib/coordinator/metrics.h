@@ -1,0 +1,49 @@
+// Metrics: the coordinator's counters and histograms, rendered in the Prometheus text
+// format at /metrics. Plain integers updated on the loop thread; no library, no locks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace jobctl::coordinator {
+
+class Histogram {
+ public:
+  // Bucket upper bounds in seconds.
+  static constexpr std::array<double, 12> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                     0.1,   0.25,   0.5,   1,    2.5,   10};
+  void Observe(double seconds);
+  std::string Render(const std::string& name, const std::string& help) const;
+
+ private:
+  std::array<uint64_t, kBounds.size()> counts_{};
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+struct Metrics {
+  uint64_t fires_total = 0;
+  uint64_t skipped_total = 0;
+  uint64_t missed_total = 0;
+  uint64_t claims_total = 0;
+  uint64_t grants_total = 0;
+  uint64_t leases_expired_total = 0;
+  uint64_t stale_token_total = 0;
+  uint64_t log_bytes_total = 0;
+  uint64_t auth_failures_total = 0;
+  std::map<std::string, uint64_t> runs_finished_total;  // by state
+  Histogram fire_lateness;     // run committed - scheduled instant
+  Histogram claim_latency;     // shard pending -> granted
+  Histogram commit_latency;    // one group commit
+  // Filled in at render time by the coordinator.
+  uint64_t active_leases = 0;
+  uint64_t agents_connected = 0;
+  uint64_t jobs = 0;
+  uint64_t open_runs = 0;
+
+  std::string Render(const std::string& version) const;
+};
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,495 @@
+#include "coordinator/run_book.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <random>
+
+#include "base/log.h"
+#include "coordinator/dispatcher.h"
+#include "coordinator/metrics.h"
+#include "model/time_format.h"
+#include "wire/job_json.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+// A shard whose holder keeps vanishing is not re-run forever.
+constexpr int kMaxLostReruns = 5;
+
+bool Retryable(Outcome o) {
+  return o == Outcome::kExited || o == Outcome::kSignaled || o == Outcome::kTimedOut ||
+         o == Outcome::kSpawnFailed;
+}
+
+RunState StateFor(const ResultReport& r) {
+  switch (r.outcome) {
+    case Outcome::kExited: return r.exit_code.value_or(1) == 0 ? RunState::kSucceeded : RunState::kFailed;
+    case Outcome::kTimedOut: return RunState::kTimedOut;
+    case Outcome::kCanceled: return RunState::kCanceled;
+    case Outcome::kLeaseLost: return RunState::kLost;
+    case Outcome::kSignaled:
+    case Outcome::kPolicy:
+    case Outcome::kSpawnFailed: return RunState::kFailed;
+  }
+  return RunState::kFailed;
+}
+
+}  // namespace
+
+std::string NewTraceId() {
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    std::random_device rd;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
+  }
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+RunBook::RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher)
+    : ctx_(ctx), jobs_(jobs), dispatcher_(dispatcher) {}
+
+void RunBook::Start() {
+  uv_timer_init(ctx_->loop, &deadline_timer_);
+  deadline_timer_.data = this;
+  started_ = true;
+}
+
+void RunBook::Close() {
+  if (!started_) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(&deadline_timer_), nullptr);
+  started_ = false;
+}
+
+void RunBook::Clear() {
+  open_.clear();
+  deadlines_.clear();
+}
+
+Result<std::shared_ptr<const Job>> RunBook::SpecOf(JobEntry& job) {
+  if (job.spec) return job.spec;
+  Result<store::JobRow> row = ctx_->store->GetJob(job.id);
+  if (!row.ok()) return row.status();
+  nlohmann::json j = nlohmann::json::parse(row->spec_json, nullptr, false);
+  Result<Job> spec = wire::JobFromJson(j);
+  if (!spec.ok()) return spec.status().WithContext("job " + job.name);
+  job.spec = std::make_shared<const Job>(std::move(*spec));
+  return job.spec;
+}
+
+Status RunBook::Load(RunRecord run) {
+  JobEntry* job = jobs_->Find(run.job_id);
+  if (job == nullptr) return Status::Corrupt("run " + std::to_string(run.id) + " of unknown job");
+  Result<std::shared_ptr<const Job>> spec = SpecOf(*job);
+  if (!spec.ok()) return spec.status();
+  OpenRun& open = open_[run.id];
+  open.rec = std::move(run);
+  open.spec = *spec;
+  ++job->open_runs;
+  for (ShardRecord& shard : open.rec.shards) {
+    if (shard.state == RunState::kPending) {
+      EnqueueShard(open, shard);
+    } else if (shard.state == RunState::kRunning) {
+      dispatcher_->LoadLease({shard.run_id, shard.index}, shard.agent, shard.token);
+      if (open.spec->timeout && shard.started_ms) {
+        int64_t deadline = *shard.started_ms + open.spec->timeout->count() +
+                           open.spec->kill_grace.count() + ctx_->config.timeout_grace.count();
+        deadlines_.insert({deadline, ShardKey{shard.run_id, shard.index}});
+      }
+    }
+  }
+  ArmDeadlines();
+  return Status::Ok();
+}
+
+Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
+                                  const std::string& env_json, const std::string& key) {
+  Result<std::shared_ptr<const Job>> spec = SpecOf(job);
+  if (!spec.ok()) return spec.status();
+  int64_t now = ctx_->NowMs();
+  RunRecord rec;
+  rec.job_id = job.id;
+  rec.job = job.name;
+  rec.reason = reason;
+  rec.scheduled_ms = scheduled_ms;
+  rec.created_ms = now;
+  rec.trace_id = NewTraceId();
+  rec.idempotency_key = key;
+  rec.env_json = env_json;
+  std::vector<std::string> bound;
+  if ((*spec)->route == Route::kBroadcast) {
+    // One shard per eligible agent at fire time, each bound to its agent.
+    bound = dispatcher_->EligibleAgents((*spec)->on);
+    rec.shard_total = static_cast<int>(bound.size());
+  } else {
+    rec.shard_total = (*spec)->shards;
+  }
+  for (int i = 0; i < rec.shard_total; ++i) {
+    ShardRecord s;
+    s.index = i;
+    if (!bound.empty()) s.agent = bound[static_cast<size_t>(i)];
+    rec.shards.push_back(std::move(s));
+  }
+  if (rec.shard_total == 0) {
+    rec.state = RunState::kFailed;
+    rec.finished_ms = now;
+    rec.note = "broadcast: no eligible agent was connected";
+  }
+  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  if (Status s = ctx_->store->InsertRun(rec); !s.ok()) return s;
+  if (rec.shard_total == 0) return rec;
+  OpenRun& open = open_[rec.id];
+  open.rec = rec;
+  open.spec = *spec;
+  ++job.open_runs;
+  for (ShardRecord& shard : open.rec.shards) EnqueueShard(open, shard);
+  return rec;
+}
+
+Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note) {
+  RunRecord rec;
+  rec.job_id = job.id;
+  rec.job = job.name;
+  rec.scheduled_ms = scheduled_ms;
+  rec.created_ms = ctx_->NowMs();
+  rec.state = RunState::kSkipped;
+  rec.finished_ms = rec.created_ms;
+  rec.trace_id = NewTraceId();
+  rec.note = note;
+  rec.shard_total = 0;
+  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  ++ctx_->metrics->skipped_total;
+  return ctx_->store->InsertRun(rec);
+}
+
+void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
+  PendingShard p;
+  p.key = {run.rec.id, shard.index};
+  p.job = run.rec.job;
+  p.on = run.spec->on;
+  p.route = run.spec->route;
+  if (run.spec->route == Route::kBroadcast) p.bound_agent = shard.agent;
+  p.not_before_ms = shard.not_before_ms;
+  dispatcher_->Enqueue(std::move(p));
+}
+
+void RunBook::Save(const ShardRecord& shard) {
+  Status s = ctx_->batch->Open();
+  if (s.ok()) s = ctx_->store->UpdateShard(shard);
+  if (!s.ok()) ctx_->batch->Fail(s);
+}
+
+nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t token,
+                              int64_t now_ms) {
+  OpenRun& run = open_.at(key.run);
+  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.index));
+  shard.state = RunState::kRunning;
+  shard.agent = agent;
+  shard.token = token;
+  shard.started_ms = now_ms;
+  shard.finished_ms.reset();
+  shard.exit_code.reset();
+  shard.outcome.clear();
+  shard.message.clear();
+  Save(shard);
+  const Job& spec = *run.spec;
+  if (spec.timeout) {
+    int64_t deadline = now_ms + spec.timeout->count() + spec.kill_grace.count() +
+                       ctx_->config.timeout_grace.count();
+    deadlines_.insert({deadline, key});
+    ArmDeadlines();
+  }
+  MaybeFinish(run);  // pending -> running
+  std::map<std::string, std::string> env = spec.env;
+  if (!run.rec.env_json.empty()) {
+    nlohmann::json extra = nlohmann::json::parse(run.rec.env_json, nullptr, false);
+    if (extra.is_object()) {
+      for (auto it = extra.begin(); it != extra.end(); ++it) {
+        if (it.value().is_string()) env[it.key()] = it.value().get<std::string>();
+      }
+    }
+  }
+  return {{"run", key.run},
+          {"shard", key.index},
+          {"shard_total", run.rec.shard_total},
+          {"attempt", shard.attempt},
+          {"token", token},
+          {"job", run.rec.job},
+          {"scheduled_at", FormatUtc(FromUnixMs(run.rec.scheduled_ms))},
+          {"trace_id", run.rec.trace_id},
+          {"command", spec.command},
+          {"shell", spec.shell},
+          {"env", env},
+          {"run_as", spec.run_as},
+          {"cwd", spec.cwd},
+          {"timeout_ms", spec.timeout ? nlohmann::json(spec.timeout->count()) : nlohmann::json()},
+          {"kill_grace_ms", spec.kill_grace.count()}};
+}
+
+int64_t RunBook::BackoffMs(const Job& spec, int attempt) const {
+  int64_t initial = spec.retry.initial.count();
+  if (spec.retry.backoff == Backoff::kFixed) return initial;
+  int64_t base = initial;
+  for (int i = 1; i < attempt && base < spec.retry.max_delay.count(); ++i) base *= 2;
+  base = std::min(base, spec.retry.max_delay.count());
+  // Jitter over the upper half keeps a real backoff while spreading a burst of failures.
+  static std::mt19937_64 rng{std::random_device{}()};
+  return base / 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(base / 2 + 1));
+}
+
+void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
+  EraseDeadline({run.rec.id, shard.index});
+  ++shard.attempt;
+  shard.state = RunState::kPending;
+  shard.agent.clear();
+  shard.token = 0;
+  shard.started_ms.reset();
+  shard.finished_ms.reset();
+  shard.not_before_ms = not_before_ms;
+  if (run.spec->route == Route::kBroadcast) {
+    // A broadcast shard belongs to its agent; its retries go back to that agent.
+    shard.agent = dispatcher_->EligibleAgents(run.spec->on).empty() ? "" : shard.agent;
+  }
+  Save(shard);
+  EnqueueShard(run, shard);
+}
+
+void RunBook::EraseDeadline(ShardKey key) {
+  for (auto it = deadlines_.begin(); it != deadlines_.end();) {
+    it = it->second == key ? deadlines_.erase(it) : std::next(it);
+  }
+}
+
+void RunBook::EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64_t now_ms) {
+  EraseDeadline({run.rec.id, shard.index});
+  shard.state = state;
+  shard.finished_ms = now_ms;
+  Save(shard);
+  MaybeFinish(run);
+}
+
+Result<RunState> RunBook::OnResult(const ResultReport& r) {
+  auto it = open_.find(r.key.run);
+  if (it == open_.end()) {
+    // Finished already: a repeat of the accepted result gets the same answer.
+    Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(r.key.run);
+    if (!stored.ok()) return stored.status();
+    if (!*stored) return Status::NotFound("no run " + std::to_string(r.key.run));
+    const RunRecord& rec = **stored;
+    if (r.key.index < 0 || r.key.index >= static_cast<int>(rec.shards.size())) {
+      return Status::NotFound("no shard " + std::to_string(r.key.index));
+    }
+    const ShardRecord& s = rec.shards[static_cast<size_t>(r.key.index)];
+    if (s.token == r.token && IsTerminal(s.state)) {
+      if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key);
+      return s.state;
+    }
+    return dispatcher_->CheckToken(r.key, r.agent, r.token);
+  }
+  OpenRun& run = it->second;
+  if (r.key.index < 0 || r.key.index >= static_cast<int>(run.rec.shards.size())) {
+    return Status::NotFound("no shard " + std::to_string(r.key.index));
+  }
+  ShardRecord& shard = run.rec.shards[static_cast<size_t>(r.key.index)];
+  if (shard.token == r.token && IsTerminal(shard.state)) {
+    if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key);
+    return shard.state;
+  }
+  if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
+  if (shard.attempt != r.attempt || shard.state != RunState::kRunning) {
+    return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
+                            " but the shard is at attempt " + std::to_string(shard.attempt));
+  }
+  int64_t now = ctx_->NowMs();
+  dispatcher_->Release(r.key);
+  EraseDeadline(r.key);
+  RunState state = StateFor(r);
+  shard.exit_code = r.exit_code;
+  shard.outcome = std::string(OutcomeName(r.outcome));
+  shard.message = r.message;
+  if (r.outcome == Outcome::kLeaseLost) {
+    if (run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
+      ++shard.lost_count;
+      Requeue(run, shard, now);
+      return state;
+    }
+    EndAttempt(run, shard, RunState::kLost, now);
+    return RunState::kLost;
+  }
+  if (state != RunState::kSucceeded && Retryable(r.outcome) &&
+      shard.attempt <= run.spec->retry.max) {
+    int64_t delay = BackoffMs(*run.spec, shard.attempt);
+    log::Info("shard failed; retrying", {{"job", run.rec.job}, {"run", run.rec.id},
+                                         {"shard", shard.index}, {"attempt", shard.attempt},
+                                         {"delay_ms", delay}});
+    Requeue(run, shard, now + delay);
+    return state;
+  }
+  EndAttempt(run, shard, state, now);
+  return state;
+}
+
+Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {
+  auto it = open_.find(key.run);
+  const ShardRecord* shard = nullptr;
+  std::optional<RunRecord> stored;
+  if (it != open_.end()) {
+    if (key.index >= 0 && key.index < static_cast<int>(it->second.rec.shards.size())) {
+      shard = &it->second.rec.shards[static_cast<size_t>(key.index)];
+    }
+  } else {
+    Result<std::optional<RunRecord>> r = ctx_->store->GetRun(key.run);
+    if (!r.ok()) return r.status();
+    stored = std::move(*r);
+    if (stored && key.index >= 0 && key.index < static_cast<int>(stored->shards.size())) {
+      shard = &stored->shards[static_cast<size_t>(key.index)];
+    }
+  }
+  if (shard == nullptr) return Status::NotFound("no such run or shard");
+  if (shard->token == token && shard->attempt == attempt) return Status::Ok();
+  ++ctx_->metrics->stale_token_total;
+  return Status::Conflict("stale token " + std::to_string(token) + " for run " +
+                          std::to_string(key.run) + " shard " + std::to_string(key.index) +
+                          " (current: attempt " + std::to_string(shard->attempt) + ", token " +
+                          std::to_string(shard->token) + ")");
+}
+
+void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {
+  auto it = open_.find(key.run);
+  if (it == open_.end()) return;
+  OpenRun& run = it->second;
+  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.index));
+  if (shard.token != token || shard.state != RunState::kRunning) return;
+  int64_t now = ctx_->NowMs();
+  shard.outcome = "lease_lost";
+  shard.message = "lease of agent " + shard.agent + " expired";
+  if (run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
+    ++shard.lost_count;
+    Requeue(run, shard, now);
+  } else {
+    EndAttempt(run, shard, RunState::kLost, now);
+  }
+}
+
+Status RunBook::Cancel(int64_t run_id, const std::string& why) {
+  auto it = open_.find(run_id);
+  if (it == open_.end()) {
+    Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(run_id);
+    if (!stored.ok()) return stored.status();
+    if (!*stored) return Status::NotFound("no run " + std::to_string(run_id));
+    return Status::Conflict("run " + std::to_string(run_id) + " already " +
+                            std::string(RunStateName((*stored)->state)));
+  }
+  OpenRun& run = it->second;
+  int64_t now = ctx_->NowMs();
+  run.rec.note = why;
+  for (ShardRecord& shard : run.rec.shards) {
+    if (IsTerminal(shard.state)) continue;
+    ShardKey key{run_id, shard.index};
+    if (shard.state == RunState::kPending) dispatcher_->RemovePending(key);
+    if (shard.state == RunState::kRunning) dispatcher_->MarkCanceled(key);
+    shard.state = RunState::kCanceled;
+    shard.finished_ms = now;
+    shard.message = why;
+    Save(shard);
+  }
+  MaybeFinish(run);
+  return Status::Ok();
+}
+
+void RunBook::MaybeFinish(OpenRun& run) {
+  RunState state = DeriveRunState(run.rec.shards);
+  if (!IsTerminal(state)) {
+    if (state != run.rec.state) {
+      run.rec.state = state;
+      Status s = ctx_->batch->Open();
+      if (s.ok()) s = ctx_->store->UpdateRunState(run.rec.id, state, std::nullopt, "");
+      if (!s.ok()) ctx_->batch->Fail(s);
+    }
+    return;
+  }
+  int64_t now = ctx_->NowMs();
+  run.rec.state = state;
+  run.rec.finished_ms = now;
+  Status s = ctx_->batch->Open();
+  if (s.ok()) s = ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note);
+  if (!s.ok()) ctx_->batch->Fail(s);
+  if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
+    if (--job->open_runs <= 0) {
+      job->open_runs = 0;
+      job->spec.reset();
+    }
+    job->last_state = state;
+    job->last_finished_ms = now;
+  }
+  ++ctx_->metrics->runs_finished_total[std::string(RunStateName(state))];
+  log::Info("run finished", {{"job", run.rec.job}, {"run", run.rec.id},
+                             {"state", RunStateName(state)}});
+  auto waiters = std::move(run.waiters);
+  auto rec = std::make_shared<RunRecord>(run.rec);
+  ctx_->batch->OnCommit([this, waiters = std::move(waiters), rec](const Status&) {
+    for (const auto& w : waiters) w(*rec);
+    if (on_finished) on_finished(rec->id);
+  });
+  open_.erase(run.rec.id);
+}
+
+void RunBook::Wait(int64_t run_id, std::function<void(std::optional<RunRecord>)> cb) {
+  if (auto it = open_.find(run_id); it != open_.end()) {
+    it->second.waiters.push_back(std::move(cb));
+    return;
+  }
+  Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(run_id);
+  cb(stored.ok() ? *stored : std::nullopt);
+}
+
+const RunRecord* RunBook::FindOpen(int64_t run_id) const {
+  auto it = open_.find(run_id);
+  return it == open_.end() ? nullptr : &it->second.rec;
+}
+
+std::vector<int64_t> RunBook::OpenRunsOf(int64_t job_id) const {
+  std::vector<int64_t> out;
+  for (const auto& [id, run] : open_) {
+    if (run.rec.job_id == job_id) out.push_back(id);
+  }
+  return out;
+}
+
+void RunBook::ArmDeadlines() {
+  if (!started_) return;
+  if (deadlines_.empty()) {
+    uv_timer_stop(&deadline_timer_);
+    return;
+  }
+  int64_t in = std::max<int64_t>(deadlines_.begin()->first - ctx_->NowMs(), 0);
+  uv_timer_start(&deadline_timer_, [](uv_timer_t* t) { static_cast<RunBook*>(t->data)->OnDeadlineTimer(); },
+                 static_cast<uint64_t>(std::min<int64_t>(in, 60'000)), 0);
+}
+
+void RunBook::OnDeadlineTimer() {
+  int64_t now = ctx_->NowMs();
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    ShardKey key = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto it = open_.find(key.run);
+    if (it == open_.end()) continue;
+    ShardRecord& shard = it->second.rec.shards.at(static_cast<size_t>(key.index));
+    if (shard.state != RunState::kRunning) continue;
+    log::Warn("shard past its timeout without a result; failing it",
+              {{"job", it->second.rec.job}, {"run", key.run}, {"shard", key.index},
+               {"agent", shard.agent}});
+    ResultReport r{key, shard.attempt, shard.token, shard.agent, Outcome::kTimedOut, std::nullopt,
+                   "no result from the agent within the timeout (coordinator backstop)"};
+    (void)OnResult(r);
+  }
+  ArmDeadlines();
+}
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,105 @@
+// RunBook owns the runs that are not finished yet: it creates runs and their shards (in the
+// caller's write batch), records each attempt's grant and result, retries failed shards with
+// backoff, re-runs or fails shards whose lease was lost, cancels runs, enforces the timeout
+// backstop, and finishes a run when its last shard ends — waking anyone waiting on it.
+// Finished runs live only in the store. Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <uv.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "coordinator/context.h"
+#include "coordinator/job_index.h"
+#include "model/run.h"
+
+namespace jobctl::coordinator {
+
+class Dispatcher;
+
+struct ResultReport {
+  ShardKey key;
+  int attempt = 1;
+  int64_t token = 0;
+  std::string agent;
+  Outcome outcome = Outcome::kExited;
+  std::optional<int64_t> exit_code;
+  std::string message;
+};
+
+class RunBook {
+ public:
+  RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher);
+  RunBook(const RunBook&) = delete;
+  RunBook& operator=(const RunBook&) = delete;
+
+  void Start();
+  void Close();
+  void Clear();
+  // Rebuilding from the store: open runs, their specs, pending shards to the dispatcher.
+  Status Load(RunRecord run);
+
+  // Creates a run with its shards in the current write batch. kConflict when the instant
+  // was already fired (or the idempotency key already used).
+  Result<RunRecord> Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
+                           const std::string& env_json, const std::string& idempotency_key);
+  // Records an instant that was not run (overlap) as a skipped run.
+  Status RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note);
+
+  // The dispatcher granted a lease: records it and returns the assignment for the agent.
+  nlohmann::json Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms);
+  // An agent's result. kConflict for a stale token (the agent must stop); a repeat of an
+  // accepted result returns the same state.
+  Result<RunState> OnResult(const ResultReport& report);
+  // Whether log chunks with this (attempt, token) belong to the shard's current attempt.
+  Status CheckLogToken(ShardKey key, int attempt, int64_t token);
+  void OnLeaseExpired(ShardKey key, int64_t token);
+
+  Status Cancel(int64_t run_id, const std::string& why);
+  // Calls `cb` once when the run is finished (at once if it already is); `cb` gets nullopt
+  // if the run does not exist.
+  void Wait(int64_t run_id, std::function<void(std::optional<RunRecord>)> cb);
+  const RunRecord* FindOpen(int64_t run_id) const;
+  size_t open_runs() const { return open_.size(); }
+  // The open runs of a job (for overlap = replace).
+  std::vector<int64_t> OpenRunsOf(int64_t job_id) const;
+
+  // Called after the commit that finished a run (log followers stop waiting).
+  std::function<void(int64_t run_id)> on_finished;
+
+ private:
+  struct OpenRun {
+    RunRecord rec;
+    std::shared_ptr<const Job> spec;
+    std::vector<std::function<void(std::optional<RunRecord>)>> waiters;
+  };
+  Result<std::shared_ptr<const Job>> SpecOf(JobEntry& job);
+  void EnqueueShard(OpenRun& run, ShardRecord& shard);
+  void EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64_t now_ms);
+  void Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms);
+  int64_t BackoffMs(const Job& spec, int attempt) const;
+  void MaybeFinish(OpenRun& run);
+  void Save(const ShardRecord& shard);
+  void EraseDeadline(ShardKey key);
+  void ArmDeadlines();
+  void OnDeadlineTimer();
+
+  Context* ctx_;
+  JobIndex* jobs_;
+  Dispatcher* dispatcher_;
+  std::map<int64_t, OpenRun> open_;
+  // Timeout backstop: (deadline on the wall clock, shard) for running shards with a timeout.
+  std::set<std::pair<int64_t, ShardKey>> deadlines_;
+  uv_timer_t deadline_timer_{};
+  bool started_ = false;
+};
+
+// 32 random hex digits: a W3C trace id for a new run.
+std::string NewTraceId();
+
+}  // namespace jobctl::coordinator

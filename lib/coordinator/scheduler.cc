@@ -1,0 +1,202 @@
+#include "coordinator/scheduler.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "coordinator/metrics.h"
+#include "model/time_format.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+// Instants materialized per job per catch-up; beyond this they are counted, not listed.
+constexpr size_t kMaxListed = 10'000;
+constexpr int64_t kMaxCounted = 10'000'000;
+
+}  // namespace
+
+Scheduler::Scheduler(Context* ctx, JobIndex* jobs, RunBook* book)
+    : ctx_(ctx), jobs_(jobs), book_(book), wheel_(ctx->NowMs()) {}
+
+void Scheduler::Start() {
+  uv_timer_init(ctx_->loop, &timer_);
+  timer_.data = this;
+  started_ = true;
+  Arm();
+}
+
+void Scheduler::Close() {
+  if (!started_) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+  started_ = false;
+}
+
+void Scheduler::Clear() {
+  wheel_ = TimingWheel(ctx_->NowMs());
+  early_.clear();
+}
+
+void Scheduler::Track(const JobEntry& job) {
+  wheel_.Cancel(static_cast<uint64_t>(job.id));
+  for (auto it = early_.begin(); it != early_.end();) {
+    it = it->second == job.id ? early_.erase(it) : std::next(it);
+  }
+  if (job.schedulable() && job.next_fire_ms) {
+    wheel_.Schedule(static_cast<uint64_t>(job.id), *job.next_fire_ms);
+  }
+  Arm();
+}
+
+std::optional<int64_t> Scheduler::NextAfter(const JobEntry& job, int64_t after_ms) const {
+  if (!job.schedule) return std::nullopt;
+  std::optional<WallTime> next = job.schedule->Next(FromUnixMs(after_ms));
+  if (!next) return std::nullopt;
+  return ToUnixMs(*next);
+}
+
+void Scheduler::RunDue() {
+  int64_t now = ctx_->NowMs();
+  std::vector<uint64_t> due;
+  wheel_.Advance(now, [&due](uint64_t id, int64_t) { due.push_back(id); });
+  while (!early_.empty() && early_.begin()->first <= now) {
+    due.push_back(static_cast<uint64_t>(early_.begin()->second));
+    early_.erase(early_.begin());
+  }
+  for (uint64_t id : due) {
+    JobEntry* job = jobs_->Find(static_cast<int64_t>(id));
+    if (job == nullptr || !job->schedulable() || !job->next_fire_ms) continue;
+    if (*job->next_fire_ms > now) {
+      early_.insert({*job->next_fire_ms, job->id});  // never fire before the instant
+      continue;
+    }
+    FireDue(*job, now);
+  }
+  Arm();
+}
+
+void Scheduler::FireDue(JobEntry& job, int64_t now) {
+  std::vector<int64_t> instants;
+  std::optional<int64_t> t = job.next_fire_ms;
+  while (t && *t <= now && instants.size() < kMaxListed) {
+    instants.push_back(*t);
+    t = NextAfter(job, *t);
+  }
+  // A very long outage of a very frequent job: count the rest instead of listing them.
+  int64_t extra = 0;
+  while (t && *t <= now && extra < kMaxCounted) {
+    ++extra;
+    t = NextAfter(job, *t);
+  }
+  if (t && *t <= now) t = NextAfter(job, now);  // beyond counting: jump to the future
+
+  const int64_t grace = ctx_->config.misfire_grace.count();
+  auto first_on_time = std::find_if(instants.begin(), instants.end(),
+                                    [&](int64_t i) { return now - i <= grace; });
+  std::vector<int64_t> missed(instants.begin(), first_on_time);
+  std::vector<int64_t> on_time(first_on_time, instants.end());
+  if (extra > 0) {
+    // Everything counted but not listed is missed too (it is older than `now - grace`
+    // only if the listed ones are; treat it as missed regardless: it is a huge backlog).
+    missed.insert(missed.end(), on_time.begin(), on_time.end());
+    on_time.clear();
+  }
+  std::vector<int64_t> fire = on_time;
+  if (!missed.empty()) {
+    switch (job.misfire) {
+      case Misfire::kFireOnce:
+        if (fire.empty()) {
+          fire.push_back(missed.back());
+          missed.pop_back();
+        }
+        RecordMisses(job, missed, extra, "misfire=fire-once: folded into one run", now);
+        break;
+      case Misfire::kSkip:
+        RecordMisses(job, missed, extra, "misfire=skip", now);
+        break;
+      case Misfire::kFireAll: {
+        size_t n = std::min(missed.size(), static_cast<size_t>(std::max(job.misfire_cap, 0)));
+        fire.insert(fire.begin(), missed.begin(), missed.begin() + static_cast<long>(n));
+        missed.erase(missed.begin(), missed.begin() + static_cast<long>(n));
+        RecordMisses(job, missed, extra, "misfire=fire-all: over misfire_cap", now);
+        break;
+      }
+    }
+  }
+  for (int64_t instant : fire) FireOne(job, instant, now);
+  job.next_fire_ms = t;
+  if (Status s = ctx_->batch->Open(); s.ok()) {
+    if (Status w = ctx_->store->SetNextFire(job.id, t); !w.ok()) ctx_->batch->Fail(w);
+  }
+  if (t) wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
+}
+
+void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
+                             const char* why, int64_t now) {
+  if (instants.empty() && extra == 0) return;
+  store::MissRow row;
+  row.job_id = job.id;
+  row.first_ms = instants.empty() ? now : instants.front();
+  row.last_ms = instants.empty() ? now : instants.back();
+  row.count = static_cast<int64_t>(instants.size()) + extra;
+  row.reason = why;
+  row.at_ms = now;
+  ctx_->metrics->missed_total += static_cast<uint64_t>(row.count);
+  log::Warn("instants missed", {{"job", job.name}, {"count", row.count},
+                                {"first", FormatUtc(FromUnixMs(row.first_ms))},
+                                {"reason", why}});
+  Status s = ctx_->batch->Open();
+  if (s.ok()) s = ctx_->store->InsertMiss(row);
+  if (!s.ok()) ctx_->batch->Fail(s);
+}
+
+void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
+  if (job.open_runs > 0) {
+    if (job.overlap == Overlap::kForbid) {
+      std::vector<int64_t> open = book_->OpenRunsOf(job.id);
+      std::string note = "overlap=forbid: run " +
+                         (open.empty() ? std::string("?") : std::to_string(open.front())) +
+                         " was still active";
+      if (Status s = book_->RecordSkipped(job, instant, note); !s.ok() &&
+          s.code() != Status::Code::kConflict) {
+        ctx_->batch->Fail(s);
+      }
+      return;
+    }
+    if (job.overlap == Overlap::kReplace) {
+      for (int64_t run : book_->OpenRunsOf(job.id)) {
+        (void)book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
+      }
+    }
+  }
+  Result<RunRecord> run = book_->Create(job, RunReason::kSchedule, instant, "", "");
+  if (!run.ok()) {
+    if (run.status().code() == Status::Code::kConflict) return;  // already fired (restart)
+    log::Error("cannot create run", {{"job", job.name}, {"error", run.status().ToString()}});
+    ctx_->batch->Fail(run.status());
+    return;
+  }
+  ++ctx_->metrics->fires_total;
+  Metrics* metrics = ctx_->metrics;
+  const Clock* clock = ctx_->clock;
+  ctx_->batch->OnCommit([metrics, clock, instant](const Status& s) {
+    if (s.ok()) {
+      metrics->fire_lateness.Observe(static_cast<double>(ToUnixMs(clock->Now()) - instant) / 1000);
+    }
+  });
+  (void)now;
+}
+
+void Scheduler::Arm() {
+  if (!started_) return;
+  std::optional<int64_t> next = wheel_.NextWakeup();
+  if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
+  if (!next) {
+    uv_timer_stop(&timer_);
+    return;
+  }
+  int64_t delay = std::max<int64_t>(*next - ctx_->NowMs(), 0);
+  uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<Scheduler*>(t->data)->RunDue(); },
+                 static_cast<uint64_t>(delay), 0);
+}
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,57 @@
+// Scheduler is the fire loop: every schedulable job's next fire sits in a timing wheel, and
+// the loop sleeps until the next occupied slot (no fixed tick). When instants come due it
+// creates their runs in the current write batch and advances each job's next fire in the
+// same transaction. Instants overdue by more than misfire_grace (a restart, a stall, a
+// forward clock jump) go through the job's misfire policy and are always recorded; an
+// instant is never fired before it (wall clock), and a backward clock jump re-fires nothing.
+// Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <uv.h>
+
+#include <map>
+
+#include "coordinator/context.h"
+#include "coordinator/job_index.h"
+#include "coordinator/run_book.h"
+#include "model/timing_wheel.h"
+
+namespace jobctl::coordinator {
+
+class Scheduler {
+ public:
+  Scheduler(Context* ctx, JobIndex* jobs, RunBook* book);
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void Start();
+  void Close();
+  void Clear();
+
+  // Puts the job in the wheel at its next_fire_ms if it is schedulable, else takes it out.
+  void Track(const JobEntry& job);
+  // The first instant strictly after `after_ms` for this job (nullopt when it has ended).
+  std::optional<int64_t> NextAfter(const JobEntry& job, int64_t after_ms) const;
+  // Fires whatever is due now (the timer calls this; tests and restarts may too).
+  void RunDue();
+  size_t tracked() const { return wheel_.size() + early_.size(); }
+
+ private:
+  void FireDue(JobEntry& job, int64_t now);
+  void FireOne(JobEntry& job, int64_t instant, int64_t now);
+  void RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
+                    const char* why, int64_t now);
+  void Arm();
+
+  Context* ctx_;
+  JobIndex* jobs_;
+  RunBook* book_;
+  TimingWheel wheel_;
+  // Jobs the wheel handed out before their instant (the wall clock went back): held here
+  // until the clock reaches them.
+  std::multimap<int64_t, int64_t> early_;
+  uv_timer_t timer_{};
+  bool started_ = false;
+};
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,84 @@
+#include "coordinator/write_batch.h"
+
+#include "base/log.h"
+
+namespace jobctl::coordinator {
+
+WriteBatch::WriteBatch(uv_loop_t* loop, store::Store* store, store::LogStore* logs)
+    : loop_(loop), store_(store), logs_(logs) {}
+
+void WriteBatch::Start() {
+  uv_check_init(loop_, &check_);
+  uv_idle_init(loop_, &idle_);
+  check_.data = this;
+  uv_check_start(&check_, [](uv_check_t* h) { static_cast<WriteBatch*>(h->data)->Flush(); });
+  // The check handle alone must not keep the loop alive.
+  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+}
+
+void WriteBatch::Close() {
+  Flush();
+  uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&idle_), nullptr);
+}
+
+void WriteBatch::Arm() {
+  if (armed_) return;
+  armed_ = true;
+  // An active idle handle makes this turn's poll return at once, so the commit at the end of
+  // the turn is never delayed by waiting for I/O.
+  uv_idle_start(&idle_, [](uv_idle_t*) {});
+}
+
+Status WriteBatch::Open() {
+  Arm();
+  if (store_->in_transaction()) return Status::Ok();
+  Status s = store_->Begin();
+  if (!s.ok()) Fail(s);
+  return s;
+}
+
+Status WriteBatch::OpenLogs() {
+  Arm();
+  if (logs_->in_transaction()) return Status::Ok();
+  Status s = logs_->Begin();
+  if (!s.ok()) Fail(s);
+  return s;
+}
+
+void WriteBatch::OnCommit(std::function<void(const Status&)> cb) {
+  Arm();
+  callbacks_.push_back(std::move(cb));
+}
+
+void WriteBatch::Fail(const Status& status) {
+  if (failed_.ok()) failed_ = status;
+}
+
+void WriteBatch::Flush() {
+  if (!armed_) return;
+  armed_ = false;
+  uv_idle_stop(&idle_);
+  uint64_t start = uv_hrtime();
+  Status result = failed_;
+  // The scheduler database first: a log chunk is only acknowledged together with it.
+  if (result.ok() && store_->in_transaction()) result = store_->Commit();
+  if (result.ok() && logs_->in_transaction()) result = logs_->Commit();
+  if (!result.ok()) {
+    store_->Rollback();
+    logs_->Rollback();
+  } else {
+    ++commits_;
+  }
+  last_commit_us_ = (uv_hrtime() - start) / 1000;
+  failed_ = Status::Ok();
+  std::vector<std::function<void(const Status&)>> callbacks;
+  callbacks.swap(callbacks_);
+  for (auto& cb : callbacks) cb(result);
+  if (!result.ok()) {
+    log::Error("commit failed; reloading state from the store", {{"error", result.ToString()}});
+    if (on_failure) on_failure(result);
+  }
+}
+
+}  // namespace jobctl::coordinator

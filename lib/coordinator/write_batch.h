@@ -1,0 +1,62 @@
+// WriteBatch is the coordinator's group commit. Every write made while handling one turn of
+// the event loop (fires, claims, results, log chunks) goes into one transaction per
+// database, committed once at the end of that turn (a uv_check handle); replies wait for
+// the commit through OnCommit(). One fsync then covers every request of the turn, and
+// nothing is acknowledged before it is durable.
+//
+// If a write fails midway (disk full, I/O error) the whole turn is rolled back, every
+// waiting reply gets the error, and on_failure lets the coordinator rebuild its memory from
+// the store, which is the truth. Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <vector>
+
+#include "base/status.h"
+#include "store/log_store.h"
+#include "store/store.h"
+
+namespace jobctl::coordinator {
+
+class WriteBatch {
+ public:
+  WriteBatch(uv_loop_t* loop, store::Store* store, store::LogStore* logs);
+  WriteBatch(const WriteBatch&) = delete;
+  WriteBatch& operator=(const WriteBatch&) = delete;
+
+  void Start();
+  void Close();  // commits what is open, then closes the handles
+
+  // Open the transaction of the scheduler (or log) database for this turn, if not yet open.
+  Status Open();
+  Status OpenLogs();
+  // Runs after this turn's commit with its outcome. Requires Open() or OpenLogs() first.
+  void OnCommit(std::function<void(const Status&)> cb);
+  // A write of this turn failed: roll the turn back instead of committing it.
+  void Fail(const Status& status);
+  // Commits now (the uv_check does this at the end of every turn).
+  void Flush();
+
+  std::function<void(const Status&)> on_failure;
+
+  uint64_t commits() const { return commits_; }
+  uint64_t last_commit_us() const { return last_commit_us_; }
+
+ private:
+  void Arm();
+
+  uv_loop_t* loop_;
+  store::Store* store_;
+  store::LogStore* logs_;
+  uv_check_t check_{};
+  uv_idle_t idle_{};
+  bool armed_ = false;
+  Status failed_;
+  std::vector<std::function<void(const Status&)>> callbacks_;
+  uint64_t commits_ = 0;
+  uint64_t last_commit_us_ = 0;
+};
+
+}  // namespace jobctl::coordinator

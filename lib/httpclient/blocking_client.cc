@@ -1,0 +1,172 @@
+#include "httpclient/blocking_client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <system_error>
+
+namespace jobctl::http {
+namespace {
+
+std::string JoinUrl(std::string_view base, std::string_view path) {
+  if (!base.empty() && base.back() == '/' && !path.empty() && path.front() == '/')
+    path.remove_prefix(1);
+  return std::string(base) + std::string(path);
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// Errors that happen before a connection exists: the server is not there (yet).
+bool IsConnectError(CURLcode code) {
+  return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+         code == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+}  // namespace
+
+BlockingClient::BlockingClient(std::string base_url, std::string token)
+    : base_url_(std::move(base_url)), token_(std::move(token)) {}
+
+BlockingClient::~BlockingClient() {
+  if (easy_ != nullptr) curl_easy_cleanup(easy_);
+}
+
+Result<HttpResponse> BlockingClient::Request(std::string_view path,
+                                             const RequestOptions& options) {
+  // The handle is created on first use and then kept: its connection cache is what makes the
+  // second request of a jobctl command reuse the first one's connection.
+  if (easy_ == nullptr) easy_ = curl_easy_init();
+  if (easy_ == nullptr) return Status::Internal("curl_easy_init failed");
+  internal::Transfer transfer(JoinUrl(base_url_, path), token_, options);
+  Status applied = transfer.Apply(easy_);
+  Result<HttpResponse> result =
+      applied.ok() ? transfer.Finish(easy_, curl_easy_perform(easy_)) : Result<HttpResponse>(applied);
+  // Reset drops the options that point into `transfer` but keeps live connections.
+  curl_easy_reset(easy_);
+  return result;
+}
+
+namespace internal {
+
+Transfer::Transfer(std::string url, std::string_view token, const RequestOptions& options)
+    : url_(std::move(url)),
+      method_(options.method),
+      body_(options.body),
+      timeout_ms_(static_cast<long>(options.timeout.count())),
+      connect_timeout_ms_(static_cast<long>(options.connect_timeout.count())) {
+  std::vector<std::string> lines;
+  // An empty "Expect:" stops curl from sending "Expect: 100-continue" for bodies over 1 KiB,
+  // which would cost a round trip (or a full second against servers that ignore it).
+  //
+  if (SendsBody()) lines.push_back("Content-Type: " + options.content_type);
+  if (!token.empty()) lines.push_back("Authorization: Bearer " + std::string(token));
+  for (const auto& [name, value] : options.headers) lines.push_back(name + ": " + value);
+  for (const std::string& line : lines) {
+    curl_slist* grown = curl_slist_append(header_list_, line.c_str());
+    if (grown == nullptr) break;  // out of memory; Apply() notices the short list
+    header_list_ = grown;
+  }
+}
+
+Transfer::~Transfer() { curl_slist_free_all(header_list_); }
+
+bool Transfer::SendsBody() const {
+  return !body_.empty() || method_ == "POST" || method_ == "PUT" || method_ == "PATCH";
+}
+
+Status Transfer::Apply(CURL* easy) {
+  if (header_list_ == nullptr) return Status::Internal("out of memory building headers");
+  CURLcode rc = CURLE_OK;
+  auto set = [&](CURLoption option, auto value) {
+    if (rc == CURLE_OK) rc = curl_easy_setopt(easy, option, value);
+  };
+  set(CURLOPT_URL, url_.c_str());
+  set(CURLOPT_PROTOCOLS_STR, "http,https");
+  // Signals would be a process-wide side effect, and agentd owns its signals through libuv.
+  set(CURLOPT_NOSIGNAL, 1L);
+  set(CURLOPT_FOLLOWLOCATION, 0L);
+  set(CURLOPT_TIMEOUT_MS, timeout_ms_);
+  set(CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms_);
+  set(CURLOPT_ERRORBUFFER, error_);
+  set(CURLOPT_HTTPHEADER, header_list_);
+  set(CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  set(CURLOPT_WRITEDATA, static_cast<void*>(this));
+  set(CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  set(CURLOPT_HEADERDATA, static_cast<void*>(this));
+  if (SendsBody()) {
+    set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_.size()));
+    set(CURLOPT_POSTFIELDS, body_.data());
+    if (method_ != "POST") set(CURLOPT_CUSTOMREQUEST, method_.c_str());
+  } else if (method_ == "HEAD") {
+    set(CURLOPT_NOBODY, 1L);
+  } else {
+    set(CURLOPT_HTTPGET, 1L);
+    if (method_ != "GET") set(CURLOPT_CUSTOMREQUEST, method_.c_str());
+  }
+  if (rc != CURLE_OK)
+    return Status::Internal(Describe() + ": cannot set up request: " + curl_easy_strerror(rc));
+  return Status::Ok();
+}
+
+size_t Transfer::OnBody(char* data, size_t size, size_t count, void* self) {
+  static_cast<Transfer*>(self)->response_.body.append(data, size * count);
+  return size * count;
+}
+
+size_t Transfer::OnHeader(char* data, size_t size, size_t count, void* self) {
+  static_cast<Transfer*>(self)->AddHeaderLine(std::string_view(data, size * count));
+  return size * count;
+}
+
+void Transfer::AddHeaderLine(std::string_view line) {
+  // A status line starts a new response (after a 1xx one); only the last response's headers
+  // belong to the result.
+  if (line.starts_with("HTTP/")) {
+    response_.headers.clear();
+    return;
+  }
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return;  // the blank line ending the headers
+  std::string name(Trim(line.substr(0, colon)));
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string_view value = Trim(line.substr(colon + 1));
+  auto [it, inserted] = response_.headers.try_emplace(name, value);
+  if (!inserted) it->second.append(", ").append(value);
+}
+
+Result<HttpResponse> Transfer::Finish(CURL* easy, CURLcode code) {
+  if (code != CURLE_OK) return ErrorStatus(easy, code);
+  long status = 0;
+  curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+  response_.status = static_cast<int>(status);
+  return std::move(response_);
+}
+
+Status Transfer::ErrorStatus(CURL* easy, CURLcode code) const {
+  std::string detail = error_[0] != '\0' ? std::string(error_) : curl_easy_strerror(code);
+  long os_errno = 0;
+  curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os_errno);
+  // curl 7.88 says "Couldn't connect to server"; the errno says why ("Connection refused").
+  if (os_errno != 0) {
+    std::string why = std::generic_category().message(static_cast<int>(os_errno));
+    if (detail.find(why) == std::string::npos) detail += " (" + why + ")";
+  }
+  switch (code) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+      return Status::InvalidArgument("bad URL " + url_ + ": " + detail);
+    case CURLE_OUT_OF_MEMORY:
+      return Status::Internal(Describe() + ": " + detail);
+    default:
+      break;
+  }
+  if (IsConnectError(code)) return Status::Unavailable("cannot reach " + url_ + ": " + detail);
+  return Status::Unavailable(Describe() + " failed: " + detail);
+}
+
+}  // namespace internal
+}  // namespace jobctl::http

@@ -1,0 +1,85 @@
+#include "model/run.h"
+
+#include <array>
+#include <utility>
+
+namespace jobctl {
+namespace {
+
+constexpr std::array<std::pair<RunReason, std::string_view>, 3> kReasons{{
+    {RunReason::kSchedule, "schedule"}, {RunReason::kManual, "manual"}, {RunReason::kRetry, "retry"}}};
+constexpr std::array<std::pair<RunState, std::string_view>, 8> kStates{{
+    {RunState::kPending, "pending"},
+    {RunState::kRunning, "running"},
+    {RunState::kSucceeded, "succeeded"},
+    {RunState::kFailed, "failed"},
+    {RunState::kTimedOut, "timed_out"},
+    {RunState::kCanceled, "canceled"},
+    {RunState::kSkipped, "skipped"},
+    {RunState::kLost, "lost"},
+}};
+constexpr std::array<std::pair<Outcome, std::string_view>, 7> kOutcomes{{
+    {Outcome::kExited, "exited"},
+    {Outcome::kSignaled, "signaled"},
+    {Outcome::kTimedOut, "timeout"},
+    {Outcome::kLeaseLost, "lease_lost"},
+    {Outcome::kCanceled, "canceled"},
+    {Outcome::kPolicy, "policy"},
+    {Outcome::kSpawnFailed, "spawn_failed"},
+}};
+
+template <typename E, size_t N>
+std::string_view NameIn(const std::array<std::pair<E, std::string_view>, N>& t, E e) {
+  for (const auto& [v, n] : t) {
+    if (v == e) return n;
+  }
+  return "?";
+}
+template <typename E, size_t N>
+std::optional<E> ValueIn(const std::array<std::pair<E, std::string_view>, N>& t,
+                         std::string_view s) {
+  for (const auto& [v, n] : t) {
+    if (n == s) return v;
+  }
+  return std::nullopt;
+}
+
+// Higher is worse; decides a finished run's state from its shards.
+int Severity(RunState s) {
+  switch (s) {
+    case RunState::kFailed: return 4;
+    case RunState::kTimedOut: return 3;
+    case RunState::kCanceled: return 2;
+    case RunState::kLost: return 1;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+std::string_view RunReasonName(RunReason r) { return NameIn(kReasons, r); }
+std::optional<RunReason> ParseRunReason(std::string_view s) { return ValueIn(kReasons, s); }
+std::string_view RunStateName(RunState s) { return NameIn(kStates, s); }
+std::optional<RunState> ParseRunState(std::string_view s) { return ValueIn(kStates, s); }
+std::string_view OutcomeName(Outcome o) { return NameIn(kOutcomes, o); }
+std::optional<Outcome> ParseOutcome(std::string_view s) { return ValueIn(kOutcomes, s); }
+
+bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::kRunning; }
+
+RunState DeriveRunState(const std::vector<ShardRecord>& shards) {
+  bool any_open = false, any_started = false;
+  RunState worst = RunState::kSucceeded;
+  for (const ShardRecord& s : shards) {
+    if (!IsTerminal(s.state)) {
+      any_open = true;
+      if (s.state == RunState::kRunning || s.attempt > 1) any_started = true;
+      continue;
+    }
+    any_started = true;
+    if (Severity(s.state) > Severity(worst)) worst = s.state;
+  }
+  if (any_open) return any_started ? RunState::kRunning : RunState::kPending;
+  return worst;
+}
+
+}  // namespace jobctl

@@ -1,0 +1,68 @@
+// Runs and shards: one firing of a job (a run) split into N parts (shards), each run by one
+// agent as one subprocess, attempt after attempt. Value types and the pure rules that
+// derive a run's state from its shards. Names match the API, SQL and CLI.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jobctl {
+
+enum class RunReason { kSchedule, kManual, kRetry };
+enum class RunState { kPending, kRunning, kSucceeded, kFailed, kTimedOut, kCanceled, kSkipped, kLost };
+// A shard's state; its terminal states mirror the run's.
+using ShardState = RunState;
+
+std::string_view RunReasonName(RunReason r);
+std::optional<RunReason> ParseRunReason(std::string_view s);
+std::string_view RunStateName(RunState s);
+std::optional<RunState> ParseRunState(std::string_view s);
+bool IsTerminal(RunState s);
+
+// How an attempt ended, as the agent reports it.
+enum class Outcome { kExited, kSignaled, kTimedOut, kLeaseLost, kCanceled, kPolicy, kSpawnFailed };
+std::string_view OutcomeName(Outcome o);
+std::optional<Outcome> ParseOutcome(std::string_view s);
+
+struct ShardRecord {
+  int64_t run_id = 0;
+  int index = 0;
+  RunState state = RunState::kPending;
+  int attempt = 1;
+  std::string agent;  // holder of the current attempt, "" when pending
+  int64_t token = 0;  // fencing token of the current attempt, 0 when pending
+  std::optional<int64_t> exit_code;
+  std::string outcome;  // last attempt's outcome name, "" while running
+  std::string message;
+  std::optional<int64_t> started_ms;
+  std::optional<int64_t> finished_ms;
+  int64_t not_before_ms = 0;  // retry backoff: not handed out before this (coordinator clock)
+  int lost_count = 0;
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  int64_t job_id = 0;
+  std::string job;  // name
+  RunReason reason = RunReason::kSchedule;
+  int64_t scheduled_ms = 0;
+  int64_t created_ms = 0;
+  RunState state = RunState::kPending;
+  std::string trace_id;  // 32 hex digits (W3C trace-context)
+  std::string idempotency_key;
+  std::string env_json;  // manual env overrides, a JSON object ("" = none)
+  std::string note;      // why it was skipped, canceled, ...
+  std::optional<int64_t> finished_ms;
+  int shard_total = 1;
+  std::vector<ShardRecord> shards;
+};
+
+// The run's state from its shards: running while any shard is pending or running (and at
+// least one started), else the worst terminal state (lost < canceled < timed_out < failed),
+// succeeded only when every shard succeeded.
+RunState DeriveRunState(const std::vector<ShardRecord>& shards);
+
+}  // namespace jobctl

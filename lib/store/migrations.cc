@@ -1,0 +1,75 @@
+// The schema, as an ordered list of migrations. Never edit a migration that has shipped;
+// add the next one.
+#include "store/migrations.h"
+
+namespace jobctl::store {
+
+const std::vector<Database::Migration>& SchedulerMigrations() {
+  static const std::vector<Database::Migration> kMigrations = {
+      {1, R"sql(
+CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE revisions(
+  id INTEGER PRIMARY KEY, text TEXT NOT NULL, author TEXT NOT NULL,
+  at_ms INTEGER NOT NULL, summary TEXT NOT NULL);
+CREATE TABLE jobs(
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL,
+  active INTEGER NOT NULL, paused INTEGER NOT NULL DEFAULT 0, next_fire_ms INTEGER,
+  revision INTEGER NOT NULL, updated_ms INTEGER NOT NULL);
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
+  reason TEXT NOT NULL, scheduled_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+  state TEXT NOT NULL, trace_id TEXT NOT NULL, idempotency_key TEXT,
+  env TEXT NOT NULL DEFAULT '', note TEXT NOT NULL DEFAULT '', finished_ms INTEGER,
+  shard_total INTEGER NOT NULL);
+-- A scheduled instant becomes at most one run (or one skipped record): never fired twice.
+CREATE UNIQUE INDEX runs_fire ON runs(job_id, scheduled_ms) WHERE reason = 'schedule';
+CREATE UNIQUE INDEX runs_key ON runs(job_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX runs_by_job ON runs(job_id, id);
+CREATE INDEX runs_open ON runs(state) WHERE state IN ('pending', 'running');
+CREATE TABLE shards(
+  run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, state TEXT NOT NULL,
+  attempt INTEGER NOT NULL, agent TEXT NOT NULL DEFAULT '', token INTEGER NOT NULL DEFAULT 0,
+  exit_code INTEGER, outcome TEXT NOT NULL DEFAULT '', message TEXT NOT NULL DEFAULT '',
+  started_ms INTEGER, finished_ms INTEGER, not_before_ms INTEGER NOT NULL DEFAULT 0,
+  lost_count INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(run_id, idx)) WITHOUT ROWID;
+CREATE TABLE leases(
+  key TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL,
+  granted_ms INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE misses(
+  id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL REFERENCES jobs(id),
+  first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL, count INTEGER NOT NULL,
+  reason TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE INDEX misses_by_job ON misses(job_id, first_ms);
+CREATE TABLE agents(
+  name TEXT PRIMARY KEY, labels TEXT NOT NULL, slots INTEGER NOT NULL, version TEXT NOT NULL,
+  last_seen_ms INTEGER NOT NULL, draining INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TABLE tokens(
+  id INTEGER PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, jobs TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE, created_ms INTEGER NOT NULL, revoked_ms INTEGER);
+CREATE TABLE events(
+  id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, actor TEXT NOT NULL,
+  subject TEXT NOT NULL, detail TEXT NOT NULL);
+)sql"},
+  };
+  return kMigrations;
+}
+
+const std::vector<Database::Migration>& LogMigrations() {
+  static const std::vector<Database::Migration> kMigrations = {
+      {1, R"sql(
+CREATE TABLE chunks(
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, shard INTEGER NOT NULL,
+  attempt INTEGER NOT NULL, seq INTEGER NOT NULL, stream INTEGER NOT NULL,
+  at_ms INTEGER NOT NULL, data BLOB NOT NULL);
+-- A chunk resent after a lost acknowledgement is stored once.
+CREATE UNIQUE INDEX chunks_key ON chunks(run_id, shard, attempt, seq);
+CREATE INDEX chunks_by_run ON chunks(run_id, id);
+CREATE TABLE run_bytes(
+  run_id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, truncated INTEGER NOT NULL DEFAULT 0);
+)sql"},
+  };
+  return kMigrations;
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,170 @@
+#include "store/statement.h"
+
+namespace jobctl::store {
+
+Status SqliteStatus(int rc, sqlite3* db, std::string_view what) {
+  std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW: return Status::Ok();
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return Status::Unavailable(msg);
+    case SQLITE_FULL: return Status::ResourceExhausted(msg);
+    case SQLITE_CONSTRAINT: return Status::Conflict(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Status::Corrupt(msg);
+    default: return Status::Io(msg);
+  }
+}
+
+Statement::~Statement() = default;
+
+Status Statement::Prepare(sqlite3* db, std::string_view sql) {
+  db_ = db;
+  sql_ = std::string(sql);
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v3(db, sql_.c_str(), static_cast<int>(sql_.size()),
+                              SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db, "prepare \"" + sql_ + "\"");
+  stmt_.reset(raw);
+  return Status::Ok();
+}
+
+Statement::Use Statement::Bind() { return Use(this); }
+
+Statement::Use::~Use() {
+  sqlite3_reset(s_->stmt_.get());
+  sqlite3_clear_bindings(s_->stmt_.get());
+}
+
+Statement::Use& Statement::Use::Bind(int i, int64_t v) {
+  int rc = sqlite3_bind_int64(s_->stmt_.get(), i, v);
+  if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
+  return *this;
+}
+
+Statement::Use& Statement::Use::Bind(int i, std::string_view v) {
+  int rc = sqlite3_bind_text64(s_->stmt_.get(), i, v.data(), v.size(), SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
+  if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
+  return *this;
+}
+
+Statement::Use& Statement::Use::BindBlob(int i, std::string_view bytes) {
+  int rc = sqlite3_bind_blob64(s_->stmt_.get(), i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
+  return *this;
+}
+
+Statement::Use& Statement::Use::Bind(int i, std::nullopt_t) {
+  sqlite3_bind_null(s_->stmt_.get(), i);
+  return *this;
+}
+
+Statement::Use& Statement::Use::Bind(int i, const std::optional<int64_t>& v) {
+  return v ? Bind(i, *v) : Bind(i, std::nullopt);
+}
+
+bool Statement::Use::Step() {
+  if (!bind_status_.ok()) {
+    status_ = bind_status_;
+    return false;
+  }
+  int rc = sqlite3_step(s_->stmt_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc != SQLITE_DONE) status_ = SqliteStatus(rc, s_->db_, s_->sql_);
+  return false;
+}
+
+Status Statement::Use::Exec() {
+  while (Step()) {
+  }
+  return status_;
+}
+
+Status Statement::Use::ExecExpectingChanges(int n) {
+  if (Status s = Exec(); !s.ok()) return s;
+  if (sqlite3_changes(s_->db_) != n) return Status::NotFound("no matching row");
+  return Status::Ok();
+}
+
+int64_t Statement::Use::Int(int col) const { return sqlite3_column_int64(s_->stmt_.get(), col); }
+
+std::optional<int64_t> Statement::Use::OptInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+
+std::string Statement::Use::Text(int col) const {
+  const void* p = sqlite3_column_blob(s_->stmt_.get(), col);
+  int n = sqlite3_column_bytes(s_->stmt_.get(), col);
+  return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+}
+
+bool Statement::Use::IsNull(int col) const {
+  return sqlite3_column_type(s_->stmt_.get(), col) == SQLITE_NULL;
+}
+
+Database::~Database() {
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Status Database::Exec(std::string_view sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    return SqliteStatus(rc, nullptr, msg);
+  }
+  return Status::Ok();
+}
+
+Status Database::Begin() { return Exec("BEGIN IMMEDIATE"); }
+Status Database::Commit() { return Exec("COMMIT"); }
+void Database::Rollback() {
+  if (in_transaction()) (void)Exec("ROLLBACK");
+}
+
+Status Database::Open(const std::string& path, const std::vector<Migration>& migrations) {
+  int rc = sqlite3_open_v2(path.c_str(), &db_,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, db_, "open " + path);
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, 5000);
+  // FULL: a commit is on disk when COMMIT returns, so nothing acknowledged can be lost.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY"}) {
+    if (Status s = Exec(pragma); !s.ok()) return s.WithContext(path);
+  }
+  Statement version;
+  if (Status s = version.Prepare(db_, "PRAGMA user_version"); !s.ok()) return s;
+  int64_t current = 0;
+  {
+    auto use = version.Bind();
+    if (use.Step()) current = use.Int(0);
+    if (!use.status().ok()) return use.status();
+  }
+  int newest = migrations.empty() ? 0 : migrations.back().version;
+  if (current > newest) {
+    return Status::Corrupt(path + " has schema version " + std::to_string(current) +
+                           ", newer than this binary knows (" + std::to_string(newest) +
+                           "); run a newer jobctl");
+  }
+  for (const Migration& m : migrations) {
+    if (m.version <= current) continue;
+    if (Status s = Begin(); !s.ok()) return s;
+    Status s = Exec(m.sql);
+    if (s.ok()) s = Exec("PRAGMA user_version=" + std::to_string(m.version));
+    if (s.ok()) s = Commit();
+    if (!s.ok()) {
+      Rollback();
+      return s.WithContext(path + ": migration " + std::to_string(m.version));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace jobctl::store

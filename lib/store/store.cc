@@ -1,0 +1,451 @@
+#include "store/store.h"
+
+#include "store/migrations.h"
+
+namespace jobctl::store {
+namespace {
+
+constexpr const char* kRunColumns =
+    "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
+    "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total";
+
+std::string RunQuery(const char* where_and_order) {
+  return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
+         where_and_order;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  std::unique_ptr<Store> store(new Store());
+  if (Status s = store->db_.Open(path, SchedulerMigrations()); !s.ok()) return s;
+  if (Status s = store->Prepare(); !s.ok()) return s;
+  return store;
+}
+
+Status Store::Prepare() {
+  sqlite3* db = db_.handle();
+  struct Item {
+    Statement* st;
+    std::string sql;
+  };
+  const Item items[] = {
+      {&get_counter_, "SELECT value FROM counters WHERE name = ?1"},
+      {&set_counter_,
+       "INSERT INTO counters(name, value) VALUES(?1, ?2) "
+       "ON CONFLICT(name) DO UPDATE SET value = excluded.value"},
+      {&current_revision_,
+       "SELECT id, text, author, at_ms FROM revisions ORDER BY id DESC LIMIT 1"},
+      {&insert_revision_,
+       "INSERT INTO revisions(text, author, at_ms, summary) VALUES(?1, ?2, ?3, ?4)"},
+      {&all_jobs_,
+       "SELECT id, name, spec, active, paused, next_fire_ms, revision FROM jobs ORDER BY id"},
+      {&get_job_,
+       "SELECT id, name, spec, active, paused, next_fire_ms, revision FROM jobs WHERE id = ?1"},
+      {&insert_job_,
+       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&update_job_spec_,
+       "UPDATE jobs SET spec = ?2, active = ?3, revision = ?4, updated_ms = ?5 WHERE id = ?1"},
+      {&set_job_paused_, "UPDATE jobs SET paused = ?2 WHERE id = ?1"},
+      {&set_next_fire_, "UPDATE jobs SET next_fire_ms = ?2 WHERE id = ?1"},
+      {&insert_run_,
+       "INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
+       "idempotency_key, env, note, finished_ms, shard_total) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''), ?8, ?9, ?10, ?11)"},
+      {&insert_shard_,
+       "INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) VALUES(?1, ?2, ?3, 1, ?4)"},
+      {&insert_miss_,
+       "INSERT INTO misses(job_id, first_ms, last_ms, count, reason, at_ms) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&update_run_state_,
+       "UPDATE runs SET state = ?2, finished_ms = ?3, note = CASE WHEN ?4 = '' THEN note "
+       "ELSE ?4 END WHERE id = ?1"},
+      {&update_shard_,
+       "UPDATE shards SET state = ?3, attempt = ?4, agent = ?5, token = ?6, exit_code = ?7, "
+       "outcome = ?8, message = ?9, started_ms = ?10, finished_ms = ?11, not_before_ms = ?12, "
+       "lost_count = ?13 WHERE run_id = ?1 AND idx = ?2"},
+      {&get_run_, RunQuery("WHERE r.id = ?1")},
+      {&shards_of_run_,
+       "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
+       "started_ms, finished_ms, not_before_ms, lost_count FROM shards WHERE run_id = ?1 "
+       "ORDER BY idx"},
+      {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
+      {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
+      {&list_misses_,
+       "SELECT job_id, first_ms, last_ms, count, reason, at_ms FROM misses "
+       "WHERE job_id = ?1 AND last_ms >= ?2 ORDER BY first_ms"},
+      {&last_results_,
+       "SELECT r.job_id, r.state, r.finished_ms FROM runs r "
+       "JOIN (SELECT job_id, MAX(id) AS id FROM runs WHERE finished_ms IS NOT NULL "
+       "AND state != 'skipped' GROUP BY job_id) last ON last.id = r.id"},
+      {&put_lease_,
+       "INSERT INTO leases(key, holder, token, granted_ms) VALUES(?1, ?2, ?3, ?4) "
+       "ON CONFLICT(key) DO UPDATE SET holder = excluded.holder, token = excluded.token, "
+       "granted_ms = excluded.granted_ms"},
+      {&delete_lease_, "DELETE FROM leases WHERE key = ?1"},
+      {&all_leases_, "SELECT key, holder, token, granted_ms FROM leases"},
+      {&put_agent_,
+       "INSERT INTO agents(name, labels, slots, version, last_seen_ms, draining) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(name) DO UPDATE SET labels = excluded.labels, "
+       "slots = excluded.slots, version = excluded.version, last_seen_ms = excluded.last_seen_ms, "
+       "draining = excluded.draining"},
+      {&all_agents_,
+       "SELECT name, labels, slots, version, last_seen_ms, draining FROM agents ORDER BY name"},
+      {&insert_token_,
+       "INSERT INTO tokens(name, role, jobs, hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)"},
+      {&revoke_token_,
+       "UPDATE tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL"},
+      {&all_tokens_,
+       "SELECT id, name, role, jobs, hash, created_ms, revoked_ms FROM tokens ORDER BY id"},
+      {&insert_event_,
+       "INSERT INTO events(at_ms, kind, actor, subject, detail) VALUES(?1, ?2, ?3, ?4, ?5)"},
+  };
+  for (const Item& item : items) {
+    if (Status s = item.st->Prepare(db, item.sql); !s.ok()) return s;
+  }
+  // ListRuns filters are optional: "?n IS NULL OR ..." keeps it one prepared statement.
+  return Status::Ok();
+}
+
+Result<int64_t> Store::GetCounter(std::string_view name) {
+  auto use = get_counter_.Bind();
+  use.Bind(1, name);
+  int64_t v = use.Step() ? use.Int(0) : 0;
+  if (!use.status().ok()) return use.status();
+  return v;
+}
+
+Status Store::SetCounter(std::string_view name, int64_t value) {
+  return set_counter_.Bind().Bind(1, name).Bind(2, value).Exec();
+}
+
+Result<RevisionRow> Store::CurrentRevision() {
+  auto use = current_revision_.Bind();
+  RevisionRow row;
+  if (use.Step()) row = {use.Int(0), use.Text(1), use.Text(2), use.Int(3)};
+  if (!use.status().ok()) return use.status();
+  return row;
+}
+
+Result<int64_t> Store::InsertRevision(const std::string& text, const std::string& author,
+                                      int64_t at_ms, const std::string& summary) {
+  Status s = insert_revision_.Bind().Bind(1, text).Bind(2, author).Bind(3, at_ms).Bind(4, summary)
+                 .Exec();
+  if (!s.ok()) return s;
+  return sqlite3_last_insert_rowid(db_.handle());
+}
+
+namespace {
+JobRow ReadJob(const Statement::Use& use) {
+  return {use.Int(0), use.Text(1), use.Text(2), use.Int(3) != 0, use.Int(4) != 0, use.OptInt(5),
+          use.Int(6)};
+}
+}  // namespace
+
+Status Store::ForEachJob(const std::function<void(JobRow&&)>& fn) {
+  auto use = all_jobs_.Bind();
+  while (use.Step()) fn(ReadJob(use));
+  return use.status();
+}
+
+Result<JobRow> Store::GetJob(int64_t id) {
+  auto use = get_job_.Bind();
+  use.Bind(1, id);
+  if (use.Step()) return ReadJob(use);
+  if (!use.status().ok()) return use.status();
+  return Status::NotFound("job " + std::to_string(id));
+}
+
+Result<int64_t> Store::InsertJob(const JobRow& row, int64_t at_ms) {
+  Status s = insert_job_.Bind()
+                 .Bind(1, row.name)
+                 .Bind(2, row.spec_json)
+                 .Bind(3, row.active ? 1 : 0)
+                 .Bind(4, row.paused ? 1 : 0)
+                 .Bind(5, row.next_fire_ms)
+                 .Bind(6, row.revision)
+                 .Bind(7, at_ms)
+                 .Exec();
+  if (!s.ok()) return s;
+  return sqlite3_last_insert_rowid(db_.handle());
+}
+
+Status Store::UpdateJobSpec(int64_t id, const std::string& spec_json, bool active,
+                            int64_t revision, int64_t at_ms) {
+  return update_job_spec_.Bind()
+      .Bind(1, id)
+      .Bind(2, spec_json)
+      .Bind(3, active ? 1 : 0)
+      .Bind(4, revision)
+      .Bind(5, at_ms)
+      .ExecExpectingChanges(1);
+}
+
+Status Store::SetJobPaused(int64_t id, bool paused) {
+  return set_job_paused_.Bind().Bind(1, id).Bind(2, paused ? 1 : 0).ExecExpectingChanges(1);
+}
+
+Status Store::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) {
+  return set_next_fire_.Bind().Bind(1, id).Bind(2, next_fire_ms).Exec();
+}
+
+Status Store::InsertRun(RunRecord& run) {
+  Status s = insert_run_.Bind()
+                 .Bind(1, run.job_id)
+                 .Bind(2, RunReasonName(run.reason))
+                 .Bind(3, run.scheduled_ms)
+                 .Bind(4, run.created_ms)
+                 .Bind(5, RunStateName(run.state))
+                 .Bind(6, run.trace_id)
+                 .Bind(7, run.idempotency_key)
+                 .Bind(8, run.env_json)
+                 .Bind(9, run.note)
+                 .Bind(10, run.finished_ms)
+                 .Bind(11, run.shard_total)
+                 .Exec();
+  if (!s.ok()) return s;
+  run.id = sqlite3_last_insert_rowid(db_.handle());
+  for (ShardRecord& shard : run.shards) {
+    shard.run_id = run.id;
+    s = insert_shard_.Bind()
+            .Bind(1, run.id)
+            .Bind(2, shard.index)
+            .Bind(3, RunStateName(shard.state))
+            .Bind(4, shard.not_before_ms)
+            .Exec();
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status Store::InsertMiss(const MissRow& m) {
+  return insert_miss_.Bind()
+      .Bind(1, m.job_id)
+      .Bind(2, m.first_ms)
+      .Bind(3, m.last_ms)
+      .Bind(4, m.count)
+      .Bind(5, m.reason)
+      .Bind(6, m.at_ms)
+      .Exec();
+}
+
+Status Store::UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
+                             const std::string& note) {
+  return update_run_state_.Bind()
+      .Bind(1, run_id)
+      .Bind(2, RunStateName(state))
+      .Bind(3, finished_ms)
+      .Bind(4, note)
+      .ExecExpectingChanges(1);
+}
+
+Status Store::UpdateShard(const ShardRecord& s) {
+  return update_shard_.Bind()
+      .Bind(1, s.run_id)
+      .Bind(2, s.index)
+      .Bind(3, RunStateName(s.state))
+      .Bind(4, s.attempt)
+      .Bind(5, s.agent)
+      .Bind(6, s.token)
+      .Bind(7, s.exit_code)
+      .Bind(8, s.outcome)
+      .Bind(9, s.message)
+      .Bind(10, s.started_ms)
+      .Bind(11, s.finished_ms)
+      .Bind(12, s.not_before_ms)
+      .Bind(13, s.lost_count)
+      .ExecExpectingChanges(1);
+}
+
+RunRecord Store::ReadRun(const Statement::Use& use) {
+  RunRecord r;
+  r.id = use.Int(0);
+  r.job_id = use.Int(1);
+  r.job = use.Text(2);
+  r.reason = ParseRunReason(use.Text(3)).value_or(RunReason::kSchedule);
+  r.scheduled_ms = use.Int(4);
+  r.created_ms = use.Int(5);
+  r.state = ParseRunState(use.Text(6)).value_or(RunState::kFailed);
+  r.trace_id = use.Text(7);
+  r.idempotency_key = use.Text(8);
+  r.env_json = use.Text(9);
+  r.note = use.Text(10);
+  r.finished_ms = use.OptInt(11);
+  r.shard_total = static_cast<int>(use.Int(12));
+  return r;
+}
+
+Status Store::LoadShards(RunRecord& run) {
+  auto use = shards_of_run_.Bind();
+  use.Bind(1, run.id);
+  while (use.Step()) {
+    ShardRecord s;
+    s.run_id = use.Int(0);
+    s.index = static_cast<int>(use.Int(1));
+    s.state = ParseRunState(use.Text(2)).value_or(RunState::kFailed);
+    s.attempt = static_cast<int>(use.Int(3));
+    s.agent = use.Text(4);
+    s.token = use.Int(5);
+    s.exit_code = use.OptInt(6);
+    s.outcome = use.Text(7);
+    s.message = use.Text(8);
+    s.started_ms = use.OptInt(9);
+    s.finished_ms = use.OptInt(10);
+    s.not_before_ms = use.Int(11);
+    s.lost_count = static_cast<int>(use.Int(12));
+    run.shards.push_back(std::move(s));
+  }
+  return use.status();
+}
+
+Result<std::optional<RunRecord>> Store::GetRun(int64_t id) {
+  std::optional<RunRecord> run;
+  {
+    auto use = get_run_.Bind();
+    use.Bind(1, id);
+    if (use.Step()) run = ReadRun(use);
+    if (!use.status().ok()) return use.status();
+  }
+  if (run) {
+    if (Status s = LoadShards(*run); !s.ok()) return s;
+  }
+  return run;
+}
+
+Result<std::optional<int64_t>> Store::FindRunByKey(int64_t job_id, const std::string& key) {
+  auto use = find_run_by_key_.Bind();
+  use.Bind(1, job_id).Bind(2, key);
+  std::optional<int64_t> id;
+  if (use.Step()) id = use.Int(0);
+  if (!use.status().ok()) return use.status();
+  return id;
+}
+
+Result<std::vector<RunRecord>> Store::ListRuns(const RunFilter& f) {
+  // Built per call: the filters are optional and this is not on a hot path.
+  std::string sql = RunQuery(
+      "WHERE (?1 IS NULL OR r.job_id = ?1) AND (?2 IS NULL OR r.state = ?2) "
+      "AND (?3 IS NULL OR r.created_ms >= ?3) AND (?4 IS NULL OR r.id < ?4) "
+      "ORDER BY r.id DESC LIMIT ?5");
+  Statement st;
+  if (Status s = st.Prepare(db_.handle(), sql); !s.ok()) return s;
+  std::vector<RunRecord> runs;
+  {
+    auto use = st.Bind();
+    use.Bind(1, f.job_id).Bind(3, f.since_ms).Bind(4, f.before_id).Bind(5, f.limit);
+    if (f.state) use.Bind(2, RunStateName(*f.state));
+    while (use.Step()) runs.push_back(ReadRun(use));
+    if (!use.status().ok()) return use.status();
+  }
+  for (RunRecord& r : runs) {
+    if (Status s = LoadShards(r); !s.ok()) return s;
+  }
+  return runs;
+}
+
+Status Store::ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) {
+  std::vector<RunRecord> runs;
+  {
+    auto use = open_runs_.Bind();
+    while (use.Step()) runs.push_back(ReadRun(use));
+    if (!use.status().ok()) return use.status();
+  }
+  for (RunRecord& r : runs) {
+    if (Status s = LoadShards(r); !s.ok()) return s;
+    fn(std::move(r));
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<MissRow>> Store::ListMisses(int64_t job_id, int64_t since_ms) {
+  auto use = list_misses_.Bind();
+  use.Bind(1, job_id).Bind(2, since_ms);
+  std::vector<MissRow> out;
+  while (use.Step()) {
+    out.push_back({use.Int(0), use.Int(1), use.Int(2), use.Int(3), use.Text(4), use.Int(5)});
+  }
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Status Store::ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) {
+  auto use = last_results_.Bind();
+  while (use.Step()) {
+    fn(use.Int(0), ParseRunState(use.Text(1)).value_or(RunState::kFailed), use.Int(2));
+  }
+  return use.status();
+}
+
+Status Store::PutLease(const LeaseRow& l) {
+  return put_lease_.Bind().Bind(1, l.key).Bind(2, l.holder).Bind(3, l.token).Bind(4, l.granted_ms)
+      .Exec();
+}
+
+Status Store::DeleteLease(const std::string& key) {
+  return delete_lease_.Bind().Bind(1, key).Exec();
+}
+
+Status Store::ForEachLease(const std::function<void(LeaseRow&&)>& fn) {
+  auto use = all_leases_.Bind();
+  while (use.Step()) fn({use.Text(0), use.Text(1), use.Int(2), use.Int(3)});
+  return use.status();
+}
+
+Status Store::PutAgent(const AgentRow& a) {
+  return put_agent_.Bind()
+      .Bind(1, a.name)
+      .Bind(2, a.labels_json)
+      .Bind(3, a.slots)
+      .Bind(4, a.version)
+      .Bind(5, a.last_seen_ms)
+      .Bind(6, a.draining ? 1 : 0)
+      .Exec();
+}
+
+Status Store::ForEachAgent(const std::function<void(AgentRow&&)>& fn) {
+  auto use = all_agents_.Bind();
+  while (use.Step()) {
+    fn({use.Text(0), use.Text(1), static_cast<int>(use.Int(2)), use.Text(3), use.Int(4),
+        use.Int(5) != 0});
+  }
+  return use.status();
+}
+
+Result<int64_t> Store::InsertToken(const TokenRow& t) {
+  Status s = insert_token_.Bind()
+                 .Bind(1, t.name)
+                 .Bind(2, t.role)
+                 .Bind(3, t.jobs)
+                 .Bind(4, t.hash)
+                 .Bind(5, t.created_ms)
+                 .Exec();
+  if (!s.ok()) return s;
+  return sqlite3_last_insert_rowid(db_.handle());
+}
+
+Status Store::RevokeToken(int64_t id, int64_t at_ms) {
+  return revoke_token_.Bind().Bind(1, id).Bind(2, at_ms).ExecExpectingChanges(1);
+}
+
+Status Store::ForEachToken(const std::function<void(TokenRow&&)>& fn) {
+  auto use = all_tokens_.Bind();
+  while (use.Step()) {
+    fn({use.Int(0), use.Text(1), use.Text(2), use.Text(3), use.Text(4), use.Int(5),
+        use.OptInt(6)});
+  }
+  return use.status();
+}
+
+Status Store::InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
+                          std::string_view subject, std::string_view detail) {
+  return insert_event_.Bind()
+      .Bind(1, at_ms)
+      .Bind(2, kind)
+      .Bind(3, actor)
+      .Bind(4, subject)
+      .Bind(5, detail)
+      .Exec();
+}
+
+}  // namespace jobctl::store

@@ -1,0 +1,158 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "store/log_store.h"
+
+namespace jobctl::store {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    auto s = Store::Open(dir_ + "/jobctl.db");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  int64_t AddJob(const std::string& name) {
+    EXPECT_TRUE(store_->Begin().ok());
+    Result<int64_t> id = store_->InsertJob({0, name, "{}", true, false, 1000, 1}, 1);
+    EXPECT_TRUE(store_->Commit().ok());
+    return *id;
+  }
+  RunRecord NewRun(int64_t job, int64_t scheduled_ms, int shards = 2) {
+    RunRecord run;
+    run.job_id = job;
+    run.scheduled_ms = scheduled_ms;
+    run.created_ms = scheduled_ms;
+    run.trace_id = "0123456789abcdef0123456789abcdef";
+    run.shard_total = shards;
+    for (int i = 0; i < shards; ++i) run.shards.push_back({.index = i});
+    return run;
+  }
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
+  int64_t job = AddJob("backup");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord first = NewRun(job, 60'000);
+  ASSERT_TRUE(store_->InsertRun(first).ok());
+  RunRecord again = NewRun(job, 60'000);
+  EXPECT_EQ(store_->InsertRun(again).code(), Status::Code::kConflict);
+  store_->Rollback();
+}
+
+TEST_F(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
+  int64_t job = AddJob("backup");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord scheduled = NewRun(job, 60'000);
+  ASSERT_TRUE(store_->InsertRun(scheduled).ok());
+  RunRecord manual = NewRun(job, 60'000);
+  manual.reason = RunReason::kManual;
+  manual.idempotency_key = "deploy-42";
+  ASSERT_TRUE(store_->InsertRun(manual).ok());
+  RunRecord dup = NewRun(job, 61'000);
+  dup.reason = RunReason::kManual;
+  dup.idempotency_key = "deploy-42";
+  EXPECT_EQ(store_->InsertRun(dup).code(), Status::Code::kConflict);
+  ASSERT_TRUE(store_->Commit().ok());
+  Result<std::optional<int64_t>> found = store_->FindRunByKey(job, "deploy-42");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(**found, manual.id);
+}
+
+TEST_F(StoreTest, RunRoundTripsWithShards) {
+  int64_t job = AddJob("report");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord run = NewRun(job, 120'000, 3);
+  ASSERT_TRUE(store_->InsertRun(run).ok());
+  ShardRecord s = run.shards[1];
+  s.state = RunState::kRunning;
+  s.agent = "host-a";
+  s.token = 17;
+  s.started_ms = 120'010;
+  ASSERT_TRUE(store_->UpdateShard(s).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  auto got = store_->GetRun(run.id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  const RunRecord& r = **got;
+  EXPECT_EQ(r.job, "report");
+  ASSERT_EQ(r.shards.size(), 3u);
+  EXPECT_EQ(r.shards[1].agent, "host-a");
+  EXPECT_EQ(r.shards[1].token, 17);
+  EXPECT_EQ(r.shards[1].state, RunState::kRunning);
+  int open = 0;
+  ASSERT_TRUE(store_->ForEachOpenRun([&](RunRecord&&) { ++open; }).ok());
+  EXPECT_EQ(open, 1);
+}
+
+TEST_F(StoreTest, NothingUncommittedSurvivesReopen) {
+  int64_t job = AddJob("x");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord run = NewRun(job, 1000);
+  ASSERT_TRUE(store_->InsertRun(run).ok());
+  store_.reset();  // closes without COMMIT
+  auto reopened = Store::Open(dir_ + "/jobctl.db");
+  ASSERT_TRUE(reopened.ok());
+  auto runs = (*reopened)->ListRuns({});
+  ASSERT_TRUE(runs.ok());
+  EXPECT_TRUE(runs->empty());
+}
+
+TEST_F(StoreTest, RefusesADatabaseFromANewerVersion) {
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/jobctl.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto reopened = Store::Open(dir_ + "/jobctl.db");
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.status().message().find("newer than this binary"), std::string::npos);
+}
+
+TEST_F(StoreTest, CountersPersist) {
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetCounter("token", 41).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(*store_->GetCounter("token"), 41);
+  EXPECT_EQ(*store_->GetCounter("missing"), 0);
+}
+
+TEST_F(StoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
+  auto logs = LogStore::Open(dir_ + "/logs.db", 10);
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  LogStore& l = **logs;
+  ASSERT_TRUE(l.Begin().ok());
+  LogChunk c{.run_id = 1, .shard = 0, .attempt = 1, .seq = 1, .data = "hello"};
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kStored);
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kDuplicate);
+  c.seq = 2;
+  c.data = std::string("\0\x1b[31mbin", 9);
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);  // 5 + 9 > 10
+  c.seq = 3;
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);
+  ASSERT_TRUE(l.Commit().ok());
+  auto chunks = l.Read({.run_id = 1});
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->size(), 3u);
+  EXPECT_EQ((*chunks)[0].data, "hello");
+  EXPECT_EQ((*chunks)[1].stream, LogStream::kMarker);
+  EXPECT_NE((*chunks)[1].data.find("truncated"), std::string::npos);
+  EXPECT_EQ((*chunks)[2].data, "");  // later chunks are counted, not stored again
+}
+
+}  // namespace
+}  // namespace jobctl::store

@@ -1,0 +1,155 @@
+#include "wire/job_json.h"
+
+namespace jobctl::wire {
+
+using nlohmann::json;
+
+std::string SelectorText(const LabelSelector& s) {
+  return s.key + (s.negated ? "!=" : "=") + s.value;
+}
+
+bool Matches(const std::vector<LabelSelector>& on, const std::map<std::string, std::string>& labels) {
+  for (const LabelSelector& s : on) {
+    auto it = labels.find(s.key);
+    bool equal = it != labels.end() && it->second == s.value;
+    if (equal == s.negated) return false;
+  }
+  return true;
+}
+
+json JobToJson(const Job& job) {
+  json on = json::array();
+  for (const LabelSelector& s : job.on) on.push_back(SelectorText(s));
+  json j = {
+      {"name", job.name},
+      {"schedule", job.schedule},
+      {"dialect", DialectName(job.dialect)},
+      {"timezone", job.timezone},
+      {"command", job.command},
+      {"shell", job.shell},
+      {"on", on},
+      {"shards", job.shards},
+      {"route", RouteName(job.route)},
+      {"overlap", OverlapName(job.overlap)},
+      {"misfire", MisfireName(job.misfire)},
+      {"misfire_cap", job.misfire_cap},
+      {"on_lost", OnLostName(job.on_lost)},
+      {"retry",
+       {{"max", job.retry.max},
+        {"backoff", BackoffName(job.retry.backoff)},
+        {"initial_ms", job.retry.initial.count()},
+        {"max_delay_ms", job.retry.max_delay.count()}}},
+      {"timeout_ms", job.timeout ? json(job.timeout->count()) : json(nullptr)},
+      {"kill_grace_ms", job.kill_grace.count()},
+      {"run_as", job.run_as},
+      {"cwd", job.cwd},
+      {"env", job.env},
+      {"enabled", job.enabled},
+      {"description", job.description},
+  };
+  return j;
+}
+
+namespace {
+
+template <typename T>
+Status Get(const json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  try {
+    *out = it->get<T>();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("job.") + key + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+template <typename E>
+Status GetEnum(const json& j, const char* key, std::optional<E> (*parse)(std::string_view), E* out) {
+  std::string text;
+  if (Status s = Get(j, key, &text); !s.ok()) return s;
+  if (text.empty()) return Status::Ok();
+  std::optional<E> v = parse(text);
+  if (!v) return Status::InvalidArgument(std::string("job.") + key + ": unknown value \"" + text + "\"");
+  *out = *v;
+  return Status::Ok();
+}
+
+Status GetSelectors(const json& j, std::vector<LabelSelector>* out) {
+  std::vector<std::string> texts;
+  if (Status s = Get(j, "on", &texts); !s.ok()) return s;
+  for (const std::string& t : texts) {
+    size_t ne = t.find("!=");
+    size_t eq = t.find('=');
+    if (ne != std::string::npos) {
+      out->push_back({t.substr(0, ne), t.substr(ne + 2), true});
+    } else if (eq != std::string::npos) {
+      out->push_back({t.substr(0, eq), t.substr(eq + 1), false});
+    } else {
+      return Status::InvalidArgument("job.on: expected k=v or k!=v, got \"" + t + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Job> JobFromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("job: expected an object");
+  Job job;
+  std::string dialect = "cron";
+  int64_t initial = job.retry.initial.count(), max_delay = job.retry.max_delay.count();
+  int64_t kill_grace = job.kill_grace.count();
+  std::optional<int64_t> timeout;
+  const json* retry = j.contains("retry") ? &j["retry"] : nullptr;
+  Status s = Get(j, "name", &job.name);
+  if (s.ok()) s = Get(j, "schedule", &job.schedule);
+  if (s.ok()) s = Get(j, "dialect", &dialect);
+  if (s.ok()) s = Get(j, "timezone", &job.timezone);
+  if (s.ok()) s = Get(j, "command", &job.command);
+  if (s.ok()) s = Get(j, "shell", &job.shell);
+  if (s.ok()) s = GetSelectors(j, &job.on);
+  if (s.ok()) s = Get(j, "shards", &job.shards);
+  if (s.ok()) s = GetEnum(j, "route", ParseRoute, &job.route);
+  if (s.ok()) s = GetEnum(j, "overlap", ParseOverlap, &job.overlap);
+  if (s.ok()) s = GetEnum(j, "misfire", ParseMisfire, &job.misfire);
+  if (s.ok()) s = Get(j, "misfire_cap", &job.misfire_cap);
+  if (s.ok()) s = GetEnum(j, "on_lost", ParseOnLost, &job.on_lost);
+  if (s.ok() && retry != nullptr) {
+    s = Get(*retry, "max", &job.retry.max);
+    if (s.ok()) s = GetEnum(*retry, "backoff", ParseBackoff, &job.retry.backoff);
+    if (s.ok()) s = Get(*retry, "initial_ms", &initial);
+    if (s.ok()) s = Get(*retry, "max_delay_ms", &max_delay);
+  }
+  if (s.ok() && j.contains("timeout_ms") && !j["timeout_ms"].is_null()) {
+    int64_t t = 0;
+    s = Get(j, "timeout_ms", &t);
+    timeout = t;
+  }
+  if (s.ok()) s = Get(j, "kill_grace_ms", &kill_grace);
+  if (s.ok()) s = Get(j, "run_as", &job.run_as);
+  if (s.ok()) s = Get(j, "cwd", &job.cwd);
+  if (s.ok()) s = Get(j, "env", &job.env);
+  if (s.ok()) s = Get(j, "enabled", &job.enabled);
+  if (s.ok()) s = Get(j, "description", &job.description);
+  if (!s.ok()) return s;
+  std::optional<Dialect> d = ParseDialect(dialect);
+  if (!d) return Status::InvalidArgument("job.dialect: unknown value \"" + dialect + "\"");
+  job.dialect = *d;
+  job.retry.initial = Millis(initial);
+  job.retry.max_delay = Millis(max_delay);
+  job.kill_grace = Millis(kill_grace);
+  if (timeout) job.timeout = Millis(*timeout);
+  return job;
+}
+
+std::vector<std::string> ChangedFields(const Job& a, const Job& b) {
+  json ja = JobToJson(a), jb = JobToJson(b);
+  std::vector<std::string> out;
+  for (auto it = ja.begin(); it != ja.end(); ++it) {
+    if (jb[it.key()] != it.value()) out.push_back(it.key());
+  }
+  return out;
+}
+
+}  // namespace jobctl::wire
