@@ -35,5 +35,9 @@ void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterVersion(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterServe(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc);
 
 }  // namespace jobctl::cli

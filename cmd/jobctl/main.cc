@@ -29,11 +29,17 @@ int Main(int argc, char** argv) {
   GlobalOptions g;
   g.file = EnvOr("JOBCTL_FILE", "jobs.toml");
   app.add_option("--file", g.file, "Job file (env JOBCTL_FILE, default ./jobs.toml)");
+  app.add_option("--coordinator", g.coordinator,
+                 "Coordinator URL (env JOBCTL_COORDINATOR, default http://127.0.0.1:7070)");
+  app.add_option("--token", g.token, "API token (env JOBCTL_TOKEN)");
+  app.add_option("--token-file", g.token_file, "Read the API token from this file");
   app.add_option("-o,--output", g.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--no-color", g.no_color, "Never colour the output (also NO_COLOR=1)");
   app.footer(
       "Examples:\n"
+      "  jobctl apply jobs.toml && jobctl list\n"
+      "  jobctl trigger nightly-backup --wait --follow\n"
       "  jobctl validate jobs.toml\n"
       "  jobctl schedule next --tz Europe/Berlin -- '15 2 * * *'\n"
       "Run 'jobctl <command> --help' for the options of a command.");
@@ -42,6 +48,10 @@ int Main(int argc, char** argv) {
   RegisterSchedule(app, g, &rc);
   RegisterValidate(app, g, &rc);
   RegisterVersion(app, g, &rc);
+  RegisterSync(app, g, &rc);
+  RegisterJobs(app, g, &rc);
+  RegisterRuns(app, g, &rc);
+  RegisterAdmin(app, g, &rc);
   RegisterServe(app, g, &rc);
   // A bare `jobctl` shows the whole help, and an unknown command says so by name (CLI11 would
   // only say that a subcommand is required).

@@ -28,22 +28,25 @@ bool IsConnectError(CURLcode code) {
 }  // namespace
 
 BlockingClient::BlockingClient(std::string base_url, std::string token)
-    : base_url_(std::move(base_url)), token_(std::move(token)) {}
+    : base_url_(std::move(base_url)), token_(std::move(token)) {
+  // Reference-counted and, since curl 7.84, thread-safe; paired with the cleanup below.
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 BlockingClient::~BlockingClient() {
   if (easy_ != nullptr) curl_easy_cleanup(easy_);
+  curl_global_cleanup();
 }
 
-Result<HttpResponse> BlockingClient::Request(std::string_view path,
-                                             const RequestOptions& options) {
+Result<HttpResponse> BlockingClient::Request(std::string_view path, const RequestOptions& options) {
   // The handle is created on first use and then kept: its connection cache is what makes the
   // second request of a jobctl command reuse the first one's connection.
   if (easy_ == nullptr) easy_ = curl_easy_init();
   if (easy_ == nullptr) return Status::Internal("curl_easy_init failed");
   internal::Transfer transfer(JoinUrl(base_url_, path), token_, options);
   Status applied = transfer.Apply(easy_);
-  Result<HttpResponse> result =
-      applied.ok() ? transfer.Finish(easy_, curl_easy_perform(easy_)) : Result<HttpResponse>(applied);
+  Result<HttpResponse> result = applied.ok() ? transfer.Finish(easy_, curl_easy_perform(easy_))
+                                             : Result<HttpResponse>(applied);
   // Reset drops the options that point into `transfer` but keeps live connections.
   curl_easy_reset(easy_);
   return result;
@@ -60,13 +63,16 @@ Transfer::Transfer(std::string url, std::string_view token, const RequestOptions
   std::vector<std::string> lines;
   // An empty "Expect:" stops curl from sending "Expect: 100-continue" for bodies over 1 KiB,
   // which would cost a round trip (or a full second against servers that ignore it).
-  //
+  lines.emplace_back("Expect:");
   if (SendsBody()) lines.push_back("Content-Type: " + options.content_type);
   if (!token.empty()) lines.push_back("Authorization: Bearer " + std::string(token));
   for (const auto& [name, value] : options.headers) lines.push_back(name + ": " + value);
   for (const std::string& line : lines) {
     curl_slist* grown = curl_slist_append(header_list_, line.c_str());
-    if (grown == nullptr) break;  // out of memory; Apply() notices the short list
+    if (grown == nullptr) {
+      headers_complete_ = false;  // out of memory: Apply() refuses to send a short list
+      break;
+    }
     header_list_ = grown;
   }
 }
@@ -78,7 +84,7 @@ bool Transfer::SendsBody() const {
 }
 
 Status Transfer::Apply(CURL* easy) {
-  if (header_list_ == nullptr) return Status::Internal("out of memory building headers");
+  if (!headers_complete_) return Status::Internal(Describe() + ": out of memory building headers");
   CURLcode rc = CURLE_OK;
   auto set = [&](CURLoption option, auto value) {
     if (rc == CURLE_OK) rc = curl_easy_setopt(easy, option, value);

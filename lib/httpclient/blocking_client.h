@@ -34,7 +34,7 @@ struct HttpResponse {
 struct RequestOptions {
   std::string method = "GET";
   std::string body;  // sent with Content-Length (POST, PUT and PATCH always send one)
-  std::string content_type = "application/json";  // only sent with a body
+  std::string content_type = "application/json";             // only sent with a body
   std::vector<std::pair<std::string, std::string>> headers;  // extra, e.g. {"X-Seq", "7"}
   std::chrono::milliseconds timeout{30'000};                 // whole request; 0 = none
   std::chrono::milliseconds connect_timeout{5'000};
@@ -91,6 +91,7 @@ class Transfer {
   std::string method_;
   std::string body_;  // curl reads the request body from here (CURLOPT_POSTFIELDS, no copy)
   curl_slist* header_list_ = nullptr;
+  bool headers_complete_ = true;
   HttpResponse response_;
   char error_[CURL_ERROR_SIZE] = {};
   long timeout_ms_;

@@ -117,7 +117,7 @@ void MultiClient::Cancel(uint64_t id) {
   // Removing an unfinished transfer makes curl close its connection: the server sees the
   // request abandoned rather than a connection left half-used.
   curl_multi_remove_handle(multi_, request->easy);
-  request->cb(Status::Unavailable("canceled: " + request->transfer.Describe()));
+  Defer(std::move(request->cb), Status::Unavailable("canceled: " + request->transfer.Describe()));
 }
 
 void MultiClient::Close(std::function<void()> on_closed) {
@@ -224,9 +224,8 @@ void MultiClient::Defer(Callback cb, Status status) {
   ready_.push_back({std::move(cb), std::move(status)});
   // While closing, the idle handle is closing too; OnHandleClosed runs what is in ready_.
   if (closing_) return;
-  uv_idle_start(&deferred_, [](uv_idle_t* idle) {
-    static_cast<MultiClient*>(idle->data)->OnDeferred();
-  });
+  uv_idle_start(&deferred_,
+                [](uv_idle_t* idle) { static_cast<MultiClient*>(idle->data)->OnDeferred(); });
 }
 
 void MultiClient::OnDeferred() {

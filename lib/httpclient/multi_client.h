@@ -58,7 +58,8 @@ class MultiClient {
 
   // Aborts everything in flight, closes every uv handle, runs the aborted requests' callbacks
   // with Unavailable and then on_closed, from a close callback (never inside Close()). After
-  // that, uv_loop_close() succeeds if nothing else is open on the loop. Call once.
+  // that, uv_loop_close() succeeds if nothing else is open on the loop. Call once (a second
+  // call is a bug and aborts).
   void Close(std::function<void()> on_closed);
 
  private:

@@ -1,0 +1,129 @@
+#include "client.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "config/cli_config.h"
+
+namespace jobctl::cli {
+namespace {
+
+constexpr const char* kDefaultUrl = "http://127.0.0.1:7070";
+// On the coordinator's own host, root can use the admin token that `jobctl serve` wrote on
+// first start, as kubectl on a k3s server reads /etc/rancher/k3s/k3s.yaml.
+constexpr const char* kLocalAdminToken = "/var/lib/jobctl/admin.token";
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+Result<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidArgument("cannot read token file " + path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) return Status::InvalidArgument("token file " + path + " is empty");
+  return token;
+}
+
+Status FromHttp(const http::HttpResponse& r, const nlohmann::json& body) {
+  std::string msg = body.is_object() && body.contains("message") && body["message"].is_string()
+                        ? body["message"].get<std::string>()
+                        : "HTTP " + std::to_string(r.status);
+  switch (r.status) {
+    case 400: return Status::InvalidArgument(msg);
+    case 401: return Status::Unauthenticated(msg + " (check --token, --token-file or JOBCTL_TOKEN)");
+    case 403: return Status::PermissionDenied(msg);
+    case 404: return Status::NotFound(msg);
+    case 409: return Status::Conflict(msg);
+    case 413: return Status::InvalidArgument(msg);
+    case 503: return Status::Unavailable(msg);
+    case 507: return Status::ResourceExhausted(msg);
+    default: return Status::Internal(msg);
+  }
+}
+
+}  // namespace
+
+std::string UrlEncode(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+Client::Client(std::string url, std::string token) : url_(url), http_(std::move(url), std::move(token)) {}
+
+Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
+  Result<CliConfig> file = LoadCliConfig();
+  if (!file.ok()) return file.status();
+  std::string url = !g.coordinator.empty()              ? g.coordinator
+                    : !Env("JOBCTL_COORDINATOR").empty() ? Env("JOBCTL_COORDINATOR")
+                    : !file->coordinator.empty()        ? file->coordinator
+                                                        : kDefaultUrl;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  std::string token;
+  if (!g.token.empty()) {
+    token = g.token;
+  } else if (!g.token_file.empty()) {
+    Result<std::string> t = ReadToken(g.token_file);
+    if (!t.ok()) return t.status();
+    token = *t;
+  } else if (!Env("JOBCTL_TOKEN").empty()) {
+    token = Env("JOBCTL_TOKEN");
+  } else if (!file->token.empty()) {
+    token = file->token;
+  } else if (!file->token_file.empty()) {
+    Result<std::string> t = ReadToken(file->token_file);
+    if (!t.ok()) return t.status();
+    token = *t;
+  } else if (Result<std::string> t = ReadToken(kLocalAdminToken); t.ok()) {
+    token = *t;
+  }
+  return std::unique_ptr<Client>(new Client(url, token));
+}
+
+Result<nlohmann::json> Client::Send(const std::string& path, const http::RequestOptions& options) {
+  Result<http::HttpResponse> r = http_.Request(path, options);
+  if (!r.ok()) return r.status();
+  nlohmann::json body = r->body.empty() ? nlohmann::json() : nlohmann::json::parse(r->body, nullptr, false);
+  if (r->status >= 200 && r->status < 300) {
+    if (body.is_discarded()) return Status::Internal("the coordinator sent a response that is not JSON");
+    return body;
+  }
+  return FromHttp(*r, body);
+}
+
+Result<nlohmann::json> Client::Get(const std::string& path, std::chrono::milliseconds timeout) {
+  http::RequestOptions o;
+  o.timeout = timeout;
+  return Send(path, o);
+}
+
+Result<nlohmann::json> Client::Post(const std::string& path, const nlohmann::json& body,
+                                    std::chrono::milliseconds timeout) {
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = body.dump();
+  o.timeout = timeout;
+  return Send(path, o);
+}
+
+Result<nlohmann::json> Client::Delete(const std::string& path) {
+  http::RequestOptions o;
+  o.method = "DELETE";
+  return Send(path, o);
+}
+
+}  // namespace jobctl::cli

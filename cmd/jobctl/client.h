@@ -1,0 +1,42 @@
+// Client is how a jobctl command talks to the coordinator: it resolves the address and
+// token (flags > environment > config file > defaults), sends JSON, and turns HTTP errors
+// into a Status whose code decides the exit code (401 -> not authorized, unreachable ->
+// unavailable, ...) and whose message is the coordinator's own explanation.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "cli.h"
+#include "httpclient/blocking_client.h"
+
+namespace jobctl::cli {
+
+class Client {
+ public:
+  // Resolves the connection settings; kInvalidArgument (exit 78) for a broken config file or
+  // an unreadable token file.
+  static Result<std::unique_ptr<Client>> Connect(const GlobalOptions& g);
+
+  Result<nlohmann::json> Get(const std::string& path,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  Result<nlohmann::json> Delete(const std::string& path);
+  const std::string& url() const { return url_; }
+
+ private:
+  Client(std::string url, std::string token);
+  Result<nlohmann::json> Send(const std::string& path, const http::RequestOptions& options);
+
+  std::string url_;
+  http::BlockingClient http_;
+};
+
+// Percent-encodes a path segment or query value.
+std::string UrlEncode(std::string_view s);
+
+}  // namespace jobctl::cli

@@ -1,0 +1,270 @@
+// jobctl trigger, runs, logs, cancel, retry: runs of jobs, started by hand or by schedule.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "base/duration.h"
+#include "cli.h"
+#include "client.h"
+#include "exit_codes.h"
+#include "log_follower.h"
+#include "model/time_format.h"
+#include "output.h"
+
+namespace jobctl::cli {
+
+std::string ShardCount(const nlohmann::json& run);
+
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_interrupted{false};
+
+bool Succeeded(const json& run) { return JsonString(run, "state") == "succeeded"; }
+
+std::string Summary(const json& run) {
+  std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " of " +
+                  JsonString(run, "job") + ": " + JsonString(run, "state");
+  std::string hosts;
+  for (const auto& sh : run["shards"]) {
+    std::string exit = JsonString(sh, "exit_code");
+    hosts += (hosts.empty() ? "" : ", ") + std::string("shard ") +
+             std::to_string(sh["index"].get<int>()) + "@" +
+             (JsonString(sh, "agent").empty() ? "-" : JsonString(sh, "agent")) +
+             (exit.empty() ? "" : " exit " + exit) +
+             (JsonString(sh, "outcome").empty() || JsonString(sh, "outcome") == "exited"
+                  ? ""
+                  : " " + JsonString(sh, "outcome"));
+  }
+  Result<WallTime> a = ParseInstant(JsonString(run, "created_at")),
+                   b = ParseInstant(JsonString(run, "finished_at"));
+  if (a.ok() && b.ok()) s += " in " + FormatDuration(*b - *a);
+  return s + (hosts.empty() ? "" : " (" + hosts + ")");
+}
+
+struct TriggerOptions {
+  std::string job;
+  bool wait = false;
+  bool follow = false;
+  std::vector<std::string> env;
+  std::string key;
+  std::string timeout;
+  bool cancel_on_interrupt = false;
+};
+
+int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("trigger", opt.job, client.status(), kExitConfig);
+  json env = json::object();
+  for (const std::string& kv : opt.env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Fail("trigger", opt.job, Status::InvalidArgument("--env wants K=V, got \"" + kv + "\""),
+                  kExitUsage);
+    }
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::optional<Millis> timeout;
+  if (!opt.timeout.empty()) {
+    Result<Millis> t = ParseDuration(opt.timeout);
+    if (!t.ok()) return Fail("trigger", "--timeout", t.status(), kExitUsage);
+    timeout = *t;
+  }
+  json body = {{"env", env}};
+  if (!opt.key.empty()) body["idempotency_key"] = opt.key;
+  Result<json> run = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
+  if (!run.ok()) return Fail("trigger", opt.job, run.status());
+  int64_t id = (*run)["id"].get<int64_t>();
+  if (!opt.wait && !opt.follow) {
+    if (g.format() == OutputFormat::kJson) PrintJson(*run); else std::cout << id << '\n';
+    return kExitOk;
+  }
+  // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
+  // between their short long-polls.
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
+  if (opt.follow) {
+    FollowOptions fo;
+    fo.follow = true;
+    fo.prefix = (*run)["shard_total"].get<int>() > 1;
+    fo.stop = &g_interrupted;
+    LogFollower follower(client->get(), id, fo);
+    if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
+  }
+  json last;
+  while (true) {
+    if (g_interrupted) {
+      if (opt.cancel_on_interrupt) {
+        (void)(*client)->Post("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+        std::cerr << "jobctl: trigger " << opt.job << ": interrupted; run " << id << " canceled\n";
+        return kExitFailed;
+      }
+      std::cerr << "jobctl: trigger " << opt.job << ": detached from run " << id
+                << "; follow it again with: jobctl logs -f " << id << '\n';
+      return 130;
+    }
+    if (deadline && std::chrono::steady_clock::now() > *deadline) {
+      std::cerr << "jobctl: trigger " << opt.job << ": gave up waiting for run " << id
+                << " after " << opt.timeout << " (it goes on; jobctl logs -f " << id << ")\n";
+      return kExitTempFail;
+    }
+    Result<json> r = (*client)->Get("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=2000",
+                                    std::chrono::seconds(40));
+    if (!r.ok()) return Fail("trigger", opt.job, r.status());
+    if ((*r).value("done", false) || (JsonString(*r, "finished_at") != "")) {
+      last = *r;
+      break;
+    }
+  }
+  if (g.format() == OutputFormat::kJson) PrintJson(last); else std::cerr << Summary(last) << '\n';
+  return Succeeded(last) ? kExitOk : kExitFailed;
+}
+
+struct RunsOptions {
+  std::string job;
+  std::string state;
+  std::string since;
+  int limit = 20;
+};
+
+int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("runs", opt.job, client.status(), kExitConfig);
+  std::string path = "/v1/runs?limit=" + std::to_string(opt.limit);
+  if (!opt.job.empty()) path += "&job=" + UrlEncode(opt.job);
+  if (!opt.state.empty()) path += "&state=" + UrlEncode(opt.state);
+  if (!opt.since.empty()) {
+    Result<Millis> d = ParseDuration(opt.since);
+    if (!d.ok()) return Fail("runs", "--since", d.status(), kExitUsage);
+    path += "&since=" + UrlEncode(FormatUtc(SystemClock().Now() - *d));
+  }
+  Result<json> runs = (*client)->Get(path);
+  if (!runs.ok()) return Fail("runs", opt.job, runs.status());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*runs);
+    return kExitOk;
+  }
+  Table t({"RUN", "JOB", "REASON", "SCHEDULED", "STATE", "SHARDS OK", "HOSTS"});
+  for (const auto& r : *runs) {
+    std::string hosts;
+    for (const auto& s : r["shards"]) {
+      std::string a = JsonString(s, "agent");
+      if (!a.empty() && hosts.find(a) == std::string::npos) hosts += (hosts.empty() ? "" : ",") + a;
+    }
+    t.Add({std::to_string(r["id"].get<int64_t>()), JsonString(r, "job"), JsonString(r, "reason"),
+           LocalTime(JsonString(r, "scheduled_at")), Colored(JsonString(r, "state"), g),
+           ShardCount(r), hosts.empty() ? "-" : hosts});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+struct LogsOptions {
+  std::string target;
+  bool follow = false;
+  int shard = -1;
+  std::string stream;
+};
+
+int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("logs", opt.target, client.status(), kExitConfig);
+  int64_t run = 0;
+  bool numeric = !opt.target.empty() &&
+                 opt.target.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) {
+    run = std::stoll(opt.target);
+  } else {
+    // A job name means its latest run.
+    Result<json> runs = (*client)->Get("/v1/runs?limit=1&job=" + UrlEncode(opt.target));
+    if (!runs.ok()) return Fail("logs", opt.target, runs.status());
+    if (runs->empty()) return Fail("logs", opt.target, Status::NotFound("the job has no runs yet"));
+    run = (*runs)[0]["id"].get<int64_t>();
+  }
+  Result<json> info = (*client)->Get("/v1/runs/" + std::to_string(run));
+  if (!info.ok()) return Fail("logs", opt.target, info.status());
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  FollowOptions fo;
+  fo.follow = opt.follow;
+  if (opt.shard >= 0) fo.shard = opt.shard;
+  fo.stream = opt.stream;
+  fo.prefix = opt.shard < 0 && (*info)["shard_total"].get<int>() > 1;
+  fo.stop = &g_interrupted;
+  LogFollower follower(client->get(), run, fo);
+  if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
+  (void)g;
+  return kExitOk;
+}
+
+int RunAction(const std::string& verb, const std::string& run, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail(verb, run, client.status(), kExitConfig);
+  Result<json> r = (*client)->Post("/v1/runs/" + UrlEncode(run) + "/" + verb, json::object());
+  if (!r.ok()) return Fail(verb, run, r.status());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*r);
+  } else if (verb == "retry") {
+    std::cout << (*r)["id"].get<int64_t>() << '\n';
+  } else {
+    std::cout << "run " << run << " canceled\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
+  auto t = std::make_shared<TriggerOptions>();
+  auto* trigger = app.add_subcommand("trigger", "Run a job now");
+  trigger->add_option("name", t->job, "Job name")->required();
+  trigger->add_flag("--wait", t->wait, "Wait for the run to end; exit 0 if it succeeded, 1 if not");
+  trigger->add_flag("--follow", t->follow, "Stream the output of every shard while it runs (implies --wait)");
+  trigger->add_option("--env", t->env, "Extra environment for this run, K=V (repeatable)");
+  trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
+  trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
+  trigger->add_flag("--cancel-on-interrupt", t->cancel_on_interrupt,
+                    "Ctrl-C cancels the run instead of detaching");
+  trigger->footer(
+      "Without --wait prints the run id. In CI:\n"
+      "  jobctl trigger deploy-cache --wait --follow\n"
+      "Exit status: 0 the run succeeded, 1 it failed (exit code, timeout, lost, canceled),\n"
+      "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 detached (Ctrl-C).");
+  trigger->callback([t, &g, rc] { *rc = RunTrigger(*t, g); });
+
+  auto r = std::make_shared<RunsOptions>();
+  auto* runs = app.add_subcommand("runs", "List runs, newest first");
+  runs->add_option("name", r->job, "Only this job's runs");
+  runs->add_option("--state", r->state, "pending, running, succeeded, failed, timed_out, canceled, skipped or lost");
+  runs->add_option("--since", r->since, "Only runs created within this duration, e.g. 2h");
+  runs->add_option("--limit", r->limit, "At most this many")->check(CLI::Range(1, 10000));
+  runs->footer("Example:\n  jobctl runs nightly-backup --state failed --since 24h\n"
+               "JSON: array of runs, newest first: id, job, reason, scheduled_at, created_at,\n"
+               "finished_at, state, trace_id, note, shard_total, shards[index, agent, state,\n"
+               "attempt, token, exit_code, outcome, message, started_at, finished_at].");
+  runs->callback([r, &g, rc] { *rc = RunRuns(*r, g); });
+
+  auto l = std::make_shared<LogsOptions>();
+  auto* logs = app.add_subcommand("logs", "Print a run's output (RUN id, or a job's latest run)");
+  logs->add_option("run", l->target, "Run id, or job name for its latest run")->required();
+  logs->add_flag("-f,--follow", l->follow, "Keep printing until the run ends");
+  logs->add_option("--shard", l->shard, "Only this shard");
+  logs->add_option("--stream", l->stream, "Only stdout or stderr")
+      ->check(CLI::IsMember({"stdout", "stderr"}));
+  logs->footer("Example:\n  jobctl logs -f 1234\n  jobctl logs nightly-backup --stream stderr");
+  logs->callback([l, &g, rc] { *rc = RunLogs(*l, g); });
+
+  for (const char* verb : {"cancel", "retry"}) {
+    auto run = std::make_shared<std::string>();
+    auto* sub = app.add_subcommand(verb, std::string(verb) == "cancel"
+                                             ? "Cancel a run: its shards' processes are killed"
+                                             : "Run a failed run again (a new run, reason retry)");
+    sub->add_option("run", *run, "Run id")->required();
+    sub->footer(std::string("Example:\n  jobctl ") + verb + " 1234");
+    std::string v = verb;
+    sub->callback([run, v, &g, rc] { *rc = RunAction(v, *run, g); });
+  }
+}
+
+}  // namespace jobctl::cli

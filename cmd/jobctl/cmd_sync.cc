@@ -1,0 +1,229 @@
+// jobctl apply, diff and pull: keep the coordinator's job file and the one in git in step.
+// apply is revision-checked: it names the revision the local file started from (recorded by
+// pull and apply in ~/.local/state/jobctl/revisions.json), and a newer one applied by
+// someone else is refused until the file is pulled and merged.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli.h"
+#include "client.h"
+#include "config/job_file.h"
+#include "exit_codes.h"
+#include "output.h"
+#include "wire/job_json.h"
+
+namespace jobctl::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string StatePath() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string base = xdg && *xdg ? xdg : std::string(home ? home : "/tmp") + "/.local/state";
+  return base + "/jobctl/revisions.json";
+}
+
+std::string StateKey(const Client& c, const std::string& file) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(file, ec);
+  return c.url() + "|" + (ec ? file : abs.lexically_normal().string());
+}
+
+json LoadState() {
+  std::ifstream in(StatePath());
+  json j = in ? json::parse(in, nullptr, false) : json::object();
+  return j.is_object() ? j : json::object();
+}
+
+std::optional<int64_t> RecordedRevision(const Client& c, const std::string& file) {
+  json s = LoadState();
+  std::string key = StateKey(c, file);
+  if (s.contains(key) && s[key].is_number_integer()) return s[key].get<int64_t>();
+  return std::nullopt;
+}
+
+void RecordRevision(const Client& c, const std::string& file, int64_t revision) {
+  json s = LoadState();
+  s[StateKey(c, file)] = revision;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(StatePath()).parent_path(), ec);
+  std::string tmp = StatePath() + ".tmp";
+  std::ofstream(tmp) << s.dump(2) << '\n';
+  std::filesystem::rename(tmp, StatePath(), ec);
+}
+
+// Reads and checks a job file locally first, so errors are shown with the same locations
+// `jobctl validate` gives, before anything is sent.
+Result<std::string> ReadValid(const std::string& verb, const std::string& path, int* rc) {
+  Result<std::string> text = ReadFileText(path);
+  if (!text.ok()) {
+    *rc = Fail(verb, path, text.status(), kExitNoInput);
+    return text.status();
+  }
+  JobFileResult parsed = ParseJobFile(*text, path);
+  if (!parsed.ok()) {
+    for (const Diagnostic& d : parsed.errors) std::cerr << d.ToString() << '\n';
+    *rc = Fail(verb, path, Status::InvalidArgument(std::to_string(parsed.errors.size()) +
+                                                   " error(s); nothing was applied"));
+    return Status::InvalidArgument("invalid");
+  }
+  return text;
+}
+
+struct SyncOptions {
+  std::string file;
+  bool force = false;
+  std::string out;
+};
+
+int RunApply(const SyncOptions& opt, const GlobalOptions& g) {
+  const std::string path = opt.file.empty() ? g.file : opt.file;
+  int rc = kExitOk;
+  Result<std::string> text = ReadValid("apply", path, &rc);
+  if (!text.ok()) return rc;
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("apply", path, client.status(), kExitConfig);
+  std::optional<int64_t> base = RecordedRevision(**client, path);
+  json body = {{"text", *text},
+               {"filename", std::filesystem::path(path).filename().string()},
+               {"base_revision", opt.force || !base ? -1 : *base}};
+  if (const char* user = std::getenv("USER")) body["author"] = user;
+  Result<json> r = (*client)->Post("/v1/jobfile", body);
+  if (!r.ok()) {
+    if (r.status().code() == Status::Code::kConflict) {
+      return Fail("apply", path, Status::Conflict(r.status().message() +
+                                                  " (or apply --force to overwrite it)"));
+    }
+    return Fail("apply", path, r.status());
+  }
+  RecordRevision(**client, path, (*r)["revision"].get<int64_t>());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*r);
+    return kExitOk;
+  }
+  for (const auto& n : (*r)["created"]) std::cout << "created    " << n.get<std::string>() << '\n';
+  for (const auto& c : (*r)["changed"]) {
+    std::string fields;
+    for (const auto& f : c["fields"]) fields += (fields.empty() ? "" : ", ") + f.get<std::string>();
+    std::cout << "changed    " << c["name"].get<std::string>() << " (" << fields << ")\n";
+  }
+  for (const auto& n : (*r)["removed"]) std::cout << "removed    " << n.get<std::string>() << '\n';
+  std::cout << "revision " << (*r)["revision"].get<int64_t>() << ": " << (*r)["created"].size()
+            << " created, " << (*r)["changed"].size() << " changed, " << (*r)["removed"].size()
+            << " removed, " << (*r)["unchanged"].size() << " unchanged\n";
+  return kExitOk;
+}
+
+// Field-by-field difference of two versions of a job, as "key: old -> new" lines.
+std::vector<std::string> FieldDiff(const Job& a, const Job& b) {
+  json ja = wire::JobToJson(a), jb = wire::JobToJson(b);
+  std::vector<std::string> out;
+  for (auto it = ja.begin(); it != ja.end(); ++it) {
+    if (jb[it.key()] != it.value()) {
+      out.push_back(it.key() + ": " + it.value().dump() + " -> " + jb[it.key()].dump());
+    }
+  }
+  return out;
+}
+
+int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
+  const std::string path = opt.file.empty() ? g.file : opt.file;
+  int rc = kExitOk;
+  Result<std::string> text = ReadValid("diff", path, &rc);
+  if (!text.ok()) return rc;
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("diff", path, client.status(), kExitConfig);
+  Result<json> current = (*client)->Get("/v1/jobfile");
+  if (!current.ok()) return Fail("diff", path, current.status());
+  JobFileResult theirs = ParseJobFile(JsonString(*current, "text"), "coordinator");
+  JobFileResult mine = ParseJobFile(*text, path);
+  std::map<std::string, const Job*> before, after;
+  for (const Job& j : theirs.file.jobs) before[j.name] = &j;
+  for (const Job& j : mine.file.jobs) after[j.name] = &j;
+  json out = {{"revision", (*current)["revision"]}, {"created", json::array()},
+              {"changed", json::array()}, {"removed", json::array()}};
+  for (const auto& [name, job] : after) {
+    if (!before.count(name)) {
+      out["created"].push_back(name);
+    } else if (auto d = FieldDiff(*before[name], *job); !d.empty()) {
+      out["changed"].push_back({{"name", name}, {"fields", d}});
+    }
+  }
+  for (const auto& [name, job] : before) {
+    if (!after.count(name)) out["removed"].push_back(name);
+  }
+  bool differs = !out["created"].empty() || !out["changed"].empty() || !out["removed"].empty();
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(out);
+  } else {
+    for (const auto& n : out["created"]) std::cout << "+ " << n.get<std::string>() << '\n';
+    for (const auto& c : out["changed"]) {
+      std::cout << "~ " << c["name"].get<std::string>() << '\n';
+      for (const auto& f : c["fields"]) std::cout << "    " << f.get<std::string>() << '\n';
+    }
+    for (const auto& n : out["removed"]) std::cout << "- " << n.get<std::string>() << '\n';
+    if (!differs) std::cout << "no changes against revision " << (*current)["revision"] << '\n';
+  }
+  return differs ? kExitFailed : kExitOk;
+}
+
+int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
+  const std::string path = !opt.out.empty() ? opt.out : (!opt.file.empty() ? opt.file : g.file);
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("pull", path, client.status(), kExitConfig);
+  Result<json> current = (*client)->Get("/v1/jobfile");
+  if (!current.ok()) return Fail("pull", path, current.status());
+  int64_t revision = (*current)["revision"].get<int64_t>();
+  if (revision == 0) return Fail("pull", path, Status::NotFound("no job file has been applied yet"));
+  std::string text = JsonString(*current, "text");
+  if (path == "-") {
+    std::cout << text;
+    return kExitOk;
+  }
+  std::string tmp = path + ".jobctl-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) return Fail("pull", path, Status::Io("cannot write " + tmp), kExitCantCreate);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Fail("pull", path, Status::Io(ec.message()), kExitCantCreate);
+  RecordRevision(**client, path, revision);
+  std::cerr << "pulled revision " << revision << " (applied by " << JsonString(*current, "author")
+            << " at " << JsonString(*current, "applied_at") << ") into " << path << '\n';
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc) {
+  auto apply = std::make_shared<SyncOptions>();
+  auto* a = app.add_subcommand("apply", "Sync a job file to the coordinator");
+  a->add_option("file", apply->file, "Job file (default --file / JOBCTL_FILE / ./jobs.toml)");
+  a->add_flag("--force", apply->force, "Apply even if someone applied a newer revision");
+  a->footer("Example:\n  jobctl apply jobs.toml\nExit status: 0 applied, 65 invalid file, 75 a "
+            "newer revision exists (pull, merge, apply again), 69 coordinator unreachable.");
+  a->callback([apply, &g, rc] { *rc = RunApply(*apply, g); });
+
+  auto diff = std::make_shared<SyncOptions>();
+  auto* d = app.add_subcommand("diff", "Show what apply would change, field by field");
+  d->add_option("file", diff->file, "Job file (default ./jobs.toml)");
+  d->footer("Example:\n  jobctl diff jobs.toml\nExit status: 0 no changes, 1 changes, 65 invalid "
+            "file, 69 coordinator unreachable.");
+  d->callback([diff, &g, rc] { *rc = RunDiff(*diff, g); });
+
+  auto pull = std::make_shared<SyncOptions>();
+  auto* p = app.add_subcommand("pull", "Fetch the coordinator's current job file");
+  p->add_option("-o,--out", pull->out, "Write it here (default --file / ./jobs.toml; - = stdout)");
+  p->footer("Example:\n  jobctl pull -o jobs.toml && git diff jobs.toml");
+  p->callback([pull, &g, rc] { *rc = RunPull(*pull, g); });
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,101 @@
+#include "log_follower.h"
+
+#include <unistd.h>
+
+#include "output.h"
+
+namespace jobctl::cli {
+namespace {
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::string Base64Decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = value(c);
+    if (v < 0) continue;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+void LogFollower::Emit(const std::string& key, bool to_stderr, const std::string& prefix,
+                       const std::string& data) {
+  int fd = to_stderr ? STDERR_FILENO : STDOUT_FILENO;
+  if (!options_.prefix) {
+    WriteAll(fd, data);
+    return;
+  }
+  std::string& part = partial_[key];
+  part += data;
+  size_t start = 0;
+  for (size_t nl = part.find('\n'); nl != std::string::npos; nl = part.find('\n', start)) {
+    WriteAll(fd, prefix + part.substr(start, nl - start + 1));
+    start = nl + 1;
+  }
+  part.erase(0, start);
+}
+
+void LogFollower::FlushPartials() {
+  for (auto& [key, part] : partial_) {
+    if (part.empty()) continue;
+    WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO, "[" + key.substr(0, key.size() - 2) + "] " + part + "\n");
+    part.clear();
+  }
+}
+
+Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
+  std::string path = "/v1/runs/" + std::to_string(run_) + "/logs?after=" + std::to_string(after_) +
+                     "&wait_ms=" + std::to_string(wait_ms);
+  if (options_.shard) path += "&shard=" + std::to_string(*options_.shard);
+  if (!options_.stream.empty()) path += "&stream=" + options_.stream;
+  Result<nlohmann::json> r = client_->Get(path, std::chrono::milliseconds(wait_ms + 30'000));
+  if (!r.ok()) return r.status();
+  for (const auto& ch : (*r)["chunks"]) {
+    std::string stream = JsonString(ch, "stream");
+    std::string data = Base64Decode(JsonString(ch, "data"));
+    std::string shard = "shard " + std::to_string(ch["shard"].get<int>());
+    if (ch["attempt"].get<int>() > 1) shard += " attempt " + std::to_string(ch["attempt"].get<int>());
+    Emit(shard + (stream == "stderr" ? ":e" : ":o"), stream != "stdout", "[" + shard + "] ", data);
+  }
+  after_ = (*r)["next"].get<int64_t>();
+  return Read{(*r)["done"].get<bool>(), (*r)["chunks"].size()};
+}
+
+Status LogFollower::Run() {
+  while (true) {
+    if (options_.stop && options_.stop->load()) break;
+    Result<Read> read = ReadOnce(options_.follow ? 2'000 : 0);
+    if (!read.ok()) return read.status();
+    if (read->done) break;
+    // Without follow, stop once a read returns nothing new.
+    if (!options_.follow && read->chunks == 0) break;
+  }
+  FlushPartials();
+  return Status::Ok();
+}
+
+}  // namespace jobctl::cli

@@ -1,0 +1,50 @@
+// LogFollower reads a run's output from the coordinator and writes it out as it was printed:
+// stdout chunks to stdout, stderr chunks to stderr, byte for byte. When the run has several
+// shards (or attempts), each line is prefixed with "[shard N host] " so they can be told
+// apart. With follow on, it long-polls until the run has ended and everything was read.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include "client.h"
+
+namespace jobctl::cli {
+
+struct FollowOptions {
+  bool follow = false;
+  std::optional<int> shard;
+  std::string stream;  // "", "stdout" or "stderr"
+  bool prefix = false;
+  const std::atomic<bool>* stop = nullptr;  // set from a signal handler: return early
+};
+
+class LogFollower {
+ public:
+  LogFollower(Client* client, int64_t run, FollowOptions options)
+      : client_(client), run_(run), options_(std::move(options)) {}
+  // Returns when the run's output is exhausted (follow: and the run ended), or on error.
+  Status Run();
+  struct Read {
+    bool done = false;  // the run ended and nothing more will come
+    size_t chunks = 0;
+  };
+  Result<Read> ReadOnce(int wait_ms);
+
+ private:
+  void Emit(const std::string& key, bool to_stderr, const std::string& prefix,
+            const std::string& data);
+  void FlushPartials();
+
+  Client* client_;
+  int64_t run_;
+  FollowOptions options_;
+  int64_t after_ = 0;
+  // Partial lines per (shard, stream), held until their newline when prefixing.
+  std::map<std::string, std::string> partial_;
+};
+
+std::string Base64Decode(std::string_view in);
+
+}  // namespace jobctl::cli

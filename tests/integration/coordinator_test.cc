@@ -1,0 +1,335 @@
+// The coordinator as agents and users see it: the real `jobctl serve` on loopback, driven
+// over HTTP by a test agent that speaks the agent protocol by hand.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "testlib/cluster.h"
+
+namespace jobctl::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+int64_t Ms(const std::string& rfc3339) {
+  // Enough for the coordinator's own UTC output: 2026-11-22T04:29:20.004Z
+  std::tm tm{};
+  strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  int64_t s = timegm(&tm);
+  int64_t ms = 0;
+  if (rfc3339.size() > 20 && rfc3339[19] == '.') ms = std::stoi(rfc3339.substr(20, 3));
+  return s * 1000 + ms;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& config = "") {
+    coord_ = std::make_unique<Coordinator>(dir_, config);
+    coord_->Start();
+  }
+  void TearDown() override {
+    if (HasFailure() && coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
+  }
+  TempDir dir_;
+  std::unique_ptr<Coordinator> coord_;
+};
+
+TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
+      "overlap = \"allow\"\n");
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("tick").size() >= 5; }, seconds(10)));
+  json runs = coord_->Runs("tick");
+  std::set<int64_t> instants;
+  for (const auto& r : runs) {
+    int64_t scheduled = Ms(r["scheduled_at"]);
+    EXPECT_EQ(scheduled % 1000, 0);
+    EXPECT_GE(Ms(r["created_at"]), scheduled) << "fired before its instant: " << r.dump();
+    EXPECT_TRUE(instants.insert(scheduled).second) << "instant fired twice: " << r.dump();
+  }
+  // Consecutive seconds, none missing.
+  EXPECT_EQ(*instants.rbegin() - *instants.begin(), 1000 * static_cast<int64_t>(instants.size() - 1));
+}
+
+// Every due instant of each job is exactly one run (or skipped run) or is inside a recorded
+// miss range, across repeated kill -9 of the coordinator.
+void CheckInstantsAccountedFor(Coordinator& c, const std::string& job, int64_t from_ms, int64_t to_ms) {
+  std::map<int64_t, int> seen;
+  for (const auto& r : c.Runs(job, 10000)) {
+    if (r["reason"] == "schedule") ++seen[Ms(r["scheduled_at"])];
+  }
+  json misses = c.GetJson("/v1/misses?job=" + job);
+  for (int64_t t = from_ms; t <= to_ms; t += 1000) {
+    int runs = seen.count(t) ? seen[t] : 0;
+    int missed = 0;
+    for (const auto& m : misses) {
+      if (m["first_ms"].get<int64_t>() <= t && t <= m["last_ms"].get<int64_t>()) ++missed;
+    }
+    EXPECT_EQ(runs + missed, 1) << job << ": instant " << t << " has " << runs << " runs and is in "
+                                << missed << " miss ranges";
+  }
+}
+
+TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
+  // A short misfire grace so that the outages below count as missed instants.
+  Start("misfire_grace = \"1s\"\n");
+  coord_->Apply(
+      "[defaults]\noverlap = \"allow\"\n"
+      "[[job]]\nname = \"once\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-once\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"skip\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"skip\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"all\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-all\"\nshell = \"true\"\n"
+      "misfire_cap = 2\n");
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("once").size() >= 1; }, seconds(5)));
+  int64_t first = Ms(coord_->Runs("once").back()["scheduled_at"]);
+  std::mt19937 rng(7);
+  for (int cycle = 0; cycle < 5; ++cycle) {
+    std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(200, 1200)(rng)));
+    coord_->Kill9();
+    std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(100, 3000)(rng)));
+    coord_->Start();
+  }
+  // Let the last restart catch up, then account for every instant up to a settled point.
+  int64_t settled = 0;
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    json r = coord_->Runs("once", 1);
+    if (r.empty()) return false;
+    settled = Ms(r[0]["scheduled_at"]);
+    return settled > first + 5000;
+  }, seconds(10)));
+  settled -= 2000;  // every job has passed this instant
+  for (const char* job : {"once", "skip", "all"}) CheckInstantsAccountedFor(*coord_, job, first, settled);
+  json misses = coord_->GetJson("/v1/misses?job=skip");
+  EXPECT_FALSE(misses.empty()) << "outages of up to 3 s should have made the skip job miss instants";
+}
+
+TEST_F(CoordinatorTest, TwoAgentsClaimingConcurrentlyNeverShareAShard) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 40\n");
+  coord_->PostJson("/v1/jobs/wide/trigger", json::object());
+  std::vector<json> got[2];
+  std::atomic<int> total{0};
+  std::thread agents[2];
+  for (int i = 0; i < 2; ++i) {
+    agents[i] = std::thread([&, i] {
+      TestAgent a(*coord_, "agent-" + std::to_string(i));
+      while (total < 40) {
+        for (auto& x : a.Claim(3, 300)) {
+          got[i].push_back(x);
+          ++total;
+        }
+      }
+    });
+  }
+  for (auto& t : agents) t.join();
+  std::set<int> shards;
+  std::vector<int64_t> tokens;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(got[i].empty()) << "agent " << i << " got nothing";
+    for (const auto& a : got[i]) {
+      EXPECT_TRUE(shards.insert(a["shard"].get<int>()).second) << "shard leased twice: " << a.dump();
+      tokens.push_back(a["token"]);
+    }
+  }
+  EXPECT_EQ(shards.size(), 40u);
+  std::sort(tokens.begin(), tokens.end());
+  EXPECT_EQ(std::adjacent_find(tokens.begin(), tokens.end()), tokens.end()) << "a token was reused";
+}
+
+TEST_F(CoordinatorTest, StaleTokensAreRefused) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  coord_->PostJson("/v1/jobs/j/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  std::vector<json> a = agent.Claim(1, 5000);
+  ASSERT_EQ(a.size(), 1u);
+  int64_t stale = a[0]["token"].get<int64_t>() + 1000;
+  EXPECT_EQ(agent.Log(a[0], 1, "stdout", "x", stale).status, 409);
+  EXPECT_EQ(agent.Finish(a[0], 0, "exited", stale).status, 409);
+  json hb = json::parse(agent.Heartbeat({{{"run", a[0]["run"]}, {"shard", 0}, {"token", stale}}}).body);
+  ASSERT_EQ(hb["revoked"].size(), 1u);
+  EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
+  // The real token still works, and a repeated result gets the same answer.
+  EXPECT_EQ(agent.Log(a[0], 1, "stdout", "x").status, 200);
+  http::HttpResponse first = agent.Finish(a[0], 0);
+  http::HttpResponse again = agent.Finish(a[0], 0);
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(json::parse(first.body)["state"], json::parse(again.body)["state"]);
+}
+
+TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlusOneSecond) {
+  Start("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
+  coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  coord_->PostJson("/v1/jobs/j/trigger", json::object());
+  TestAgent dead(*coord_, "dead"), alive(*coord_, "alive");
+  std::vector<json> a = dead.Claim(1, 5000);
+  ASSERT_EQ(a.size(), 1u);
+  auto claimed = std::chrono::steady_clock::now();
+  // "dead" never renews; "alive" waits for the shard.
+  std::vector<json> b;
+  while (b.empty() && std::chrono::steady_clock::now() - claimed < seconds(10)) b = alive.Claim(1, 1000);
+  auto elapsed = std::chrono::steady_clock::now() - claimed;
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0]["shard"], a[0]["shard"]);
+  EXPECT_EQ(b[0]["attempt"], 2);
+  EXPECT_GT(b[0]["token"].get<int64_t>(), a[0]["token"].get<int64_t>());
+  EXPECT_LE(elapsed, seconds(3 + 1 + 1));
+  // Whatever the dead agent sends now is refused.
+  EXPECT_EQ(dead.Finish(a[0], 0).status, 409);
+  EXPECT_EQ(dead.Log(a[0], 1, "stdout", "late").status, 409);
+}
+
+TEST_F(CoordinatorTest, OverlapPolicies) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"forbid\"\nschedule = \"*/1 * * * * *\"\noverlap = \"forbid\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"allow\"\nschedule = \"*/1 * * * * *\"\noverlap = \"allow\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"replace\"\nschedule = \"*/1 * * * * *\"\noverlap = \"replace\"\nshell = \"true\"\n");
+  // No agent: every run stays open, so each later fire meets an active run.
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("allow").size() >= 3; }, seconds(8)));
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("forbid").size() >= 3; }, seconds(4)));
+  json forbid = coord_->Runs("forbid");
+  int skipped = 0, open = 0;
+  for (const auto& r : forbid) {
+    skipped += r["state"] == "skipped";
+    open += r["state"] == "pending";
+    if (r["state"] == "skipped") {
+      EXPECT_NE(r["note"].get<std::string>().find("overlap=forbid"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(open, 1);
+  EXPECT_GE(skipped, 2);
+  for (const auto& r : coord_->Runs("allow")) EXPECT_EQ(r["state"], "pending");
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("replace").size() >= 3; }, seconds(4)));
+  json replace = coord_->Runs("replace");
+  EXPECT_EQ(replace[0]["state"], "pending");
+  for (size_t i = 1; i < replace.size(); ++i) {
+    if (replace[i]["state"] != "pending") {
+      EXPECT_EQ(replace[i]["state"], "canceled") << replace[i].dump();
+    }
+  }
+  EXPECT_EQ(replace[1]["state"], "canceled");
+}
+
+TEST_F(CoordinatorTest, FailedShardIsRetriedWithBackoffThenTheRunFails) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
+      "retry = { max = 2, initial = \"400ms\", max_delay = \"2s\" }\n");
+  json run = coord_->PostJson("/v1/jobs/flaky/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  std::vector<std::chrono::steady_clock::time_point> granted;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::vector<json> a;
+    while (a.empty()) a = agent.Claim(1, 5000);
+    granted.push_back(std::chrono::steady_clock::now());
+    EXPECT_EQ(a[0]["attempt"], attempt);
+    EXPECT_EQ(agent.Finish(a[0], 1).status, 200);
+  }
+  // Exponential backoff with jitter over the upper half: >= 200 ms, then >= 400 ms.
+  EXPECT_GE(granted[1] - granted[0], milliseconds(200));
+  EXPECT_GE(granted[2] - granted[1], milliseconds(400));
+  json final = coord_->GetJson("/v1/runs/" + std::to_string(run["id"].get<int64_t>()));
+  EXPECT_EQ(final["state"], "failed");
+  EXPECT_EQ(final["shards"][0]["attempt"], 3);
+  // A failed run can be retried by hand: a new run with reason retry.
+  json retry = coord_->PostJson("/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/retry",
+                                json::object());
+  EXPECT_EQ(retry["reason"], "retry");
+}
+
+TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"deploy\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  json a = coord_->PostJson("/v1/jobs/deploy/trigger", {{"idempotency_key", "build-77"}});
+  json b = coord_->PostJson("/v1/jobs/deploy/trigger", {{"idempotency_key", "build-77"}});
+  json c = coord_->PostJson("/v1/jobs/deploy/trigger", {{"idempotency_key", "build-78"}});
+  EXPECT_EQ(a["id"], b["id"]);
+  EXPECT_TRUE(b["existing"].get<bool>());
+  EXPECT_NE(a["id"], c["id"]);
+  EXPECT_EQ(coord_->Runs("deploy").size(), 2u);
+  EXPECT_EQ(a["reason"], "manual");
+}
+
+TEST_F(CoordinatorTest, EveryRouteNeedsAToken401AndTheRightRole403) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  json read = coord_->PostJson("/v1/tokens", {{"role", "read"}});
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"GET", "/metrics"},          {"GET", "/v1/jobfile"},       {"POST", "/v1/jobfile"},
+      {"GET", "/v1/jobs"},          {"GET", "/v1/jobs/j"},        {"POST", "/v1/jobs/j/trigger"},
+      {"POST", "/v1/jobs/j/pause"}, {"POST", "/v1/jobs/j/resume"}, {"GET", "/v1/runs"},
+      {"GET", "/v1/runs/1"},        {"GET", "/v1/runs/1/wait"},   {"GET", "/v1/runs/1/logs"},
+      {"POST", "/v1/runs/1/cancel"}, {"POST", "/v1/runs/1/retry"}, {"GET", "/v1/misses?job=j"},
+      {"GET", "/v1/agents"},        {"POST", "/v1/agents/x/drain"}, {"GET", "/v1/tokens"},
+      {"POST", "/v1/tokens"},       {"DELETE", "/v1/tokens/1"},   {"POST", "/v1/agent/claim"},
+      {"POST", "/v1/agent/heartbeat"}, {"POST", "/v1/agent/logs"}, {"POST", "/v1/agent/result"}};
+  for (const auto& [method, path] : routes) {
+    EXPECT_EQ(coord_->Request(method, path, "{}", "").status, 401) << method << " " << path;
+    EXPECT_EQ(coord_->Request(method, path, "{}", "jc_wrong").status, 401) << method << " " << path;
+  }
+  EXPECT_EQ(coord_->Request("GET", "/healthz", "", "").status, 200);
+  EXPECT_EQ(coord_->Request("GET", "/readyz", "", "").status, 200);
+  std::string r = read["token"];
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobs", "", r).status, 200);
+  EXPECT_EQ(coord_->Request("POST", "/v1/jobs/j/trigger", "{}", r).status, 403);
+  EXPECT_EQ(coord_->Request("POST", "/v1/jobfile", "{}", r).status, 403);
+  EXPECT_EQ(coord_->Request("POST", "/v1/agent/claim", "{}", r).status, 403);
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobs", "", "agent").status, 403);
+  // A trigger token limited to a glob.
+  json t = coord_->PostJson("/v1/tokens", {{"role", "trigger"}, {"jobs", "deploy-*"}});
+  EXPECT_EQ(coord_->Request("POST", "/v1/jobs/j/trigger", "{}", t["token"]).status, 403);
+  // Revoked tokens stop working at once.
+  coord_->Request("DELETE", "/v1/tokens/" + std::to_string(read["id"].get<int64_t>()));
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobs", "", r).status, 401);
+}
+
+TEST_F(CoordinatorTest, ApplyWithAStaleRevisionIsRefusedWithWhoAppliedIt) {
+  Start();
+  json first = coord_->Apply("[[job]]\nname = \"a\"\nschedule = \"@daily\"\nshell = \"true\"\n");
+  int64_t rev = first["revision"];
+  coord_->PostJson("/v1/jobfile", {{"text", "[[job]]\nname = \"b\"\nschedule = \"@daily\"\nshell = \"true\"\n"},
+                                   {"base_revision", rev}, {"author", "alice"}});
+  http::HttpResponse stale = coord_->Request(
+      "POST", "/v1/jobfile",
+      json{{"text", "[[job]]\nname = \"c\"\nschedule = \"@daily\"\nshell = \"true\"\n"},
+           {"base_revision", rev}}.dump());
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_NE(stale.body.find("alice"), std::string::npos) << stale.body;
+  // Removed jobs stop firing but keep their history; the file round-trips byte-exact.
+  json file = coord_->GetJson("/v1/jobfile");
+  EXPECT_EQ(file["text"], "[[job]]\nname = \"b\"\nschedule = \"@daily\"\nshell = \"true\"\n");
+  json jobs = coord_->GetJson("/v1/jobs");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["name"], "b");
+}
+
+TEST_F(CoordinatorTest, StopsCleanlyOnSigterm) {
+  Start();
+  TestAgent agent(*coord_, "a");
+  std::string claim_error = "not answered";
+  std::thread waiting([&] {
+    try {
+      (void)agent.Claim(1, 20'000);
+      claim_error.clear();
+    } catch (const std::exception& e) {
+      claim_error = e.what();
+    }
+  });
+  // Stop while the agent's long-poll claim is parked: it is answered, not cut off.
+  ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); }, seconds(5)));
+  coord_->Stop();  // throws unless it exits 0 in time
+  waiting.join();
+  EXPECT_EQ(claim_error, "");
+  EXPECT_NE(coord_->Logs().find("coordinator stopped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace jobctl::testing

@@ -1,0 +1,260 @@
+#include "testlib/cluster.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace jobctl::testing {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Daemon::Daemon(std::vector<std::string> argv, std::string log_path,
+               std::map<std::string, std::string> env)
+    : log_path_(std::move(log_path)) {
+  int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open " + log_path_);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fd, 1);
+  posix_spawn_file_actions_adddup2(&fa, fd, 2);
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string key = kv.substr(0, kv.find('='));
+    if (!env.count(key)) envs.push_back(kv);
+  }
+  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+  std::vector<char*> args, envp;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (std::string& e : envs) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
+}
+
+Daemon::~Daemon() {
+  if (!reaped_ && pid_ > 0) {
+    ::kill(pid_, SIGCONT);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+void Daemon::Signal(int sig) {
+  if (!reaped_) ::kill(pid_, sig);
+}
+
+bool Daemon::running() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    status_ = status;
+    return false;
+  }
+  return true;
+}
+
+int Daemon::Wait(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (running()) {
+    if (std::chrono::steady_clock::now() > deadline) return -1000;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return -WTERMSIG(status_);
+  return -1;
+}
+
+bool Daemon::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
+  return Coordinator::Eventually([&] { return ReadAll(log_path_).find(text) != std::string::npos; },
+                                 timeout);
+}
+
+Coordinator::Coordinator(const TempDir& dir, const std::string& config) : dir_(dir) {
+  data_dir_ = dir.path() + "/data";
+  config_path_ = dir.Write("coordinator.toml", config);
+}
+
+Coordinator::~Coordinator() {
+  if (daemon_) {
+    daemon_->Signal(SIGCONT);
+    daemon_->Signal(SIGTERM);
+    daemon_->Wait(std::chrono::seconds(10));
+  }
+}
+
+void Coordinator::Start() {
+  std::string log = dir_.path() + "/coordinator.log";
+  std::string marker = "jobctl serve: listening on 127.0.0.1:";
+  size_t seen = ReadAll(log).size();
+  ++starts_;
+  std::string listen = port_ == 0 ? "127.0.0.1:0" : "127.0.0.1:" + std::to_string(port_);
+  daemon_ = std::make_unique<Daemon>(
+      std::vector<std::string>{JOBCTL_BIN, "serve", "--config", config_path_, "--listen", listen,
+                               "--data", data_dir_},
+      log);
+  bool up = Eventually(
+      [&] {
+        std::string text = ReadAll(log);
+        size_t at = text.find(marker, seen);
+        if (at == std::string::npos) return false;
+        port_ = std::stoi(text.substr(at + marker.size()));
+        return true;
+      },
+      std::chrono::seconds(20));
+  if (!up) throw std::runtime_error("coordinator did not start:\n" + ReadAll(log));
+}
+
+void Coordinator::Kill9() {
+  daemon_->Signal(SIGKILL);
+  daemon_->Wait(std::chrono::seconds(10));
+}
+
+void Coordinator::Stop() {
+  daemon_->Signal(SIGTERM);
+  int rc = daemon_->Wait(std::chrono::seconds(20));
+  if (rc != 0) throw std::runtime_error("coordinator exited " + std::to_string(rc) + "\n" + Logs());
+}
+
+std::string Coordinator::admin_token() const {
+  std::string t = ReadAll(data_dir_ + "/admin.token");
+  return t.substr(0, t.find('\n'));
+}
+
+std::string Coordinator::agent_token() const {
+  std::string t = ReadAll(data_dir_ + "/agent.token");
+  return t.substr(0, t.find('\n'));
+}
+
+std::string Coordinator::Logs() const { return ReadAll(dir_.path() + "/coordinator.log"); }
+
+http::HttpResponse Coordinator::Request(const std::string& method, const std::string& path,
+                                        const std::string& body, const std::string& token) {
+  std::string t = token == "admin" ? admin_token() : token == "agent" ? agent_token() : token;
+  http::BlockingClient client(url(), t);
+  http::RequestOptions o;
+  o.method = method;
+  o.body = body;
+  Result<http::HttpResponse> r = client.Request(path, o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
+nlohmann::json Coordinator::GetJson(const std::string& path) {
+  http::HttpResponse r = Request("GET", path);
+  if (r.status != 200) throw std::runtime_error("GET " + path + ": " + std::to_string(r.status) + " " + r.body);
+  return nlohmann::json::parse(r.body);
+}
+
+nlohmann::json Coordinator::PostJson(const std::string& path, const nlohmann::json& body) {
+  http::HttpResponse r = Request("POST", path, body.dump());
+  if (r.status / 100 != 2) {
+    throw std::runtime_error("POST " + path + ": " + std::to_string(r.status) + " " + r.body);
+  }
+  return nlohmann::json::parse(r.body);
+}
+
+nlohmann::json Coordinator::Apply(const std::string& toml) {
+  return PostJson("/v1/jobfile", {{"text", toml}, {"base_revision", -1}});
+}
+
+nlohmann::json Coordinator::Runs(const std::string& job, int limit) {
+  return GetJson("/v1/runs?job=" + job + "&limit=" + std::to_string(limit));
+}
+
+bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels)
+    : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(c.agent_token()),
+      http_(url_, token_) {}
+
+std::vector<nlohmann::json> TestAgent::Claim(int free, int wait_ms) {
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = nlohmann::json{{"agent", name_}, {"labels", labels_}, {"slots", std::max(free, 1)},
+                          {"free", free}, {"version", "test"}, {"wait_ms", wait_ms}}
+               .dump();
+  o.timeout = std::chrono::milliseconds(wait_ms + 30'000);
+  Result<http::HttpResponse> r = http_.Request("/v1/agent/claim", o);
+  if (!r.ok() || r->status != 200) {
+    throw std::runtime_error("claim: " + (r.ok() ? r->body : r.status().ToString()));
+  }
+  std::vector<nlohmann::json> out;
+  nlohmann::json body = nlohmann::json::parse(r->body);
+  for (auto& a : body["assignments"]) out.push_back(a);
+  return out;
+}
+
+http::HttpResponse TestAgent::Heartbeat(const std::vector<nlohmann::json>& leases) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& a : leases) list.push_back({{"run", a["run"]}, {"shard", a["shard"]}, {"token", a["token"]}});
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = nlohmann::json{{"agent", name_}, {"free", 1}, {"leases", list}}.dump();
+  Result<http::HttpResponse> r = http_.Request("/v1/agent/heartbeat", o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
+http::HttpResponse TestAgent::Log(const nlohmann::json& a, int64_t seq, const std::string& stream,
+                                  const std::string& data, int64_t token_override) {
+  int64_t token = token_override >= 0 ? token_override : a["token"].get<int64_t>();
+  std::string path = "/v1/agent/logs?run=" + std::to_string(a["run"].get<int64_t>()) +
+                     "&shard=" + std::to_string(a["shard"].get<int>()) +
+                     "&attempt=" + std::to_string(a["attempt"].get<int>()) +
+                     "&seq=" + std::to_string(seq) + "&stream=" + stream +
+                     "&token=" + std::to_string(token);
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = data;
+  o.content_type = "application/octet-stream";
+  Result<http::HttpResponse> r = http_.Request(path, o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
+http::HttpResponse TestAgent::Finish(const nlohmann::json& a, int exit_code,
+                                     const std::string& outcome, int64_t token_override) {
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = nlohmann::json{{"agent", name_}, {"run", a["run"]}, {"shard", a["shard"]},
+                          {"attempt", a["attempt"]},
+                          {"token", token_override >= 0 ? token_override : a["token"].get<int64_t>()},
+                          {"outcome", outcome}, {"exit_code", exit_code}}
+               .dump();
+  Result<http::HttpResponse> r = http_.Request("/v1/agent/result", o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
+}  // namespace jobctl::testing

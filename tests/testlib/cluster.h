@@ -1,0 +1,104 @@
+// Cluster starts the real binaries for integration tests: `jobctl serve` on 127.0.0.1 with
+// port 0 and its own temp data directory (restartable on the same directory, killable with
+// SIGKILL or SIGSTOP), and agentd processes pointed at it. Each process's output goes to a
+// file in the temp directory and is printed when a test fails. Also a small synchronous
+// test agent that speaks the agent protocol by hand, for coordinator-only tests.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "httpclient/blocking_client.h"
+#include "testlib/subprocess.h"
+
+namespace jobctl::testing {
+
+// A child process with its output in a file; killed (SIGKILL) when destroyed.
+class Daemon {
+ public:
+  Daemon(std::vector<std::string> argv, std::string log_path, std::map<std::string, std::string> env = {});
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+  pid_t pid() const { return pid_; }
+  void Signal(int sig);
+  // Waits for the process to exit; returns its exit status (-signal if killed), or -1000 on
+  // timeout.
+  int Wait(std::chrono::milliseconds timeout);
+  bool running();
+  const std::string& log_path() const { return log_path_; }
+  // Waits until the log file contains `text`; false at the deadline.
+  bool WaitForLog(const std::string& text, std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_path_;
+  int status_ = 0;
+  bool reaped_ = false;
+};
+
+class Coordinator {
+ public:
+  // `config` is written to coordinator.toml in the data directory's parent (may be empty).
+  explicit Coordinator(const TempDir& dir, const std::string& config = "");
+  ~Coordinator();
+  void Start();                         // (re)starts on the same data dir; waits for the port
+  void Kill9();                         // SIGKILL, reaped
+  void Stop();                          // SIGTERM, waits for exit 0
+  Daemon& process() { return *daemon_; }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string admin_token() const;
+  std::string agent_token() const;
+  const std::string& data_dir() const { return data_dir_; }
+  std::string Logs() const;  // everything the coordinator printed, all starts
+
+  // Requests with the admin token; throws on transport errors (the test fails).
+  http::HttpResponse Request(const std::string& method, const std::string& path,
+                             const std::string& body = "", const std::string& token = "admin");
+  nlohmann::json GetJson(const std::string& path);
+  nlohmann::json PostJson(const std::string& path, const nlohmann::json& body);
+  // Applies a job file (base_revision -1); the response must be 200.
+  nlohmann::json Apply(const std::string& toml);
+  nlohmann::json Runs(const std::string& job, int limit = 1000);
+  // Polls `pred` every 20 ms until true or the deadline.
+  static bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+ private:
+  const TempDir& dir_;
+  std::string data_dir_;
+  std::string config_path_;
+  int port_ = 0;
+  int starts_ = 0;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+// Speaks the agent protocol synchronously: claim, heartbeat, logs, result.
+class TestAgent {
+ public:
+  TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels = {});
+  // One claim with the given wait; the assignments (possibly none).
+  std::vector<nlohmann::json> Claim(int free, int wait_ms);
+  http::HttpResponse Heartbeat(const std::vector<nlohmann::json>& leases);
+  http::HttpResponse Log(const nlohmann::json& a, int64_t seq, const std::string& stream,
+                         const std::string& data, int64_t token_override = -1);
+  http::HttpResponse Finish(const nlohmann::json& a, int exit_code,
+                            const std::string& outcome = "exited", int64_t token_override = -1);
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::map<std::string, std::string> labels_;
+  std::string url_;
+  std::string token_;
+  http::BlockingClient http_;
+};
+
+}  // namespace jobctl::testing
