@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "output.h"
 
 namespace jobctl::cli {
@@ -16,31 +17,6 @@ void WriteAll(int fd, std::string_view data) {
 }
 
 }  // namespace
-
-std::string Base64Decode(std::string_view in) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = value(c);
-    if (v < 0) continue;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
 
 void LogFollower::Emit(const std::string& key, bool to_stderr, const std::string& prefix,
                        const std::string& data) {

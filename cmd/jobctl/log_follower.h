@@ -45,6 +45,5 @@ class LogFollower {
   std::map<std::string, std::string> partial_;
 };
 
-std::string Base64Decode(std::string_view in);
 
 }  // namespace jobctl::cli

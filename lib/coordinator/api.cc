@@ -103,6 +103,7 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
     Result<Principal> who = p_.auth->Authenticate(c.req.Header("authorization"));
     if (!who.ok()) {
       ++ctx_->metrics->auth_failures_total;
+      AuditDenied(c, who.status().message());
       FailWith(c, 401, "unauthenticated", who.status().message());
       return;
     }
@@ -110,6 +111,7 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
     std::string job = c.params.count("name") ? c.params["name"] : "";
     if (!Auth::Allows(c.who, route->role, job)) {
       ++ctx_->metrics->auth_failures_total;
+      AuditDenied(c, "token " + c.who.name + " lacks role " + std::string(RoleName(route->role)));
       FailWith(c, 403, "forbidden",
                "token \"" + c.who.name + "\" (role " + std::string(RoleName(c.who.role)) +
                    ") may not " + c.req.method + " " + c.req.path + " (needs role " +
@@ -118,6 +120,18 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
     }
   }
   (this->*(route->handler))(c);
+}
+
+void Api::AuditDenied(const Call& c, std::string_view why) {
+  int64_t now = ctx_->MonoMs();
+  if (now - audit_window_start_ >= 1000) {
+    audit_window_start_ = now;
+    audit_in_window_ = 0;
+  }
+  if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
+  Status s = ctx_->store->InsertEvent(ctx_->NowMs(), "auth-failure", c.who.name,
+                                      c.req.method + " " + c.req.path, std::string(why));
+  if (!s.ok()) ctx_->batch->Fail(s);
 }
 
 void Api::Json(Call& c, int status, const json& body) {

@@ -103,9 +103,14 @@ class Api {
   void PostResult(Call& c);
 
   void SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline_mono);
+  // Records a refused request in the audit trail, at most a few per second so that a flood
+  // of bad requests cannot turn into a flood of writes.
+  void AuditDenied(const Call& c, std::string_view why);
 
   Context* ctx_;
   Parts p_;
+  int64_t audit_window_start_ = 0;
+  int audit_in_window_ = 0;
 };
 
 }  // namespace jobctl::coordinator

@@ -52,6 +52,7 @@ void Api::Claim(Call& c) {
 }
 
 void Api::Heartbeat(Call& c) {
+  ++ctx_->metrics->heartbeats_total;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
   std::string agent;

@@ -1,6 +1,7 @@
 // The read routes: job file, jobs, runs (and waiting for one), output, agents, misses.
 #include <algorithm>
 
+#include "base/base64.h"
 #include "coordinator/api.h"
 #include "model/time_format.h"
 #include "wire/job_json.h"
@@ -17,33 +18,6 @@ std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, con
   long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (*end != '\0') return std::nullopt;
   return v;
-}
-
-std::string Base64(std::string_view in) {
-  static const char* kChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kChars[v >> 18];
-    out += kChars[(v >> 12) & 63];
-    out += kChars[(v >> 6) & 63];
-    out += kChars[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kChars[v >> 18];
-    out += kChars[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kChars[v >> 18];
-    out += kChars[(v >> 12) & 63];
-    out += kChars[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
 }
 
 }  // namespace
@@ -213,7 +187,7 @@ void Api::SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64
                                                                   : "marker";
     out.push_back({{"id", ch.id}, {"shard", ch.shard}, {"attempt", ch.attempt}, {"seq", ch.seq},
                    {"stream", stream}, {"at", FormatUtc(FromUnixMs(ch.at_ms))},
-                   {"data", Base64(ch.data)}});
+                   {"data", Base64Encode(ch.data)}});
     next = ch.id;
   }
   // Done: the run has ended and this reader has everything stored for it.

@@ -28,6 +28,7 @@ struct Metrics {
   uint64_t skipped_total = 0;
   uint64_t missed_total = 0;
   uint64_t claims_total = 0;
+  uint64_t heartbeats_total = 0;
   uint64_t grants_total = 0;
   uint64_t leases_expired_total = 0;
   uint64_t stale_token_total = 0;

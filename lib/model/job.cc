@@ -1,29 +1,11 @@
 #include "model/job.h"
 
-#include <array>
-#include <utility>
+#include "base/enum_names.h"
 
 namespace jobctl {
 namespace {
 
-template <typename E, size_t N>
-std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
-  for (const auto& [v, name] : table) {
-    if (v == e) return name;
-  }
-  return "?";
-}
-
-template <typename E, size_t N>
-std::optional<E> ValueOf(const std::array<std::pair<E, std::string_view>, N>& table,
-                         std::string_view s) {
-  for (const auto& [v, name] : table) {
-    if (name == s) return v;
-  }
-  return std::nullopt;
-}
-
-constexpr std::array<std::pair<Route, std::string_view>, 6> kRoutes{{
+constexpr EnumNames<Route, 6> kRoutes{{
     {Route::kSpread, "spread"},
     {Route::kRoundRobin, "round-robin"},
     {Route::kRandom, "random"},
@@ -31,13 +13,13 @@ constexpr std::array<std::pair<Route, std::string_view>, 6> kRoutes{{
     {Route::kFailover, "failover"},
     {Route::kBroadcast, "broadcast"},
 }};
-constexpr std::array<std::pair<Overlap, std::string_view>, 3> kOverlaps{{
+constexpr EnumNames<Overlap, 3> kOverlaps{{
     {Overlap::kForbid, "forbid"}, {Overlap::kAllow, "allow"}, {Overlap::kReplace, "replace"}}};
-constexpr std::array<std::pair<Misfire, std::string_view>, 3> kMisfires{{
+constexpr EnumNames<Misfire, 3> kMisfires{{
     {Misfire::kFireOnce, "fire-once"}, {Misfire::kSkip, "skip"}, {Misfire::kFireAll, "fire-all"}}};
-constexpr std::array<std::pair<OnLost, std::string_view>, 2> kOnLost{{
+constexpr EnumNames<OnLost, 2> kOnLost{{
     {OnLost::kRerun, "rerun"}, {OnLost::kFail, "fail"}}};
-constexpr std::array<std::pair<Backoff, std::string_view>, 2> kBackoffs{{
+constexpr EnumNames<Backoff, 2> kBackoffs{{
     {Backoff::kExponential, "exponential"}, {Backoff::kFixed, "fixed"}}};
 
 }  // namespace

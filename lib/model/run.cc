@@ -1,14 +1,13 @@
 #include "model/run.h"
 
-#include <array>
-#include <utility>
+#include "base/enum_names.h"
 
 namespace jobctl {
 namespace {
 
-constexpr std::array<std::pair<RunReason, std::string_view>, 3> kReasons{{
+constexpr EnumNames<RunReason, 3> kReasons{{
     {RunReason::kSchedule, "schedule"}, {RunReason::kManual, "manual"}, {RunReason::kRetry, "retry"}}};
-constexpr std::array<std::pair<RunState, std::string_view>, 8> kStates{{
+constexpr EnumNames<RunState, 8> kStates{{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},
     {RunState::kSucceeded, "succeeded"},
@@ -18,7 +17,7 @@ constexpr std::array<std::pair<RunState, std::string_view>, 8> kStates{{
     {RunState::kSkipped, "skipped"},
     {RunState::kLost, "lost"},
 }};
-constexpr std::array<std::pair<Outcome, std::string_view>, 7> kOutcomes{{
+constexpr EnumNames<Outcome, 7> kOutcomes{{
     {Outcome::kExited, "exited"},
     {Outcome::kSignaled, "signaled"},
     {Outcome::kTimedOut, "timeout"},
@@ -27,22 +26,6 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 7> kOutcomes{{
     {Outcome::kPolicy, "policy"},
     {Outcome::kSpawnFailed, "spawn_failed"},
 }};
-
-template <typename E, size_t N>
-std::string_view NameIn(const std::array<std::pair<E, std::string_view>, N>& t, E e) {
-  for (const auto& [v, n] : t) {
-    if (v == e) return n;
-  }
-  return "?";
-}
-template <typename E, size_t N>
-std::optional<E> ValueIn(const std::array<std::pair<E, std::string_view>, N>& t,
-                         std::string_view s) {
-  for (const auto& [v, n] : t) {
-    if (n == s) return v;
-  }
-  return std::nullopt;
-}
 
 // Higher is worse; decides a finished run's state from its shards.
 int Severity(RunState s) {
@@ -57,12 +40,12 @@ int Severity(RunState s) {
 
 }  // namespace
 
-std::string_view RunReasonName(RunReason r) { return NameIn(kReasons, r); }
-std::optional<RunReason> ParseRunReason(std::string_view s) { return ValueIn(kReasons, s); }
-std::string_view RunStateName(RunState s) { return NameIn(kStates, s); }
-std::optional<RunState> ParseRunState(std::string_view s) { return ValueIn(kStates, s); }
-std::string_view OutcomeName(Outcome o) { return NameIn(kOutcomes, o); }
-std::optional<Outcome> ParseOutcome(std::string_view s) { return ValueIn(kOutcomes, s); }
+std::string_view RunReasonName(RunReason r) { return NameOf(kReasons, r); }
+std::optional<RunReason> ParseRunReason(std::string_view s) { return ValueOf(kReasons, s); }
+std::string_view RunStateName(RunState s) { return NameOf(kStates, s); }
+std::optional<RunState> ParseRunState(std::string_view s) { return ValueOf(kStates, s); }
+std::string_view OutcomeName(Outcome o) { return NameOf(kOutcomes, o); }
+std::optional<Outcome> ParseOutcome(std::string_view s) { return ValueOf(kOutcomes, s); }
 
 bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::kRunning; }
 

@@ -194,6 +194,21 @@ bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::mil
   }
 }
 
+AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
+                           std::vector<std::string> extra_args, const std::string& config)
+    : name_(std::move(name)) {
+  state_dir_ = dir.path() + "/agent-" + name_;
+  std::string token_file = dir.Write("agent-" + name_ + ".token", c.agent_token() + "\n");
+  std::string config_file = dir.Write("agent-" + name_ + ".toml", config);
+  std::vector<std::string> argv = {AGENTD_BIN, "--config", config_file, "--coordinator", c.url(),
+                                   "--token-file", token_file, "--name", name_, "--state-dir",
+                                   state_dir_};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  daemon_ = std::make_unique<Daemon>(argv, dir.path() + "/agent-" + name_ + ".log");
+}
+
+std::string AgentProcess::Logs() const { return ReadAll(daemon_->log_path()); }
+
 TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels)
     : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(c.agent_token()),
       http_(url_, token_) {}

@@ -80,6 +80,23 @@ class Coordinator {
   std::unique_ptr<Daemon> daemon_;
 };
 
+// A real agentd pointed at the coordinator, with its own state directory.
+class AgentProcess {
+ public:
+  // `config` is the agentd.toml text (empty: an empty file, flags only).
+  AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
+               std::vector<std::string> extra_args = {}, const std::string& config = "");
+  Daemon& process() { return *daemon_; }
+  const std::string& name() const { return name_; }
+  const std::string& state_dir() const { return state_dir_; }
+  std::string Logs() const;
+
+ private:
+  std::string name_;
+  std::string state_dir_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
 // Speaks the agent protocol synchronously: claim, heartbeat, logs, result.
 class TestAgent {
  public:
