@@ -1,0 +1,284 @@
+// agentd as hosts run it: real coordinator and agentd binaries on loopback, real
+// subprocesses, kill -9 and SIGSTOP on the real processes.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "base/base64.h"
+#include "testlib/cluster.h"
+
+namespace jobctl::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string Sha256(const std::string& data) {
+  unsigned char d[32];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr);
+  std::ostringstream ss;
+  for (unsigned i = 0; i < n; ++i) ss << std::hex << (d[i] >> 4) << (d[i] & 15);
+  return ss.str();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void StartCoordinator(const std::string& config = "") {
+    coord_ = std::make_unique<Coordinator>(dir_, config);
+    coord_->Start();
+  }
+  AgentProcess& AddAgent(const std::string& name, std::vector<std::string> args = {},
+                         const std::string& config = "") {
+    agents_.push_back(std::make_unique<AgentProcess>(*coord_, dir_, name, std::move(args), config));
+    return *agents_.back();
+  }
+  void WaitForAgents(size_t n) {
+    ASSERT_TRUE(Coordinator::Eventually([&] {
+      size_t connected = 0;
+      for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
+      return connected >= n;
+    }, seconds(20))) << coord_->GetJson("/v1/agents").dump();
+  }
+  json Trigger(const std::string& job) { return coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object()); }
+  json WaitRun(int64_t id, seconds timeout = seconds(60)) {
+    json run;
+    Coordinator::Eventually([&] {
+      run = coord_->GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
+      return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
+    }, timeout);
+    return run;
+  }
+  // All output of a run for one shard and stream, in order.
+  std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0) {
+    std::string out;
+    int64_t after = 0;
+    while (true) {
+      json r = coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" + std::to_string(after) +
+                               "&shard=" + std::to_string(shard) + "&stream=" + stream);
+      if (r["chunks"].empty()) break;
+      for (const auto& c : r["chunks"]) {
+        if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
+          out += Base64Decode(c["data"].get<std::string>());
+        }
+      }
+      after = r["next"];
+    }
+    return out;
+  }
+  void TearDown() override {
+    if (!HasFailure()) return;
+    if (coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
+    for (auto& a : agents_) std::cerr << "---- agent " << a->name() << " log ----\n" << a->Logs();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Coordinator> coord_;
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
+};
+
+TEST_F(AgentTest, SixShardsOverThreeAgentsEachRunOnceWithTheirIndexAndEnvironment) {
+  StartCoordinator();
+  for (const char* n : {"a", "b", "c"}) AddAgent(n, {"--slots", "2"});
+  WaitForAgents(3);
+  coord_->Apply(
+      "[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = 6\nenv = { GREETING = \"hi\" }\n"
+      "shell = 'echo \"$JOB_SHARD_INDEX/$JOB_SHARD_TOTAL $JOB_NAME $JOB_RUN_ID $JOB_ATTEMPT "
+      "$JOB_FENCING_TOKEN $GREETING $TRACEPARENT\"'\n");
+  json run = Trigger("wide");
+  int64_t id = run["id"];
+  json done = WaitRun(id);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  std::set<std::string> hosts;
+  for (const auto& s : done["shards"]) {
+    int i = s["index"];
+    EXPECT_EQ(s["attempt"], 1);
+    hosts.insert(s["agent"].get<std::string>());
+    std::string out = Output(id, i, "stdout");
+    std::string want = std::to_string(i) + "/6 wide " + std::to_string(id) + " 1 " +
+                       std::to_string(s["token"].get<int64_t>()) + " hi 00-" +
+                       done["trace_id"].get<std::string>() + "-";
+    EXPECT_EQ(out.substr(0, want.size()), want) << out;
+  }
+  EXPECT_EQ(hosts.size(), 3u) << "spread should use every agent";
+}
+
+TEST_F(AgentTest, TenMebibytesOfRandomBytesArriveByteExactAndStderrApart) {
+  StartCoordinator();
+  AddAgent("a");
+  WaitForAgents(1);
+  std::string copy = dir_.path() + "/sent.bin";
+  coord_->Apply("[[job]]\nname = \"bulk\"\nschedule = \"@yearly\"\n"
+                "shell = \"head -c 10485760 /dev/urandom | tee " + copy + "; echo oops >&2\"\n");
+  int64_t id = Trigger("bulk")["id"];
+  json done = WaitRun(id, seconds(120));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  std::string sent = ReadFile(copy);
+  ASSERT_EQ(sent.size(), 10u << 20);
+  std::string got = Output(id, 0, "stdout");
+  EXPECT_EQ(got.size(), sent.size());
+  EXPECT_EQ(Sha256(got), Sha256(sent));
+  EXPECT_EQ(Output(id, 0, "stderr"), "oops\n");
+}
+
+TEST_F(AgentTest, KillNineOfAnAgentMidShardRerunsItElsewhereWithinTtlPlusHeartbeatPlusOneSecond) {
+  StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
+  AddAgent("a");
+  WaitForAgents(1);
+  coord_->Apply("[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+                "shell = \"echo attempt $JOB_ATTEMPT; sleep 30\"\n");
+  int64_t id = Trigger("long")["id"];
+  json first;
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    first = coord_->GetJson("/v1/runs/" + std::to_string(id));
+    return first["shards"][0]["state"] == "running";
+  }, seconds(10)));
+  AddAgent("b");
+  WaitForAgents(2);
+  agents_[0]->process().Signal(SIGKILL);
+  auto killed = std::chrono::steady_clock::now();
+  json now;
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    now = coord_->GetJson("/v1/runs/" + std::to_string(id));
+    return now["shards"][0]["agent"] == "b" && now["shards"][0]["state"] == "running";
+  }, seconds(10))) << now.dump();
+  EXPECT_LE(std::chrono::steady_clock::now() - killed, seconds(3 + 1 + 1));
+  EXPECT_EQ(now["shards"][0]["attempt"], 2);
+  // The dead agent's token is refused if anything still arrives with it.
+  TestAgent ghost(*coord_, "a");
+  json old = {{"run", id}, {"shard", 0}, {"attempt", 1}, {"token", first["shards"][0]["token"]}};
+  EXPECT_EQ(ghost.Finish(old, 0).status, 409);
+  EXPECT_EQ(ghost.Log(old, 99, "stdout", "late").status, 409);
+  coord_->PostJson("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+}
+
+TEST_F(AgentTest, StoppedAgentIsFencedAndNothingItSendsAfterIsAccepted) {
+  StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
+  AddAgent("a");
+  WaitForAgents(1);
+  std::string pidfile = dir_.path() + "/pid";
+  coord_->Apply("[[job]]\nname = \"ticker\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+                "shell = \"echo $$ > " + pidfile + "-$JOB_ATTEMPT; i=0; while [ $i -lt 600 ]; do "
+                "echo tick $i; i=$((i+1)); sleep 0.05; done\"\n");
+  int64_t id = Trigger("ticker")["id"];
+  ASSERT_TRUE(Coordinator::Eventually([&] { return !ReadFile(pidfile + "-1").empty(); }, seconds(10)));
+  AddAgent("b");
+  WaitForAgents(2);
+  agents_[0]->process().Signal(SIGSTOP);
+  // Past the TTL the shard goes to b.
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    json r = coord_->GetJson("/v1/runs/" + std::to_string(id));
+    return r["shards"][0]["agent"] == "b";
+  }, seconds(10)));
+  std::string attempt1 = Output(id, 0, "stdout", 1);
+  agents_[0]->process().Signal(SIGCONT);
+  // The stopped agent's own deadline has passed: it kills its process group at once.
+  pid_t pid = std::stoi(ReadFile(pidfile + "-1"));
+  EXPECT_TRUE(Coordinator::Eventually([&] { return kill(pid, 0) != 0; }, seconds(15)))
+      << "attempt 1 still running after SIGCONT";
+  EXPECT_TRUE(agents_[0]->process().WaitForLog("lease", seconds(5)));
+  std::this_thread::sleep_for(milliseconds(1500));  // give any late sends the chance to arrive
+  EXPECT_EQ(Output(id, 0, "stdout", 1), attempt1) << "output with a stale token was accepted";
+  coord_->PostJson("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+}
+
+TEST_F(AgentTest, CoordinatorDownTwentySecondsWhileAJobPrintsLosesNoByte) {
+  StartCoordinator("lease_ttl = \"60s\"\nheartbeat = \"5s\"\n");
+  AddAgent("a");
+  WaitForAgents(1);
+  coord_->Apply("[[job]]\nname = \"printer\"\nschedule = \"@yearly\"\n"
+                "shell = \"i=1; while [ $i -le 300 ]; do echo line $i; i=$((i+1)); sleep 0.1; done\"\n");
+  int64_t id = Trigger("printer")["id"];
+  ASSERT_TRUE(Coordinator::Eventually([&] { return Output(id, 0, "stdout").find("line 20\n") != std::string::npos; },
+                                      seconds(20)));
+  coord_->Kill9();
+  std::this_thread::sleep_for(seconds(20));  // the outage under test
+  coord_->Start();
+  json done = WaitRun(id, seconds(60));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  std::string want;
+  for (int i = 1; i <= 300; ++i) want += "line " + std::to_string(i) + "\n";
+  EXPECT_EQ(Output(id, 0, "stdout"), want);
+}
+
+TEST_F(AgentTest, TimeoutKillsTheProcessTreeEvenWhenAGrandchildHoldsThePipes) {
+  StartCoordinator();
+  AddAgent("a");
+  WaitForAgents(1);
+  std::string pids = dir_.path() + "/pids";
+  coord_->Apply("[[job]]\nname = \"stuck\"\nschedule = \"@yearly\"\ntimeout = \"1s\"\nkill_grace = \"1s\"\n"
+                "shell = \"sleep 1000 & echo $! >> " + pids + "; setsid sh -c 'echo $$ >> " + pids +
+                "; exec sleep 1000' & sleep 1000\"\n");
+  auto start = std::chrono::steady_clock::now();
+  int64_t id = Trigger("stuck")["id"];
+  json done = WaitRun(id, seconds(30));
+  EXPECT_EQ(done["state"], "timed_out") << done.dump();
+  EXPECT_LE(std::chrono::steady_clock::now() - start, seconds(8));
+  std::istringstream in(ReadFile(pids));
+  pid_t grandchild = 0, escaped = 0;
+  in >> grandchild >> escaped;
+  ASSERT_GT(grandchild, 0);
+  EXPECT_TRUE(Coordinator::Eventually([&] { return kill(grandchild, 0) != 0; }, seconds(5)))
+      << "the grandchild in the job's process group survived";
+  if (escaped > 0) kill(escaped, SIGKILL);  // left its process group on purpose; clean up
+}
+
+TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
+  const char* user = "jobctl-test";
+  if (getpwnam(user) == nullptr) {
+    ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
+                          "--shell /bin/sh jobctl-test"), 0);
+  }
+  struct passwd* pw = getpwnam(user);
+  ASSERT_NE(pw, nullptr);
+  StartCoordinator();
+  AddAgent("a", {}, "allow_run_as = [\"jobctl-test\"]\n");
+  WaitForAgents(1);
+  coord_->Apply("[[job]]\nname = \"as-user\"\nschedule = \"@yearly\"\nrun_as = \"jobctl-test\"\n"
+                "shell = 'echo \"$(id -u) $(id -g) $HOME $USER $LOGNAME\"'\n"
+                "[[job]]\nname = \"as-root\"\nschedule = \"@yearly\"\nrun_as = \"root\"\nshell = \"id\"\n");
+  int64_t id = Trigger("as-user")["id"];
+  json done = WaitRun(id);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(Output(id, 0, "stdout"), std::to_string(pw->pw_uid) + " " + std::to_string(pw->pw_gid) +
+                                         " " + pw->pw_dir + " jobctl-test jobctl-test\n");
+  int64_t root = Trigger("as-root")["id"];
+  json refused = WaitRun(root);
+  EXPECT_EQ(refused["state"], "failed") << refused.dump();
+  EXPECT_EQ(refused["shards"][0]["outcome"], "policy");
+  EXPECT_NE(refused["shards"][0]["message"].get<std::string>().find("root"), std::string::npos);
+}
+
+TEST_F(AgentTest, AnIdleAgentOnlyHoldsItsLongPoll) {
+  StartCoordinator();
+  AddAgent("a");
+  WaitForAgents(1);
+  auto metric = [&](const std::string& name) {
+    std::string text = coord_->Request("GET", "/metrics").body;
+    size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1L : std::stol(text.substr(at + name.size() + 2));
+  };
+  long claims = metric("jobctl_claims_total"), beats = metric("jobctl_heartbeats_total");
+  std::this_thread::sleep_for(seconds(6));  // the idle period being measured
+  EXPECT_LE(metric("jobctl_claims_total") - claims, 1) << "claims should be long-polls, not a loop";
+  EXPECT_LE(metric("jobctl_heartbeats_total") - beats, 2) << "an idle agent holds no leases";
+}
+
+}  // namespace
+}  // namespace jobctl::testing
