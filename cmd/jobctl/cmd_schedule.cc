@@ -79,7 +79,7 @@ void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc) {
       ->required();
   next->footer(
       "Examples:\n"
-      "  jobctl schedule next -- '30 2 * * *' --tz America/New_York --from 2024-03-09T00:00:00Z\n"
+      "  jobctl schedule next --tz America/New_York --from 2024-03-09T00:00:00Z -- '30 2 * * *'\n"
       "  jobctl schedule next --dialect quartz -n 3 -- '0 0 12 ? * MON-FRI'\n"
       "  jobctl schedule next --name nightly-backup -- 'H H(1-4) * * *'\n"
       "Output: one ISO-8601 instant per line, in the schedule's zone with its offset.\n"

@@ -95,6 +95,12 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
     }
   }
   if (route == nullptr) {
+    // Which paths exist is only told to callers with a valid token.
+    if (!p_.auth->Authenticate(c.req.Header("authorization")).ok()) {
+      ++ctx_->metrics->auth_failures_total;
+      FailWith(c, 401, "unauthenticated", "missing or unknown bearer token");
+      return;
+    }
     FailWith(c, path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
              c.req.method + " " + c.req.path + (path_known ? " is not allowed" : " does not exist"));
     return;

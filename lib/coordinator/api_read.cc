@@ -121,7 +121,19 @@ void Api::WaitRun(Call& c) {
   int64_t timeout = std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0,
                                         300'000);
   const RunRecord* open = p_.book->FindOpen(*id);
-  if (open == nullptr || timeout == 0) return GetRun(c);
+  if (open == nullptr || timeout == 0) {
+    if (open != nullptr) {
+      json out = RunJson(*open);
+      out["done"] = false;
+      return Json(c, 200, out);
+    }
+    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
+    if (!run.ok()) return Fail(c, run.status());
+    if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
+    json out = RunJson(**run);
+    out["done"] = true;
+    return Json(c, 200, out);
+  }
   // Answer at the end of the run, or with the current state at the deadline.
   auto call = std::make_shared<Call>(std::move(c));
   auto answered = std::make_shared<bool>(false);

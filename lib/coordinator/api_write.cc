@@ -104,8 +104,8 @@ void Api::CancelRun(Call& c) {
   if (Status s = p_.book->Cancel(*id, "canceled by " + c.who.name); !s.ok()) return Fail(c, s);
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "cancel", c.who.name, "run " + c.params["id"], "");
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
+  // The run's real end state: a shard that had already failed makes it "failed".
   json out = run.ok() && *run ? RunJson(**run) : json{{"id", *id}};
-  out["state"] = "canceled";
   JsonAfterCommit(c, 200, out);
 }
 

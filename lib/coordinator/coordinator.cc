@@ -13,7 +13,13 @@
 namespace jobctl::coordinator {
 namespace {
 
+// The store has no tokens when this is called, so a token file already there belongs to a
+// store that was deleted: it is replaced (its secret would no longer work anyway).
 Status WriteSecretFile(const std::string& path, const std::string& secret) {
+  if (::access(path.c_str(), F_OK) == 0) {
+    log::Warn("replacing a token file left by an earlier store", {{"path", path}});
+    ::unlink(path.c_str());
+  }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Io("cannot create " + path + ": " + std::strerror(errno));
   std::string text = secret + "\n";

@@ -69,6 +69,7 @@ void RunBook::Close() {
 
 void RunBook::Clear() {
   open_.clear();
+  answered_.clear();
   deadlines_.clear();
 }
 
@@ -301,6 +302,9 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key);
     return shard.state;
   }
+  if (auto a = answered_.find(r.key); a != answered_.end() && a->second.first == r.token) {
+    return a->second.second;
+  }
   if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
   if (shard.attempt != r.attempt || shard.state != RunState::kRunning) {
     return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
@@ -310,6 +314,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   dispatcher_->Release(r.key);
   EraseDeadline(r.key);
   RunState state = StateFor(r);
+  answered_[r.key] = {r.token, state};
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
@@ -437,6 +442,7 @@ void RunBook::MaybeFinish(OpenRun& run) {
     for (const auto& w : waiters) w(*rec);
     if (on_finished) on_finished(rec->id);
   });
+  for (const ShardRecord& shard : run.rec.shards) answered_.erase({run.rec.id, shard.index});
   open_.erase(run.rec.id);
 }
 

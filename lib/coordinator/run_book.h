@@ -93,6 +93,9 @@ class RunBook {
   JobIndex* jobs_;
   Dispatcher* dispatcher_;
   std::map<int64_t, OpenRun> open_;
+  // The answer given to the last accepted result of each shard of an open run, by token:
+  // a repeated result for an attempt that was since retried gets the same answer.
+  std::map<ShardKey, std::pair<int64_t, RunState>> answered_;
   // Timeout backstop: (deadline on the wall clock, shard) for running shards with a timeout.
   std::set<std::pair<int64_t, ShardKey>> deadlines_;
   uv_timer_t deadline_timer_{};
