@@ -39,5 +39,12 @@ void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterEdit(CLI::App& app, GlobalOptions& g, int* rc);        // add, rm, edit
+void RegisterImport(CLI::App& app, GlobalOptions& g, int* rc);      // import-crontab
+void RegisterCompletion(CLI::App& app, GlobalOptions& g, int* rc);  // completion bash|zsh|fish
+
+// What `jobctl apply` does (validate locally, send with the recorded base revision, print
+// the changes); add, rm and edit call it after writing the file. Returns the exit code.
+int ApplyFile(const std::string& path, const GlobalOptions& g, bool force);
 
 }  // namespace jobctl::cli

@@ -82,8 +82,9 @@ struct SyncOptions {
   std::string out;
 };
 
-int RunApply(const SyncOptions& opt, const GlobalOptions& g) {
-  const std::string path = opt.file.empty() ? g.file : opt.file;
+}  // namespace
+
+int ApplyFile(const std::string& path, const GlobalOptions& g, bool force) {
   int rc = kExitOk;
   Result<std::string> text = ReadValid("apply", path, &rc);
   if (!text.ok()) return rc;
@@ -92,7 +93,7 @@ int RunApply(const SyncOptions& opt, const GlobalOptions& g) {
   std::optional<int64_t> base = RecordedRevision(**client, path);
   json body = {{"text", *text},
                {"filename", std::filesystem::path(path).filename().string()},
-               {"base_revision", opt.force || !base ? -1 : *base}};
+               {"base_revision", force || !base ? -1 : *base}};
   if (const char* user = std::getenv("USER")) body["author"] = user;
   Result<json> r = (*client)->Post("/v1/jobfile", body);
   if (!r.ok()) {
@@ -118,6 +119,12 @@ int RunApply(const SyncOptions& opt, const GlobalOptions& g) {
             << " created, " << (*r)["changed"].size() << " changed, " << (*r)["removed"].size()
             << " removed, " << (*r)["unchanged"].size() << " unchanged\n";
   return kExitOk;
+}
+
+namespace {
+
+int RunApply(const SyncOptions& opt, const GlobalOptions& g) {
+  return ApplyFile(opt.file.empty() ? g.file : opt.file, g, opt.force);
 }
 
 // Field-by-field difference of two versions of a job, as "key: old -> new" lines.

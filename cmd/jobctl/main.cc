@@ -53,6 +53,9 @@ int Main(int argc, char** argv) {
   RegisterRuns(app, g, &rc);
   RegisterAdmin(app, g, &rc);
   RegisterServe(app, g, &rc);
+  RegisterEdit(app, g, &rc);
+  RegisterImport(app, g, &rc);
+  RegisterCompletion(app, g, &rc);
   // A bare `jobctl` shows the whole help, and an unknown command says so by name (CLI11 would
   // only say that a subcommand is required).
   if (argc < 2) {

@@ -1,5 +1,7 @@
 #include "httpclient/blocking_client.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cctype>
 #include <system_error>
@@ -93,6 +95,14 @@ Status Transfer::Apply(CURL* easy) {
   set(CURLOPT_PROTOCOLS_STR, "http,https");
   // Signals would be a process-wide side effect, and agentd owns its signals through libuv.
   set(CURLOPT_NOSIGNAL, 1L);
+  // curl's sockets are not close-on-exec; without this every process agentd starts would
+  // inherit its connections to the coordinator, keep them open after agentd dies (hiding the
+  // death from the coordinator) and could even write to them.
+  set(CURLOPT_SOCKOPTFUNCTION, +[](void*, curl_socket_t fd, curlsocktype) -> int {
+    int flags = fcntl(fd, F_GETFD);
+    return flags >= 0 && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == 0 ? CURL_SOCKOPT_OK
+                                                                      : CURL_SOCKOPT_ERROR;
+  });
   set(CURLOPT_FOLLOWLOCATION, 0L);
   set(CURLOPT_TIMEOUT_MS, timeout_ms_);
   set(CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms_);

@@ -118,6 +118,21 @@ TEST_F(AgentTest, SixShardsOverThreeAgentsEachRunOnceWithTheirIndexAndEnvironmen
   EXPECT_EQ(hosts.size(), 3u) << "spread should use every agent";
 }
 
+TEST_F(AgentTest, JobsInheritNothingButStdio) {
+  StartCoordinator();
+  AddAgent("a");
+  WaitForAgents(1);
+  // The job lists the open descriptors of a process it started (listing its own would show
+  // the directory being read); only 0, 1 and 2 may be there: the agent's sockets, pipes and
+  // files must not leak into jobs.
+  coord_->Apply("[[job]]\nname = \"fds\"\nschedule = \"@yearly\"\n"
+                "shell = 'sleep 1 & ls /proc/$!/fd; kill $!'\n");
+  int64_t id = Trigger("fds")["id"];
+  json done = WaitRun(id);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(Output(id, 0, "stdout"), "0\n1\n2\n") << Output(id, 0, "stdout");
+}
+
 TEST_F(AgentTest, TenMebibytesOfRandomBytesArriveByteExactAndStderrApart) {
   StartCoordinator();
   AddAgent("a");

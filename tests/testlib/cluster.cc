@@ -1,6 +1,7 @@
 #include "testlib/cluster.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -199,7 +200,13 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
     : name_(std::move(name)) {
   state_dir_ = dir.path() + "/agent-" + name_;
   std::string token_file = dir.Write("agent-" + name_ + ".token", c.agent_token() + "\n");
-  std::string config_file = dir.Write("agent-" + name_ + ".toml", config);
+  // agentd refuses to run jobs as root unless allowed; tests run jobs as whoever runs them.
+  std::string text = config;
+  if (text.find("allow_run_as") == std::string::npos) {
+    struct passwd* pw = getpwuid(geteuid());
+    text += "allow_run_as = [\"" + std::string(pw ? pw->pw_name : "root") + "\"]\n";
+  }
+  std::string config_file = dir.Write("agent-" + name_ + ".toml", text);
   std::vector<std::string> argv = {AGENTD_BIN, "--config", config_file, "--coordinator", c.url(),
                                    "--token-file", token_file, "--name", name_, "--state-dir",
                                    state_dir_};

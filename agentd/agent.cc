@@ -1,0 +1,301 @@
+#include "agent.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "base/log.h"
+
+namespace jobctl::agentd {
+namespace {
+
+// After the last shard ended, how long a stopping agent still tries to deliver output and
+// results before leaving them in the state dir for its next start.
+constexpr uint64_t kFlushOnStopMs = 10'000;
+
+}  // namespace
+
+Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
+    : loop_(loop),
+      clock_(clock),
+      settings_(std::move(settings)),
+      rng_(std::random_device{}()),
+      link_(std::make_unique<CoordinatorLink>(loop, settings_.coordinators, settings_.token)),
+      spool_(settings_.state_dir + "/spool", settings_.spool_max_bytes),
+      runner_(loop),
+      drain_timer_(loop),
+      flush_timer_(loop) {
+  shipper_ = std::make_unique<LogShipper>(
+      loop, link_.get(), &spool_,
+      LogShipper::Callbacks{[this](AttemptKey k) {
+                              reporter_->Release(k);
+                              MaybeFinishStop();
+                            },
+                            [this](AttemptKey k) { OnLogsStale(k); }});
+  reporter_ = std::make_unique<RunReporter>(
+      loop, link_.get(), settings_.state_dir + "/results", settings_.identity.name,
+      [this](const ShardResult& r, bool accepted) { OnResultSettled(r, accepted); });
+  leases_ = std::make_unique<LeaseKeeper>(
+      loop, link_.get(), clock, settings_.identity.name, [this] { return FreeSlots(); },
+      LeaseKeeper::Callbacks{
+          [this](ShardKey k, int64_t token) { OnLeaseRenewed(k, token); },
+          [this](ShardKey k, int64_t token, LeaseLoss loss) { OnLeaseLost(k, token, loss); }});
+  claimer_ = std::make_unique<Claimer>(
+      loop, link_.get(), clock, settings_.identity,
+      [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); });
+}
+
+Agent::~Agent() = default;
+
+Status Agent::Start() {
+  Result<UserInfo> me = CurrentUser();
+  if (!me.ok()) return me.status();
+  self_info_ = *me;
+  self_ = {me->name, geteuid() == 0};
+  std::error_code ec;
+  std::filesystem::create_directories(settings_.state_dir, ec);
+  if (ec) return Status::Io("cannot create state dir " + settings_.state_dir + ": " + ec.message());
+  if (Status s = spool_.Open(); !s.ok()) return s;
+  if (Status s = reporter_->Open(); !s.ok()) return s;
+  if (Status s = leases_->Init(); !s.ok()) return s;
+  // Output and results a previous agentd left: output first, each result after its output.
+  shipper_->Recover();
+  for (AttemptKey key : reporter_->Pending()) {
+    if (shipper_->Finish(key)) reporter_->Release(key);
+  }
+  log::Info("agentd started", {{"agent", settings_.identity.name},
+                               {"coordinator", link_->current_url()},
+                               {"slots", settings_.identity.slots},
+                               {"user", self_.name},
+                               {"state_dir", settings_.state_dir}});
+  started_ = true;
+  claimer_->SetFree(FreeSlots());
+  return Status::Ok();
+}
+
+void Agent::Reconfigure(std::map<std::string, std::string> labels, int slots) {
+  settings_.identity.labels = std::move(labels);
+  settings_.identity.slots = slots;
+  log::Info("configuration reloaded", {{"slots", slots}});
+  claimer_->SetIdentity(settings_.identity);
+  claimer_->SetFree(FreeSlots());
+}
+
+int Agent::FreeSlots() const {
+  return std::max(0, settings_.identity.slots - static_cast<int>(shards_.size()));
+}
+
+std::string Agent::NewSpanId() {
+  uint64_t v = 0;
+  while (v == 0) v = rng_();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void Agent::OnAssignments(std::vector<Assignment> list, int64_t sent_ms) {
+  for (Assignment& a : list) Accept(std::move(a), sent_ms);
+  claimer_->SetFree(FreeSlots());
+}
+
+void Agent::Accept(Assignment a, int64_t sent_ms) {
+  if (stopping_) {
+    // Leased just as the agent began to stop: give it back at once, for another agent.
+    leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
+    Report({a.key, a.token, Outcome::kLeaseLost, std::nullopt, "agentd is stopping"});
+    return;
+  }
+  if (Status s = CheckPolicy(a, settings_.policy, self_); !s.ok()) {
+    log::Warn("shard refused by policy", {{"job", a.job}, {"run", a.key.run},
+                                          {"shard", a.key.shard}, {"reason", s.message()}});
+    leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
+    Report({a.key, a.token, Outcome::kPolicy, std::nullopt, s.message()});
+    return;
+  }
+  AttemptKey key = a.key;
+  auto shard = std::make_unique<RunningShard>(
+      loop_, &runner_, clock_, std::move(a), settings_.kill_grace,
+      RunningShard::Callbacks{[this](AttemptKey k, Chunk c) { shipper_->Push(k, std::move(c)); },
+                              [this](ShardResult r) { OnShardDone(std::move(r)); }});
+  int64_t token = shard->assignment().token, ttl = shard->assignment().ttl_ms,
+          heartbeat = shard->assignment().heartbeat_ms;
+  RunningShard& ref = *shard;
+  shards_[key] = std::move(shard);
+  // After a claim held open for long the lease is unconfirmed: the LeaseKeeper renews it at
+  // once and the shard starts then (OnLeaseRenewed).
+  leases_->Add(key.shard_key(), token, ttl, heartbeat, sent_ms);
+  if (leases_->MayRun(key.shard_key(), token)) {
+    Launch(ref);
+  } else {
+    log::Debug("lease needs a renewal before the shard starts",
+               {{"run", key.run}, {"shard", key.shard}, {"token", token},
+                {"claim_age_ms", clock_->MonotonicMs() - sent_ms}});
+  }
+}
+
+void Agent::Launch(RunningShard& shard) {
+  const Assignment& a = shard.assignment();
+  UserInfo user = self_info_;
+  bool switch_user = false;
+  if (!a.run_as.empty() && a.run_as != self_info_.name) {
+    // getpwnam may block on NSS; shards that switch users are rare enough to afford it.
+    Result<UserInfo> u = LookUpUser(a.run_as);
+    if (!u.ok()) return EndUnstarted(a.key, Outcome::kSpawnFailed, "run_as: " + u.status().message());
+    user = *u;
+    switch_user = true;
+  }
+  SpawnSpec spec = BuildSpawnSpec(
+      a, {settings_.exe_path, settings_.state_dir, user, switch_user, NewSpanId()});
+  shipper_->Open(a.key, a.token);
+  if (Status s = shard.Start(spec); !s.ok()) {
+    log::Warn("cannot start shard", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
+                                     {"error", s.message()}});
+    return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
+  }
+  log::Info("run started", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
+                            {"attempt", a.key.attempt}, {"token", a.token},
+                            {"user", user.name}});
+}
+
+void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
+  auto it = shards_.find(key);
+  if (it == shards_.end()) return;
+  int64_t token = it->second->assignment().token;
+  shards_.erase(it);
+  Report({key, token, outcome, std::nullopt, std::move(message)});
+  claimer_->SetFree(FreeSlots());
+  MaybeFinishStop();
+}
+
+void Agent::OnShardDone(ShardResult result) {
+  auto it = shards_.find(result.key);
+  if (it == shards_.end()) return;
+  log::Info("run finished", {{"job", it->second->assignment().job}, {"run", result.key.run},
+                             {"shard", result.key.shard}, {"attempt", result.key.attempt},
+                             {"outcome", OutcomeName(result.outcome)},
+                             {"exit", result.exit_code ? std::to_string(*result.exit_code) : "-"},
+                             {"message", result.message}});
+  // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
+  shards_.erase(it);
+  if (stale_.erase(result.key) > 0) {
+    // The coordinator refused this attempt's token: its result would be refused too.
+    shipper_->Discard(result.key);
+    leases_->Remove(result.key.shard_key(), result.token);
+  } else {
+    Report(result);
+  }
+  claimer_->SetFree(FreeSlots());
+  MaybeFinishStop();
+}
+
+void Agent::Report(const ShardResult& result) {
+  reporter_->Add(result);
+  if (shipper_->Finish(result.key)) reporter_->Release(result.key);
+}
+
+RunningShard* Agent::Find(ShardKey key, int64_t token) {
+  for (auto& [k, shard] : shards_) {
+    if (k.shard_key() == key && shard->assignment().token == token) return shard.get();
+  }
+  return nullptr;
+}
+
+void Agent::OnLeaseRenewed(ShardKey key, int64_t token) {
+  RunningShard* shard = Find(key, token);
+  if (shard != nullptr && !shard->started() && !stopping_ && leases_->MayRun(key, token)) {
+    Launch(*shard);
+  }
+}
+
+void Agent::OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss) {
+  RunningShard* shard = Find(key, token);
+  if (shard == nullptr) return;  // already ended; its result tells the coordinator
+  Outcome outcome = loss == LeaseLoss::kCanceled ? Outcome::kCanceled : Outcome::kLeaseLost;
+  std::string why = loss == LeaseLoss::kCanceled ? "canceled by the coordinator"
+                    : loss == LeaseLoss::kStale  ? "lease revoked by the coordinator (stale token)"
+                                                 : "lease not renewed before its deadline";
+  log::Warn("lease lost; stopping the shard", {{"run", key.run}, {"shard", key.shard},
+                                              {"token", token}, {"reason", LeaseLossName(loss)}});
+  if (!shard->started()) return EndUnstarted(shard->assignment().key, outcome, why);
+  shard->Stop(loss == LeaseLoss::kCanceled ? StopReason::kCanceled : StopReason::kLeaseLost, why);
+}
+
+void Agent::OnLogsStale(AttemptKey key) {
+  auto it = shards_.find(key);
+  if (it != shards_.end()) {
+    stale_[key] = it->second->assignment().token;
+    it->second->Stop(StopReason::kStale, "log chunk refused: stale token");
+    return;
+  }
+  reporter_->Drop(key);  // ended already; its lease lapses at the next heartbeat
+  MaybeFinishStop();
+}
+
+void Agent::OnResultSettled(const ShardResult& result, bool accepted) {
+  (void)accepted;  // the reporter logged a refusal
+  leases_->Remove(result.key.shard_key(), result.token);
+  MaybeFinishStop();
+}
+
+void Agent::Stop(std::function<void()> on_stopped) {
+  if (stopping_) {
+    KillAll("agentd stopping (second signal)");
+    return;
+  }
+  stopping_ = true;
+  on_stopped_ = std::move(on_stopped);
+  if (!started_) return Shutdown();  // Start() failed: nothing to drain
+  log::Info("stopping: no more claims; draining running shards",
+            {{"running", static_cast<uint64_t>(shards_.size())},
+             {"drain_timeout_ms", static_cast<int64_t>(settings_.drain_timeout.count())}});
+  bool withdrawn = claimer_->Stop([this] { MaybeFinishStop(); });
+  (void)withdrawn;  // either way MaybeFinishStop waits for claimer_->idle()
+  drain_timer_.Once(static_cast<uint64_t>(settings_.drain_timeout.count()),
+                    [this] { KillAll("agentd stopping: drain_timeout passed"); });
+  // Shards still waiting for their lease to be confirmed will not start now.
+  EndWaiting("agentd is stopping");
+  MaybeFinishStop();
+}
+
+void Agent::EndWaiting(const std::string& why) {
+  std::vector<AttemptKey> waiting;
+  for (const auto& [key, shard] : shards_) {
+    if (!shard->started()) waiting.push_back(key);
+  }
+  for (AttemptKey key : waiting) EndUnstarted(key, Outcome::kLeaseLost, why);
+}
+
+void Agent::KillAll(const std::string& why) {
+  EndWaiting(why);
+  for (auto& [key, shard] : shards_) shard->Stop(StopReason::kDraining, why);
+}
+
+void Agent::MaybeFinishStop() {
+  if (!stopping_ || shutting_down_ || !shards_.empty()) return;
+  drain_timer_.Stop();
+  if (shipper_->idle() && reporter_->idle() && claimer_->idle()) return Shutdown();
+  if (!flush_timer_.active()) flush_timer_.Once(kFlushOnStopMs, [this] { Shutdown(); });
+}
+
+void Agent::Shutdown() {
+  shutting_down_ = true;
+  drain_timer_.Stop();
+  flush_timer_.Stop();
+  shipper_->Suspend();
+  if (!shipper_->idle() || !reporter_->idle()) {
+    log::Warn("coordinator did not take everything; the rest is sent at the next start",
+              {{"spool_bytes", spool_.bytes()}});
+  }
+  reporter_->Close();
+  leases_->Close();
+  claimer_->Close();
+  runner_.Close([this] {
+    link_->Close([this] {
+      log::Info("agentd stopped");
+      std::function<void()> done = std::move(on_stopped_);
+      if (done) done();
+    });
+  });
+}
+
+}  // namespace jobctl::agentd

@@ -1,0 +1,103 @@
+// Agent is agentd: it wires the parts together and decides nothing they can decide alone.
+// The Claimer brings assignments; each becomes a RunningShard (after the Policy allowed it),
+// whose lease the LeaseKeeper renews and whose output the LogShipper sends; when it ends, the
+// RunReporter reports the result once the output is in, and the lease is let go once the
+// result is. The CoordinatorLink carries every request.
+//
+// main() owns the loop and the Agent; loop thread only. Stop() drains: no more claims,
+// running shards get drain_timeout, then they are killed and reported, and on_stopped runs
+// once every handle of the Agent is closed.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "assignment.h"
+#include "base/clock.h"
+#include "claimer.h"
+#include "coordinator_link.h"
+#include "job_runner.h"
+#include "lease_keeper.h"
+#include "log_shipper.h"
+#include "policy.h"
+#include "run_reporter.h"
+#include "running_shard.h"
+#include "spawn_spec.h"
+#include "spool.h"
+#include "timer.h"
+
+namespace jobctl::agentd {
+
+struct AgentSettings {
+  AgentIdentity identity;
+  std::vector<std::string> coordinators;
+  std::string token;
+  std::string state_dir;
+  std::string exe_path;  // agentd itself, for the exec helper
+  Policy policy;
+  std::chrono::milliseconds drain_timeout{60'000};
+  std::chrono::milliseconds kill_grace{10'000};
+  int64_t spool_max_bytes = int64_t{256} << 20;
+};
+
+class Agent {
+ public:
+  Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings);
+  ~Agent();
+
+  Status Start();
+  // SIGHUP: new labels and slots take effect with the next claim (sent at once).
+  void Reconfigure(std::map<std::string, std::string> labels, int slots);
+  // First call drains; a second one kills the running shards at once.
+  void Stop(std::function<void()> on_stopped);
+
+ private:
+  void OnAssignments(std::vector<Assignment> list, int64_t sent_ms);
+  void Accept(Assignment a, int64_t sent_ms);
+  void Launch(RunningShard& shard);
+  void EndUnstarted(AttemptKey key, Outcome outcome, std::string message);
+  void OnShardDone(ShardResult result);
+  void Report(const ShardResult& result);
+  void OnLeaseRenewed(ShardKey key, int64_t token);
+  void OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss);
+  void OnLogsStale(AttemptKey key);
+  void OnResultSettled(const ShardResult& result, bool accepted);
+  RunningShard* Find(ShardKey key, int64_t token);
+  int FreeSlots() const;
+  std::string NewSpanId();
+  void KillAll(const std::string& why);
+  void EndWaiting(const std::string& why);
+  void MaybeFinishStop();
+  void Shutdown();
+
+  uv_loop_t* loop_;
+  const Clock* clock_;
+  AgentSettings settings_;
+  AgentUser self_;
+  UserInfo self_info_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<CoordinatorLink> link_;
+  Spool spool_;
+  UvRunner runner_;
+  std::unique_ptr<LogShipper> shipper_;
+  std::unique_ptr<RunReporter> reporter_;
+  std::unique_ptr<LeaseKeeper> leases_;
+  std::unique_ptr<Claimer> claimer_;
+  std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
+  std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
+  Timer drain_timer_;
+  Timer flush_timer_;
+  bool started_ = false;
+  bool stopping_ = false;
+  bool shutting_down_ = false;
+  std::function<void()> on_stopped_;
+};
+
+}  // namespace jobctl::agentd

@@ -1,0 +1,49 @@
+#include "assignment.h"
+
+#include <gtest/gtest.h>
+
+namespace jobctl::agentd {
+namespace {
+
+TEST(AssignmentTest, ParsesAClaimReply) {
+  Result<std::vector<Assignment>> r = ParseClaimReply(R"({"assignments":[{
+    "run":12,"shard":1,"shard_total":3,"attempt":2,"token":57,"ttl_ms":15000,
+    "heartbeat_ms":5000,"job":"nightly","scheduled_at":"2026-11-22T04:29:20Z",
+    "trace_id":"0af7651916cd43dd8448eb211c80319c","command":["/bin/echo","x"],"shell":"",
+    "env":{"K":"V"},"run_as":"","cwd":"","timeout_ms":null,"kill_grace_ms":10000}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 1u);
+  const Assignment& a = (*r)[0];
+  EXPECT_EQ(a.key, (AttemptKey{12, 1, 2}));
+  EXPECT_EQ(a.shard_total, 3);
+  EXPECT_EQ(a.token, 57);
+  EXPECT_EQ(a.command, (std::vector<std::string>{"/bin/echo", "x"}));
+  EXPECT_EQ(a.env.at("K"), "V");
+  EXPECT_FALSE(a.timeout_ms);
+  EXPECT_EQ(*a.kill_grace_ms, 10000);
+}
+
+TEST(AssignmentTest, EmptyReplyAndBadReplies) {
+  EXPECT_TRUE(ParseClaimReply(R"({"assignments":[]})")->empty());
+  EXPECT_FALSE(ParseClaimReply("not json").ok());
+  EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":1}]})").ok());
+  EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})").ok());
+}
+
+TEST(AssignmentTest, ResultRoundTripsThroughJson) {
+  ShardResult r{{12, 0, 1}, 57, Outcome::kTimedOut, std::nullopt, "timed out after 1h"};
+  std::string text = ResultToJson(r, "host-a");
+  EXPECT_NE(text.find("\"outcome\":\"timeout\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"exit_code\":null"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"agent\":\"host-a\""), std::string::npos) << text;
+  Result<ShardResult> back = ResultFromJson(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->key, r.key);
+  EXPECT_EQ(back->outcome, Outcome::kTimedOut);
+  EXPECT_FALSE(back->exit_code);
+  ShardResult exited{{1, 2, 3}, 4, Outcome::kExited, 3, ""};
+  EXPECT_EQ(*ResultFromJson(ResultToJson(exited, "a"))->exit_code, 3);
+}
+
+}  // namespace
+}  // namespace jobctl::agentd

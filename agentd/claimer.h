@@ -1,0 +1,73 @@
+// Claimer keeps exactly one long-poll claim (POST /v1/agent/claim) open while the agent has
+// free slots, saying who the agent is (name, labels, slots, version) and how many slots are
+// free. The coordinator answers the moment it has shards for the agent (or after wait_ms, with
+// none); the Claimer hands the assignments over with the time the claim was SENT, and claims
+// again at once. An idle agent thus costs one held request, nothing else.
+//
+// A new claim replaces the open one on the coordinator (answered empty), which is how a
+// change of labels or slots (SIGHUP) takes effect at once, and how Stop() withdraws: its last
+// claim says free = 0 and waits 0 ms. Assignments in any answer, even a replaced one, are
+// handed over: the coordinator has leased them. Loop thread only; owned by the Agent.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "assignment.h"
+#include "backoff.h"
+#include "base/clock.h"
+#include "coordinator_link.h"
+#include "timer.h"
+
+namespace jobctl::agentd {
+
+struct AgentIdentity {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int slots = 1;
+  std::string version;
+};
+
+class Claimer {
+ public:
+  static constexpr int64_t kWaitMs = 30'000;
+  using OnAssignments = std::function<void(std::vector<Assignment>, int64_t sent_ms)>;
+
+  Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
+          OnAssignments on_assignments);
+
+  // The number of free slots changed; claims if it is positive and no claim is open.
+  void SetFree(int free);
+  // Labels or slots changed: the open claim is replaced.
+  void SetIdentity(AgentIdentity identity);
+  // Stops claiming and withdraws the open claim. True: nothing was open, and on_withdrawn
+  // will not run; else it runs once, when the withdrawal is answered or has failed.
+  bool Stop(std::function<void()> on_withdrawn);
+  void Close();
+  // No claim awaits an answer (after Stop: the withdrawal was answered).
+  bool idle() const { return !open_; }
+
+ private:
+  void MaybeClaim();
+  void Claim(int free, int64_t wait_ms);
+  void OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> r);
+
+  CoordinatorLink* link_;
+  const Clock* clock_;
+  AgentIdentity identity_;
+  OnAssignments on_assignments_;
+  std::function<void()> on_withdrawn_;
+  int free_ = 0;
+  uint64_t seq_ = 0;       // of the last claim sent
+  bool open_ = false;      // the claim numbered seq_ awaits its answer
+  bool stopped_ = false;
+  bool closed_ = false;
+  Backoff backoff_{500, 30'000};
+  Timer retry_timer_;
+};
+
+}  // namespace jobctl::agentd

@@ -1,0 +1,65 @@
+// CoordinatorLink is agentd's one way to the coordinator: it owns the MultiClient, the list
+// of coordinator URLs and the agent token. A request goes to the URL that last worked; on a
+// connection error it fails over to the next one, trying each once. It also keeps the link's
+// state (reachable or not, token accepted or not) and logs each change once, never once per
+// retry: the callers only back off.
+//
+// Loop thread only. Post's callback runs exactly once and never inside Post, except after
+// Close(), when Post does nothing and the callback never runs.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "httpclient/multi_client.h"
+
+namespace jobctl::agentd {
+
+// What a caller does with an answer.
+enum class Reply {
+  kOk,        // 2xx
+  kStale,     // 409: the fencing token is no longer current
+  kRejected,  // another 4xx: this request will never succeed; give up on it
+  kRetry,     // unreachable, 5xx, 401/403 (a token being rotated): back off and retry
+};
+Reply Classify(const Result<http::HttpResponse>& r);
+// "HTTP 503: store busy" or the transport error, for log lines.
+std::string Describe(const Result<http::HttpResponse>& r);
+
+class CoordinatorLink {
+ public:
+  using Callback = std::function<void(Result<http::HttpResponse>)>;
+
+  CoordinatorLink(uv_loop_t* loop, std::vector<std::string> urls, std::string token);
+  ~CoordinatorLink();
+
+  // POSTs `body` to URL + `path` (path includes any query).
+  void Post(std::string path, std::string body, std::string content_type,
+            std::chrono::milliseconds timeout, Callback cb);
+  void Close(std::function<void()> on_closed);
+
+  bool reachable() const { return state_ == State::kReachable; }
+  const std::string& current_url() const { return urls_[current_]; }
+
+ private:
+  enum class State { kUnknown, kReachable, kUnreachable, kUnauthorized };
+  struct Request;
+  void Send(std::shared_ptr<Request> request);
+  void OnDone(std::shared_ptr<Request> request, Result<http::HttpResponse> r);
+  void Note(const Result<http::HttpResponse>& r);
+
+  std::unique_ptr<http::MultiClient> client_;
+  std::vector<std::string> urls_;
+  std::string token_;
+  size_t current_ = 0;
+  State state_ = State::kUnknown;
+  bool closed_ = false;
+};
+
+}  // namespace jobctl::agentd

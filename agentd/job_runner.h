@@ -1,0 +1,82 @@
+// Runner starts and stops shard subprocesses; it is the seam between the agent and the OS
+// (ninja's CommandRunner). UvRunner is the real one on uv_spawn; tests may fake it.
+//
+// UvRunner starts each child detached (setsid: its own session and process group, pgid =
+// pid), stdin on /dev/null, stdout and stderr on real pipes (not socketpairs, so that
+// `>/dev/stdout` works in scripts). Terminate sends SIGTERM to the whole process group and
+// SIGKILL after the grace. A child is over when its process has exited and both pipes are
+// closed; when the process is gone but a grandchild still holds the pipes, they are closed
+// after the grace, so a leftover background process cannot keep a shard alive.
+//
+// Loop thread only. Callbacks run on the loop, never inside Start() or Terminate().
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string_view>
+
+#include "base/status.h"
+#include "chunker.h"
+#include "spawn_spec.h"
+
+namespace jobctl::agentd {
+
+struct ExitInfo {
+  int64_t exit_status = 0;
+  int term_signal = 0;  // non-zero: killed by this signal
+};
+
+class Runner {
+ public:
+  using ChildId = uint64_t;
+  struct Callbacks {
+    std::function<void(ChunkStream, std::string_view)> on_output;  // stdout or stderr bytes
+    std::function<void(ExitInfo)> on_exit;  // once, after the exit and the pipes' end
+  };
+  virtual ~Runner() = default;
+  // Spawns; a failure (program not found, ...) is returned and no callback runs.
+  // `pipe_grace`: how long the pipes may outlive the process.
+  virtual Result<ChildId> Start(const SpawnSpec& spec, std::chrono::milliseconds pipe_grace,
+                                Callbacks callbacks) = 0;
+  // SIGTERM to the process group now, SIGKILL after `grace`. Ignored for unknown ids.
+  virtual void Terminate(ChildId id, std::chrono::milliseconds grace) = 0;
+  virtual size_t running() const = 0;
+  // Closes every handle (children are left running) and then calls on_closed.
+  virtual void Close(std::function<void()> on_closed) = 0;
+};
+
+class UvRunner final : public Runner {
+ public:
+  explicit UvRunner(uv_loop_t* loop);
+  ~UvRunner() override;  // after Close() completed
+
+  Result<ChildId> Start(const SpawnSpec& spec, std::chrono::milliseconds pipe_grace,
+                        Callbacks callbacks) override;
+  void Terminate(ChildId id, std::chrono::milliseconds grace) override;
+  size_t running() const override { return children_.size(); }
+  void Close(std::function<void()> on_closed) override;
+
+ private:
+  struct Child;
+  void OnExit(Child* c, int64_t exit_status, int term_signal);
+  void OnRead(Child* c, ChunkStream stream, ssize_t nread, const uv_buf_t* buf);
+  void ClosePipe(Child* c, ChunkStream stream);
+  void MaybeFinish(Child* c);
+  void CloseChild(Child* c);
+  void OnHandleClosed(Child* c);
+
+  uv_loop_t* loop_;
+  std::map<ChildId, std::unique_ptr<Child>> children_;  // running
+  std::map<Child*, std::unique_ptr<Child>> closing_;     // handles closing
+  ChildId next_id_ = 1;
+  bool closing_all_ = false;
+  std::function<void()> on_closed_;
+  char read_buf_[64 * 1024];  // every read is consumed before the next one
+};
+
+}  // namespace jobctl::agentd

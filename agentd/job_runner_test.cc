@@ -1,0 +1,105 @@
+// UvRunner against real processes on a real loop: output, exit, and the ways a shard is
+// stopped. Each test ends with uv_loop_close, so a leaked handle fails it.
+#include "job_runner.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+
+namespace jobctl::agentd {
+namespace {
+
+using std::chrono::milliseconds;
+
+class UvRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(0, uv_loop_init(&loop_)); }
+  void TearDown() override {
+    bool closed = false;
+    runner_->Close([&closed] { closed = true; });
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    EXPECT_TRUE(closed);
+    runner_.reset();
+    ASSERT_EQ(0, uv_loop_close(&loop_));
+  }
+
+  static SpawnSpec Shell(const std::string& script) {
+    return {{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, "/"};
+  }
+  // Starts, runs the loop until the child is over, and returns how it ended.
+  ExitInfo RunToEnd(const SpawnSpec& spec, milliseconds grace,
+                    std::function<void(Runner::ChildId)> after_start = nullptr) {
+    bool done = false;
+    ExitInfo exit;
+    Runner::Callbacks cb;
+    Runner::ChildId child = 0;
+    cb.on_output = [this, &child, grace](ChunkStream s, std::string_view d) {
+      (s == ChunkStream::kStdout ? out_ : err_).append(d);
+      if (terminate_on_output_ && !terminated_) {
+        terminated_ = true;
+        runner_->Terminate(child, grace);
+      }
+    };
+    cb.on_exit = [&](ExitInfo e) {
+      done = true;
+      exit = e;
+    };
+    Result<Runner::ChildId> id = runner_->Start(spec, grace, cb);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    if (!id.ok()) return exit;
+    child = *id;
+    if (after_start) after_start(*id);
+    while (!done && uv_run(&loop_, UV_RUN_ONCE) != 0) {
+    }
+    EXPECT_TRUE(done);
+    return exit;
+  }
+
+  uv_loop_t loop_;
+  std::unique_ptr<UvRunner> runner_ = std::make_unique<UvRunner>(&loop_);
+  std::string out_, err_;
+  bool terminate_on_output_ = false;  // Terminate once the child has said it is up
+  bool terminated_ = false;
+};
+
+TEST_F(UvRunnerTest, CapturesBothStreamsAndTheExitStatus) {
+  ExitInfo e = RunToEnd(Shell("echo out; echo err >&2; exit 3"), milliseconds(1000));
+  EXPECT_EQ(e.exit_status, 3);
+  EXPECT_EQ(e.term_signal, 0);
+  EXPECT_EQ(out_, "out\n");
+  EXPECT_EQ(err_, "err\n");
+}
+
+TEST_F(UvRunnerTest, StdoutIsARealPipeAndStdinIsDevNull) {
+  RunToEnd(Shell("echo viafile > /dev/stdout; cat; test -p /dev/stdout && echo pipe"),
+           milliseconds(1000));
+  EXPECT_EQ(out_, "viafile\npipe\n");
+}
+
+TEST_F(UvRunnerTest, MissingProgramFailsToStart) {
+  Result<Runner::ChildId> id =
+      runner_->Start({{"/no/such/program"}, {}, "/"}, milliseconds(100), {});
+  EXPECT_FALSE(id.ok());
+}
+
+TEST_F(UvRunnerTest, TerminateKillsAGroupThatIgnoresSigterm) {
+  auto start = std::chrono::steady_clock::now();
+  terminate_on_output_ = true;
+  ExitInfo e = RunToEnd(Shell("trap '' TERM; sleep 30 & echo up; wait"), milliseconds(300));
+  EXPECT_EQ(e.term_signal, SIGKILL);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST_F(UvRunnerTest, GrandchildHoldingThePipesDoesNotKeepTheShardAlive) {
+  auto start = std::chrono::steady_clock::now();
+  // The grandchild leaves the process group, so no signal reaches it; only closing the
+  // pipes ends the shard.
+  ExitInfo e = RunToEnd(Shell("setsid sleep 3 & echo parent done"), milliseconds(200));
+  EXPECT_EQ(e.exit_status, 0);
+  EXPECT_EQ(out_, "parent done\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+}
+
+}  // namespace
+}  // namespace jobctl::agentd

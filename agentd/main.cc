@@ -1,0 +1,169 @@
+// agentd: the per-host daemon of jobctl. main() reads the settings, owns the one libuv loop
+// and the Agent, turns signals into Stop (SIGTERM, SIGINT) and Reconfigure (SIGHUP), tells
+// systemd (Type=notify) when it is ready and when it stops, and maps errors to exit codes.
+//
+// `agentd --exec-as USER ...` is not the daemon but its exec helper (exec_as.h), run in a
+// shard's child process; it is dispatched before anything else.
+#include <CLI/CLI.hpp>
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <memory>
+
+#include "agent.h"
+#include "base/log.h"
+#include "base/version.h"
+#include "exec_as.h"
+#include "settings.h"
+
+namespace jobctl::agentd {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 64;   // EX_USAGE
+constexpr int kExitCantCreate = 73;  // EX_CANTCREAT: the state dir
+constexpr int kExitConfig = 78;  // EX_CONFIG
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk: return kExitOk;
+    case Status::Code::kInvalidArgument: return kExitConfig;
+    case Status::Code::kIo: return kExitCantCreate;
+    default: return kExitFailed;
+  }
+}
+
+std::string ExePath() {
+  char buf[4096];
+  size_t size = sizeof buf;
+  if (uv_exepath(buf, &size) != 0) return "/proc/self/exe";
+  return std::string(buf, size);
+}
+
+// The signals main() listens to while the Agent runs; closed once the Agent has stopped.
+struct Signals {
+  Agent* agent = nullptr;
+  Flags flags;
+  uv_signal_t term{}, intr{}, hup{};
+
+  void Start(uv_loop_t* loop) {
+    for (uv_signal_t* s : {&term, &intr, &hup}) {
+      uv_signal_init(loop, s);
+      s->data = this;
+    }
+    auto on_stop = [](uv_signal_t* h, int signum) {
+      static_cast<Signals*>(h->data)->OnStop(signum);
+    };
+    uv_signal_start(&term, on_stop, SIGTERM);
+    uv_signal_start(&intr, on_stop, SIGINT);
+    uv_signal_start(&hup, [](uv_signal_t* h, int) { static_cast<Signals*>(h->data)->OnHup(); },
+                    SIGHUP);
+  }
+  void OnStop(int signum) {
+    log::Info("signal received; stopping", {{"signal", signum}});
+    sd_notify(0, "STOPPING=1");
+    agent->Stop([this] { Close(); });
+  }
+  void OnHup() {
+    // Only labels and slots change at run time; the rest needs a restart.
+    Result<LoadedSettings> s = LoadSettings(flags, std::getenv("AGENTD_TOKEN"), ExePath());
+    if (!s.ok()) {
+      log::Error("reload failed; keeping the old configuration", {{"error", s.status().message()}});
+      return;
+    }
+    agent->Reconfigure(s->agent.identity.labels, s->agent.identity.slots);
+  }
+  void Close() {
+    for (uv_signal_t* s : {&term, &intr, &hup}) {
+      uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
+    }
+  }
+};
+
+int Run(const Flags& flags) {
+  Result<LoadedSettings> settings = LoadSettings(flags, std::getenv("AGENTD_TOKEN"), ExePath());
+  if (!settings.ok()) {
+    std::cerr << "agentd: " << settings.status().message() << "\n";
+    return kExitConfig;
+  }
+  log::Configure({settings->log_level, log::Format::kAuto, "agentd"});
+
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  SystemClock clock;
+  auto agent = std::make_unique<Agent>(&loop, &clock, settings->agent);
+  Signals signals;
+  signals.agent = agent.get();
+  signals.flags = flags;
+  int rc = kExitOk;
+  if (Status s = agent->Start(); !s.ok()) {
+    log::Error("cannot start", {{"error", s.message()}});
+    rc = ExitCodeFor(s);
+    agent->Stop([] {});
+  } else {
+    signals.Start(&loop);
+    sd_notify(0, "READY=1");
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  // The Agent's last handles close with it; one more turn runs their close callbacks.
+  agent.reset();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  if (int close_rc = uv_loop_close(&loop); close_rc != 0) {
+    log::Warn("event loop closed with handles still open", {{"rc", close_rc}});
+  }
+  return rc;
+}
+
+int Main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--exec-as") return ExecAsMain(argc, argv);
+
+  CLI::App app{"agentd: the jobctl agent. Runs the shards the coordinator assigns to this host "
+               "as subprocesses, streams their output and reports their results."};
+  app.name("agentd");
+  app.set_version_flag("--version", std::string("agentd ") + kVersion);
+  Flags flags;
+  app.add_option("--config", flags.config, "Config file (default /etc/agentd/agentd.toml, if it exists)");
+  app.add_option("--coordinator", flags.coordinators,
+                 "Coordinator URL; repeat for failover, tried in order (default "
+                 "http://127.0.0.1:7070)");
+  app.add_option("--token-file", flags.token_file, "Read the agent token from this file (else "
+                 "AGENTD_TOKEN, else token_file in the config)");
+  app.add_option("--name", flags.name, "Agent name (default: the host name)");
+  app.add_option("--labels", flags.labels, "Labels, k=v[,k=v...]");
+  app.add_option("--slots", flags.slots, "Shards run at once (default: the number of CPUs)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--state-dir", flags.state_dir, "Spool and pending results (default /var/lib/agentd)");
+  app.add_option("--log-level", flags.log_level, "debug, info, warn or error");
+  bool foreground = true;
+  app.add_flag("--foreground", foreground, "Stay in the foreground (always; for systemd and tests)");
+  app.footer(
+      "Signals: SIGTERM/SIGINT drain and exit 0 (a second one kills the running shards at once);\n"
+      "SIGHUP reloads labels and slots.\n"
+      "Exit status: 0 stopped, 64 bad usage, 73 state dir unusable, 78 bad configuration.\n"
+      "See agentd(8) and agentd.toml(5).");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  flags.labels_set = app.count("--labels") > 0;
+  return Run(flags);
+}
+
+}  // namespace
+}  // namespace jobctl::agentd
+
+int main(int argc, char** argv) {
+  try {
+    return jobctl::agentd::Main(argc, argv);
+  } catch (const std::exception& e) {
+    jobctl::log::Error("fatal", {{"error", e.what()}});
+    return 70;  // EX_SOFTWARE
+  }
+}

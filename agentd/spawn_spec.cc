@@ -1,0 +1,93 @@
+#include "spawn_spec.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+namespace jobctl::agentd {
+namespace {
+
+bool IsLowerHex(const std::string& s, size_t n) {
+  if (s.size() != n) return false;
+  bool non_zero = false;
+  for (char c : s) {
+    bool digit = c >= '0' && c <= '9', letter = c >= 'a' && c <= 'f';
+    if (!digit && !letter) return false;
+    non_zero = non_zero || c != '0';
+  }
+  return non_zero;
+}
+
+Result<UserInfo> FromPasswd(int rc, const passwd* pw, const std::string& what) {
+  if (pw == nullptr) {
+    return rc == 0 ? Status::NotFound("no such user " + what)
+                   : Status::Unavailable("looking up user " + what + ": " + std::strerror(rc));
+  }
+  return UserInfo{pw->pw_name, pw->pw_uid, pw->pw_gid, pw->pw_dir ? pw->pw_dir : "/",
+                  pw->pw_shell && *pw->pw_shell ? pw->pw_shell : "/bin/sh"};
+}
+
+}  // namespace
+
+Result<UserInfo> LookUpUser(const std::string& name) {
+  passwd pw{}, *found = nullptr;
+  std::vector<char> buf(16384);
+  int rc = getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &found);
+  return FromPasswd(rc, found, "\"" + name + "\"");
+}
+
+Result<UserInfo> CurrentUser() {
+  passwd pw{}, *found = nullptr;
+  std::vector<char> buf(16384);
+  uid_t uid = geteuid();
+  int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &found);
+  if (found == nullptr && rc == 0) {
+    // A uid without a passwd entry (containers): still usable, with neutral values.
+    return UserInfo{std::to_string(uid), uid, getegid(), "/", "/bin/sh"};
+  }
+  return FromPasswd(rc, found, "uid " + std::to_string(uid));
+}
+
+std::string TraceParent(const std::string& trace_id, const std::string& span_id) {
+  if (!IsLowerHex(trace_id, 32) || !IsLowerHex(span_id, 16)) return "";
+  return "00-" + trace_id + "-" + span_id + "-01";
+}
+
+SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
+  // Cron's order: the user's identity first, then the job's env (which may change HOME or
+  // SHELL but not who the user is), then what the agent guarantees.
+  std::map<std::string, std::string> env = {{"HOME", c.user.home}, {"SHELL", c.user.shell}};
+  for (const auto& [k, v] : a.env) env[k] = v;
+  if (!env.count("PATH")) env["PATH"] = kDefaultPath;
+  env["USER"] = c.user.name;
+  env["LOGNAME"] = c.user.name;
+  env["JOB_NAME"] = a.job;
+  env["JOB_RUN_ID"] = std::to_string(a.key.run);
+  env["JOB_SHARD_INDEX"] = std::to_string(a.key.shard);
+  env["JOB_SHARD_TOTAL"] = std::to_string(a.shard_total);
+  env["JOB_SCHEDULED_AT"] = a.scheduled_at;
+  env["JOB_ATTEMPT"] = std::to_string(a.key.attempt);
+  env["JOB_FENCING_TOKEN"] = std::to_string(a.token);
+  if (std::string tp = TraceParent(a.trace_id, c.span_id); !tp.empty()) env["TRACEPARENT"] = tp;
+
+  SpawnSpec spec;
+  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+  std::vector<std::string> argv =
+      a.shell.empty() ? a.command : std::vector<std::string>{"/bin/sh", "-c", a.shell};
+  std::string cwd = !a.cwd.empty() ? a.cwd : a.run_as.empty() ? c.state_dir : c.user.home;
+  if (c.switch_user) {
+    // The helper enters cwd after dropping privileges, so the user must be able to.
+    spec.argv = {c.exe_path, "--exec-as", c.user.name, "--cwd", cwd, "--"};
+    spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
+    spec.cwd = "/";
+  } else {
+    spec.argv = std::move(argv);
+    spec.cwd = cwd;
+  }
+  return spec;
+}
+
+}  // namespace jobctl::agentd

@@ -1,0 +1,105 @@
+#include "spawn_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "running_shard.h"
+
+namespace jobctl::agentd {
+namespace {
+
+Assignment Sample() {
+  Assignment a;
+  a.key = {12, 1, 2};
+  a.shard_total = 3;
+  a.token = 57;
+  a.job = "nightly";
+  a.scheduled_at = "2026-11-22T04:29:20Z";
+  a.trace_id = "0af7651916cd43dd8448eb211c80319c";
+  a.shell = "echo $JOB_SHARD_INDEX";
+  a.env = {{"K", "V"}, {"USER", "mallory"}};
+  return a;
+}
+
+SpawnContext Context() {
+  return {"/usr/sbin/agentd", "/var/lib/agentd", {"svc", 1000, 1000, "/home/svc", "/bin/bash"},
+          false, "b7ad6b7169203331"};
+}
+
+bool Has(const SpawnSpec& s, const std::string& kv) {
+  return std::find(s.env.begin(), s.env.end(), kv) != s.env.end();
+}
+
+TEST(SpawnSpecTest, SetsTheJobVariablesAndTraceParent) {
+  SpawnSpec s = BuildSpawnSpec(Sample(), Context());
+  EXPECT_EQ(s.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo $JOB_SHARD_INDEX"}));
+  for (const char* kv : {"JOB_NAME=nightly", "JOB_RUN_ID=12", "JOB_SHARD_INDEX=1",
+                         "JOB_SHARD_TOTAL=3", "JOB_SCHEDULED_AT=2026-11-22T04:29:20Z",
+                         "JOB_ATTEMPT=2", "JOB_FENCING_TOKEN=57", "K=V",
+                         "TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}) {
+    EXPECT_TRUE(Has(s, kv)) << kv;
+  }
+}
+
+TEST(SpawnSpecTest, UserIdentityComesFromPasswdAndCannotBeOverridden) {
+  SpawnSpec s = BuildSpawnSpec(Sample(), Context());
+  EXPECT_TRUE(Has(s, "USER=svc"));
+  EXPECT_TRUE(Has(s, "LOGNAME=svc"));
+  EXPECT_TRUE(Has(s, "HOME=/home/svc"));
+  EXPECT_TRUE(Has(s, "SHELL=/bin/bash"));
+  EXPECT_TRUE(Has(s, std::string("PATH=") + kDefaultPath));
+}
+
+TEST(SpawnSpecTest, JobPathWins) {
+  Assignment a = Sample();
+  a.env["PATH"] = "/opt/bin";
+  EXPECT_TRUE(Has(BuildSpawnSpec(a, Context()), "PATH=/opt/bin"));
+}
+
+TEST(SpawnSpecTest, CwdIsTheJobsElseTheStateDirWithoutRunAs) {
+  Assignment a = Sample();
+  EXPECT_EQ(BuildSpawnSpec(a, Context()).cwd, "/var/lib/agentd");
+  a.cwd = "/srv";
+  EXPECT_EQ(BuildSpawnSpec(a, Context()).cwd, "/srv");
+}
+
+TEST(SpawnSpecTest, RunAsGoesThroughTheExecHelperEnteringHome) {
+  Assignment a = Sample();
+  a.run_as = "svc";
+  a.shell.clear();
+  a.command = {"/usr/bin/id", "-G"};
+  SpawnContext c = Context();
+  c.switch_user = true;
+  SpawnSpec s = BuildSpawnSpec(a, c);
+  EXPECT_EQ(s.argv, (std::vector<std::string>{"/usr/sbin/agentd", "--exec-as", "svc", "--cwd",
+                                              "/home/svc", "--", "/usr/bin/id", "-G"}));
+  EXPECT_EQ(s.cwd, "/");
+}
+
+TEST(SpawnSpecTest, InvalidTraceIdGivesNoTraceParent) {
+  EXPECT_EQ(TraceParent("00000000000000000000000000000000", "b7ad6b7169203331"), "");
+  EXPECT_EQ(TraceParent("0AF7651916CD43DD8448EB211C80319C", "b7ad6b7169203331"), "");
+  EXPECT_EQ(TraceParent("abc", "b7ad6b7169203331"), "");
+}
+
+TEST(ShardResultTest, OutcomeFollowsTheFirstStopReason) {
+  Assignment a = Sample();
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kNone, "", {0, 0}).outcome, Outcome::kExited);
+  ShardResult sig = RunningShard::ResultFor(a, StopReason::kNone, "", {0, 9});
+  EXPECT_EQ(sig.outcome, Outcome::kSignaled);
+  EXPECT_FALSE(sig.exit_code);
+  EXPECT_NE(sig.message.find("SIGKILL"), std::string::npos) << sig.message;
+  ShardResult t = RunningShard::ResultFor(a, StopReason::kTimeout, "timed out after 1s", {0, 15});
+  EXPECT_EQ(t.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(t.message, "timed out after 1s; killed by signal 15 (SIGTERM)");
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kCanceled, "x", {1, 0}).outcome,
+            Outcome::kCanceled);
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kLeaseLost, "x", {0, 15}).outcome,
+            Outcome::kLeaseLost);
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kDraining, "x", {0, 15}).outcome,
+            Outcome::kLeaseLost);
+}
+
+}  // namespace
+}  // namespace jobctl::agentd

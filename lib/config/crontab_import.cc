@@ -1,0 +1,466 @@
+// Import runs in two passes. The first reads every line (ParseCrontabLine), tracking the
+// settings in force the way cron does (a NAME=value applies to the job lines below it),
+// and produces a list of items in file order: free comment groups, notes, and jobs with
+// the comments attached above them. The second factors out what every job shares into
+// [defaults] and writes the text. Nothing is dropped silently: a line that cannot be
+// imported gives a warning and is kept as a comment where it was.
+#include "config/crontab_import.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "config/crontab_line.h"
+#include "config/job_file_edit.h"
+#include "model/job.h"
+#include "model/schedule.h"
+
+namespace jobctl {
+namespace {
+
+// Settings cron reads for its own mail; jobctl keeps output instead (jobctl logs).
+constexpr std::string_view kMailSettings[] = {"MAILTO", "MAILFROM", "CONTENT_TYPE",
+                                              "CONTENT_TRANSFER_ENCODING"};
+// The agent sets these for every run; a job's env may not (job_file.cc has the same list).
+constexpr std::string_view kReservedEnv[] = {"JOB_NAME",          "JOB_RUN_ID",  "JOB_SHARD_INDEX",
+                                             "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
+                                             "JOB_FENCING_TOKEN", "TRACEPARENT"};
+
+template <typename List>
+bool Contains(const List& list, std::string_view s) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+bool IsEnvName(std::string_view name) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto alnum = [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); };
+  return !name.empty() && alpha(name[0]) && std::all_of(name.begin(), name.end(), alnum);
+}
+
+// A TOML comment line for arbitrary text: TOML comments may not hold control characters.
+std::string CommentLine(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    out += (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f ? '?' : c;
+  return out;
+}
+
+// ---- Names -------------------------------------------------------------------------------
+
+std::vector<std::string> ShellWords(std::string_view s) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : s) {
+    if (quote != 0) {
+      if (c == quote)
+        quote = 0;
+      else
+        word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+bool IsAssignment(std::string_view w) {
+  size_t eq = w.find('=');
+  return eq != std::string_view::npos && eq > 0 && IsEnvName(w.substr(0, eq));
+}
+
+bool EndsClause(std::string_view w) {
+  return w == "&&" || w == "||" || w == ";" || w.ends_with(';');
+}
+
+// Programs that run the rest of their arguments as the command: their options that take
+// a value, and how many arguments of their own come first (a duration, a lock file).
+struct Wrapper {
+  std::string_view name;
+  std::string_view value_options;  // " -n -c ": blank-separated, blank-enclosed
+  int own_args;
+};
+constexpr Wrapper kWrappers[] = {
+    {"nice", " -n ", 0},       {"ionice", " -c -n -p ", 0}, {"nohup", "", 0},
+    {"exec", "", 0},           {"env", " -u -C -S ", 0},    {"time", "", 0},
+    {"chronic", "", 0},        {"sudo", " -u -g ", 0},      {"setsid", "", 0},
+    {"timeout", " -s -k ", 1}, {"flock", " -w -E ", 1},
+};
+
+const Wrapper* FindWrapper(std::string_view name) {
+  for (const Wrapper& w : kWrappers) {
+    if (w.name == name) return &w;
+  }
+  return nullptr;
+}
+
+// Programs whose first argument says better what runs: interpreters and run-parts DIR.
+constexpr std::string_view kRunners[] = {"sh",   "bash", "zsh",  "python", "python2",  "python3",
+                                         "perl", "php",  "ruby", "node",   "run-parts"};
+
+std::string Basename(std::string_view w) {
+  while (w.size() > 1 && w.back() == '/') w.remove_suffix(1);  // "/etc/cron.daily/"
+  size_t slash = w.find_last_of('/');
+  return std::string(slash == std::string_view::npos ? w : w.substr(slash + 1));
+}
+
+std::string WithoutSemicolons(std::string w) {
+  while (!w.empty() && w.back() == ';') w.pop_back();
+  return w;
+}
+
+// The word naming what the command runs (see JobNameForCommand).
+std::string ProgramWord(const std::vector<std::string>& w) {
+  // Past the options at j; those listed in `values` take the next word too.
+  auto skip_options = [&w](size_t j, std::string_view values) {
+    for (; j < w.size() && w[j].starts_with('-'); ++j) {
+      if (values.find(" " + w[j] + " ") != std::string_view::npos) ++j;
+    }
+    return j;
+  };
+  size_t i = 0;
+  while (i < w.size()) {
+    std::string word = WithoutSemicolons(w[i]);
+    std::string base = Basename(word);
+    if (IsAssignment(word) || word == "{" || word == "(" || word.empty()) {
+      ++i;
+    } else if (word == "cd" || word == "test" || word == "[" || word == "[[") {
+      while (i < w.size() && !EndsClause(w[i])) ++i;  // the clause and its && || ;
+      ++i;
+    } else if (const Wrapper* wrapper = FindWrapper(base)) {
+      i = skip_options(i + 1, wrapper->value_options) + static_cast<size_t>(wrapper->own_args);
+    } else if (Contains(kRunners, base)) {
+      // "perl -e CODE", "sh -c CODE": the interpreter's name is the best there is.
+      size_t j = skip_options(i + 1, "");
+      bool inline_code =
+          std::any_of(w.begin() + static_cast<long>(i) + 1, w.begin() + static_cast<long>(j),
+                      [](const std::string& o) { return o == "-c" || o == "-e"; });
+      return j < w.size() && !inline_code ? WithoutSemicolons(w[j]) : word;
+    } else {
+      return word;
+    }
+  }
+  return "";
+}
+
+std::string UniqueName(const std::string& base, std::set<std::string>* used) {
+  std::string name = base;
+  for (int n = 2; used->count(name) != 0; ++n) name = fmt::format("{}-{}", base, n);
+  used->insert(name);
+  return name;
+}
+
+// ---- Reading the crontab -----------------------------------------------------------------
+
+// A job as cron would run it, before it is written.
+struct Entry {
+  int line = 0;
+  std::vector<std::string> comments;  // attached above it
+  Job job;
+};
+
+struct Item {
+  std::vector<std::string> comments;  // a free comment group or note, or a job's comments
+  int entry = -1;                     // index into entries, or -1
+};
+
+// What NAME=value lines have set so far.
+struct Settings {
+  std::string timezone;  // CRON_TZ, else the host's
+  std::string shell;     // SHELL
+  std::map<std::string, std::string> env;
+};
+
+class Importer {
+ public:
+  Importer(const CrontabImportOptions& options, CrontabColumns columns)
+      : options_(options), columns_(columns) {
+    settings_.timezone = options.timezone;
+    used_names_.insert(options.taken_names.begin(), options.taken_names.end());
+  }
+
+  void Read(std::string_view text) {
+    int number = 0;
+    for (size_t pos = 0; pos < text.size();) {
+      size_t nl = text.find('\n', pos);
+      size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+      ReadLine(++number, text.substr(pos, end - pos));
+      pos = end;
+    }
+    FlushComments();
+  }
+
+  std::vector<Entry>& entries() { return entries_; }
+  const std::vector<Item>& items() const { return items_; }
+  std::vector<CrontabWarning>& warnings() { return warnings_; }
+
+ private:
+  void ReadLine(int number, std::string_view raw) {
+    CrontabLine line = ParseCrontabLine(raw, columns_);
+    switch (line.kind) {
+      case CrontabLine::Kind::kBlank:
+        FlushComments();
+        break;
+      case CrontabLine::Kind::kComment:
+        pending_.push_back(CommentLine(line.comment));
+        break;
+      case CrontabLine::Kind::kVariable:
+        Set(number, line);
+        break;
+      case CrontabLine::Kind::kJob:
+        AddJob(number, line, raw);
+        break;
+      case CrontabLine::Kind::kInvalid:
+        Skip(number, raw, line.error);
+        break;
+    }
+  }
+
+  void FlushComments() {
+    if (!pending_.empty()) items_.push_back({std::move(pending_), -1});
+    pending_.clear();
+  }
+
+  void Note(std::string text) {
+    FlushComments();
+    items_.push_back({{CommentLine("# " + text)}, -1});
+  }
+
+  void Warn(int number, std::string message) { warnings_.push_back({number, std::move(message)}); }
+
+  void Skip(int number, std::string_view raw, const std::string& why) {
+    std::string_view text = raw.substr(0, raw.find_first_of("\r\n"));
+    Warn(number, fmt::format("{}; line skipped", why));
+    Note(fmt::format("not imported (line {}: {}): {}", number, why, text));
+  }
+
+  void Set(int number, const CrontabLine& line) {
+    const std::string& name = line.name;
+    const std::string assignment = name + "=" + line.value;
+    if (name == "CRON_TZ") {
+      settings_.timezone = line.value;
+    } else if (name == "SHELL") {
+      settings_.shell = line.value == "/bin/sh" ? "" : line.value;
+      if (!settings_.shell.empty()) {
+        Note(
+            fmt::format("{}: the jobs below run their command with {} -c", assignment, line.value));
+      }
+    } else if (Contains(kMailSettings, name)) {
+      Note(fmt::format("{}: not imported (jobctl sends no mail; see jobctl logs)", assignment));
+    } else if (name == "RANDOM_DELAY") {
+      Note(fmt::format("{}: not imported; for a fixed spread per job use H in the schedule",
+                       assignment));
+    } else if (!IsEnvName(name) || Contains(kReservedEnv, name)) {
+      Warn(number,
+           fmt::format("{}: {}; not imported", name,
+                       IsEnvName(name) ? "reserved for the agent" : "not a valid variable name"));
+      Note(fmt::format("not imported (line {}): {}", number, assignment));
+    } else {
+      settings_.env[name] = line.value;
+    }
+  }
+
+  void AddJob(int number, const CrontabLine& line, std::string_view raw) {
+    if (line.schedule == "@reboot") {
+      return Skip(number, raw, "@reboot has no equivalent in jobctl (nothing runs at boot)");
+    }
+    Entry e;
+    e.line = number;
+    e.job.schedule = line.schedule;
+    e.job.timezone = settings_.timezone;
+    e.job.env = settings_.env;
+    e.job.run_as = columns_ == CrontabColumns::kSystem ? line.user : options_.user;
+    CronCommand cmd = SplitCronCommand(line.command);
+    std::string script = cmd.input ? WithInput(cmd.command, *cmd.input) : cmd.command;
+    if (settings_.shell.empty()) {
+      e.job.shell = script;
+    } else {
+      e.job.command = {settings_.shell, "-c", script};
+    }
+    std::string base = JobNameForCommand(cmd.command);
+    Result<Schedule> schedule =
+        Schedule::Parse({.expr = e.job.schedule, .timezone = e.job.timezone, .hash_key = base});
+    if (!schedule.ok()) return Skip(number, raw, schedule.status().message());
+    e.job.name = UniqueName(base, &used_names_);
+    e.comments = std::move(pending_);
+    pending_.clear();
+    if (cmd.input) {
+      e.comments.push_back(CommentLine(
+          fmt::format("# crontab line {}: {}", number, raw.substr(0, raw.find_first_of("\r\n")))));
+    }
+    items_.push_back({{}, static_cast<int>(entries_.size())});
+    entries_.push_back(std::move(e));
+  }
+
+  // cron writes the text after '%' to the command's stdin; printf does the same.
+  static std::string WithInput(const std::string& command, const std::string& input) {
+    std::string quoted = "'";
+    for (char c : input) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    // A list (a; b, a && b, a &) must take stdin as a whole: put it in a group.
+    bool list = command.find_first_of(";&#\n") != std::string::npos ||
+                command.find("||") != std::string::npos;
+    std::string target = list ? "{ " + command + "\n}" : command;
+    return "printf '%s' " + quoted + " | " + target;
+  }
+
+  const CrontabImportOptions& options_;
+  CrontabColumns columns_;
+  Settings settings_;
+  std::set<std::string> used_names_;
+  std::vector<std::string> pending_;  // comment lines not yet attached
+  std::vector<Entry> entries_;
+  std::vector<Item> items_;
+  std::vector<CrontabWarning> warnings_;
+};
+
+// ---- Format detection --------------------------------------------------------------------
+
+CrontabFormat Detect(std::string_view text, const CrontabImportOptions& o, std::string* because) {
+  if (o.format != CrontabFormat::kAuto) return o.format;
+  if (o.source == "/etc/crontab" || o.source.starts_with("/etc/cron.d/")) {
+    *because =
+        o.source == "/etc/crontab" ? "the file is /etc/crontab" : "the file is in /etc/cron.d";
+    return CrontabFormat::kSystem;
+  }
+  if (!o.is_user) return CrontabFormat::kUser;
+  int jobs = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t nl = text.find('\n', pos);
+    size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+    CrontabLine line = ParseCrontabLine(text.substr(pos, end - pos), CrontabColumns::kSystem);
+    pos = end;
+    if (line.kind == CrontabLine::Kind::kInvalid) return CrontabFormat::kUser;
+    if (line.kind != CrontabLine::Kind::kJob) continue;
+    if (!o.is_user(line.user)) return CrontabFormat::kUser;
+    ++jobs;
+  }
+  if (jobs == 0) return CrontabFormat::kUser;
+  *because = "every job line names a user on this host before its command";
+  return CrontabFormat::kSystem;
+}
+
+// ---- Writing -----------------------------------------------------------------------------
+
+struct Shared {
+  std::string timezone;
+  std::map<std::string, std::string> env;
+  bool empty() const { return timezone.empty() && env.empty(); }
+};
+
+// Moves what every job has in common into a [defaults] table's worth of settings.
+Shared FactorOut(std::vector<Entry>& entries) {
+  Shared shared;
+  if (entries.empty()) return shared;
+  auto all = [&entries](auto same) { return std::all_of(entries.begin(), entries.end(), same); };
+  const Job& first = entries.front().job;
+  if (!first.timezone.empty() &&
+      all([&first](const Entry& e) { return e.job.timezone == first.timezone; })) {
+    shared.timezone = first.timezone;
+  }
+  for (const auto& [name, value] : first.env) {
+    if (all([&](const Entry& e) {
+          auto it = e.job.env.find(name);
+          return it != e.job.env.end() && it->second == value;
+        })) {
+      shared.env[name] = value;
+    }
+  }
+  for (Entry& e : entries) {
+    if (!shared.timezone.empty()) e.job.timezone.clear();
+    for (const auto& kv : shared.env) e.job.env.erase(kv.first);
+  }
+  return shared;
+}
+
+std::string RenderDefaults(const Shared& shared) {
+  std::string out = "[defaults]\n";
+  if (!shared.timezone.empty()) out += "timezone = " + TomlString(shared.timezone) + "\n";
+  if (!shared.env.empty()) {
+    out += "env = { ";
+    std::string sep;
+    for (const auto& [k, v] : shared.env) {
+      out += sep + k + " = " + TomlString(v);
+      sep = ", ";
+    }
+    out += " }\n";
+  }
+  return out;
+}
+
+std::string Lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string JobNameForCommand(std::string_view command) {
+  std::string word = Basename(ProgramWord(ShellWords(command)));
+  std::string name;
+  for (char c : word) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) c = '-';
+    if (c == '-' && !name.empty() && name.back() == '-') continue;
+    if (name.empty() && !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) continue;
+    name += c;
+  }
+  if (name.size() > 100) name.resize(100);  // room for "-N" within the 128 allowed
+  while (!name.empty() && (name.back() == '-' || name.back() == '.')) name.pop_back();
+  return name.empty() ? "job" : name;
+}
+
+CrontabImport ImportCrontab(std::string_view text, const CrontabImportOptions& options) {
+  CrontabImport result;
+  result.format = Detect(text, options, &result.detected_because);
+  Importer importer(options, result.format == CrontabFormat::kSystem ? CrontabColumns::kSystem
+                                                                     : CrontabColumns::kUser);
+  importer.Read(text);
+  result.warnings = std::move(importer.warnings());
+  std::vector<Entry>& entries = importer.entries();
+  result.jobs = static_cast<int>(entries.size());
+  if (entries.empty()) return result;
+
+  Shared shared;
+  if (options.shared == SharedSettings::kDefaultsTable) {
+    shared = FactorOut(entries);
+  } else {
+    for (Entry& e : entries) {
+      if (e.job.timezone.empty()) e.job.timezone = "UTC";
+    }
+  }
+  std::string out = CommentLine(fmt::format(
+                        "# Imported from {} by jobctl import-crontab ({} crontab).", options.source,
+                        result.format == CrontabFormat::kSystem ? "system" : "user")) +
+                    "\n";
+  const std::vector<Item>& items = importer.items();
+  size_t i = 0;
+  for (; i < items.size() && items[i].entry < 0; ++i) out += "\n" + Lines(items[i].comments);
+  if (!shared.empty()) out += "\n" + RenderDefaults(shared);
+  for (; i < items.size(); ++i) {
+    out += "\n" + Lines(items[i].comments);
+    if (items[i].entry >= 0) {
+      const Entry& e = entries[static_cast<size_t>(items[i].entry)];
+      out += Lines(e.comments) + RenderJob(e.job);
+    }
+  }
+  result.toml = std::move(out);
+  return result;
+}
+
+}  // namespace jobctl
