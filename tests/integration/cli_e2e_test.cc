@@ -1,0 +1,159 @@
+// jobctl against a real coordinator and agent, as sysadmins and CI use it.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testlib/cluster.h"
+
+namespace jobctl::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+class CliE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    coord_ = std::make_unique<Coordinator>(dir_);
+    coord_->Start();
+    agent_ = std::make_unique<AgentProcess>(*coord_, dir_, "host-1");
+    ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); }, seconds(20)));
+    env_ = {{"JOBCTL_COORDINATOR", coord_->url()}, {"JOBCTL_TOKEN", coord_->admin_token()},
+            {"HOME", dir_.path()}, {"NO_COLOR", "1"}};
+  }
+  void TearDown() override {
+    if (!HasFailure()) return;
+    std::cerr << "---- coordinator ----\n" << coord_->Logs() << "---- agent ----\n" << agent_->Logs();
+  }
+  ProcessResult Jobctl(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
+    args.insert(args.begin(), JOBCTL_BIN);
+    RunOptions o;
+    o.env = env_;
+    for (auto& [k, v] : extra) o.env[k] = v;
+    o.cwd = dir_.path();
+    o.timeout = seconds(60);
+    return jobctl::testing::Run(args, o);
+  }
+  TempDir dir_;
+  std::unique_ptr<Coordinator> coord_;
+  std::unique_ptr<AgentProcess> agent_;
+  std::map<std::string, std::string> env_;
+};
+
+const char* kJobs =
+    "# jobs for the CLI tests\n"
+    "[[job]]\n"
+    "name = \"ok\"\n"
+    "schedule = \"@yearly\"\n"
+    "shell = \"echo hello from $JOB_NAME; echo to-stderr >&2\"\n"
+    "\n"
+    "[[job]]\n"
+    "name = \"bad\"   # always fails\n"
+    "schedule = \"@yearly\"\n"
+    "shell = \"echo failing; exit 3\"\n"
+    "\n"
+    "[[job]]\n"
+    "name = \"slow\"\n"
+    "schedule = \"@yearly\"\n"
+    "shell = \"for i in 1 2 3 4 5; do echo step $i; sleep 0.3; done\"\n"
+    "\n"
+    "[[job]]\n"
+    "name = \"three\"\n"
+    "schedule = \"@yearly\"\n"
+    "shards = 3\n"
+    "shell = \"echo part $JOB_SHARD_INDEX\"\n";
+
+TEST_F(CliE2eTest, TriggerWaitExitsWithTheJobsResultAndFollowPrintsItsOutput) {
+  dir_.Write("jobs.toml", kJobs);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult ok = Jobctl({"trigger", "ok", "--wait", "--follow"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "hello from ok\n");
+  EXPECT_NE(ok.err.find("to-stderr\n"), std::string::npos);
+  EXPECT_NE(ok.err.find("succeeded"), std::string::npos) << ok.err;
+  ProcessResult bad = Jobctl({"trigger", "bad", "--wait"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("failed"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("exit 3"), std::string::npos) << bad.err;
+  // Several shards: each line says which shard printed it.
+  ProcessResult three = Jobctl({"trigger", "three", "--wait", "--follow"});
+  EXPECT_EQ(three.exit_code, 0) << three.err;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(three.out.find("[shard " + std::to_string(i) + "] part " + std::to_string(i) + "\n"),
+              std::string::npos) << three.out;
+  }
+  // Without --wait: just the run id.
+  ProcessResult id = Jobctl({"trigger", "ok"});
+  EXPECT_EQ(id.exit_code, 0);
+  EXPECT_NO_THROW((void)std::stoll(id.out));
+}
+
+TEST_F(CliE2eTest, LogsFollowOfARunningJobEndsWhenTheRunEnds) {
+  dir_.Write("jobs.toml", kJobs);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult id = Jobctl({"trigger", "slow"});
+  ASSERT_EQ(id.exit_code, 0);
+  std::string run = id.out.substr(0, id.out.find('\n'));
+  ProcessResult logs = Jobctl({"logs", "-f", run});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "step 1\nstep 2\nstep 3\nstep 4\nstep 5\n");
+  // By job name: its latest run.
+  EXPECT_EQ(Jobctl({"logs", "slow"}).out, logs.out);
+}
+
+TEST_F(CliE2eTest, ApplyDiffPullRoundTripTheFileByteExact) {
+  dir_.Write("jobs.toml", kJobs);
+  EXPECT_EQ(Jobctl({"diff"}).exit_code, 1);  // all four would be created
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  EXPECT_EQ(Jobctl({"diff"}).exit_code, 0);
+  ASSERT_EQ(Jobctl({"pull", "-o", dir_.path() + "/pulled.toml"}).exit_code, 0);
+  EXPECT_EQ(dir_.Read("pulled.toml"), kJobs);
+  // A field change shows up field by field.
+  std::string changed = kJobs;
+  changed.replace(changed.find("shards = 3"), 10, "shards = 4");
+  dir_.Write("jobs.toml", changed);
+  ProcessResult diff = Jobctl({"diff"});
+  EXPECT_EQ(diff.exit_code, 1);
+  EXPECT_NE(diff.out.find("shards: 3 -> 4"), std::string::npos) << diff.out;
+  // Someone else applies meanwhile: our apply is refused with who did it.
+  coord_->PostJson("/v1/jobfile", {{"text", kJobs + std::string("\n# touched\n")}, {"base_revision", -1},
+                                   {"author", "alice"}});
+  ProcessResult stale = Jobctl({"apply"});
+  EXPECT_EQ(stale.exit_code, 75);
+  EXPECT_NE(stale.err.find("alice"), std::string::npos) << stale.err;
+}
+
+TEST_F(CliE2eTest, JsonOutputParsesAndHasTheDocumentedFields) {
+  dir_.Write("jobs.toml", kJobs);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ASSERT_EQ(Jobctl({"trigger", "ok", "--wait"}).exit_code, 0);
+  json list = json::parse(Jobctl({"list", "-o", "json"}).out);
+  ASSERT_EQ(list.size(), 4u);
+  for (const char* f : {"name", "schedule", "next_fire", "paused", "last_state"}) {
+    EXPECT_TRUE(list[0].contains(f)) << f;
+  }
+  json runs = json::parse(Jobctl({"runs", "-o", "json"}).out);
+  ASSERT_FALSE(runs.empty());
+  for (const char* f : {"id", "job", "reason", "scheduled_at", "state", "shards"}) {
+    EXPECT_TRUE(runs[0].contains(f)) << f;
+  }
+  for (const char* f : {"index", "agent", "state", "attempt", "exit_code"}) {
+    EXPECT_TRUE(runs[0]["shards"][0].contains(f)) << f;
+  }
+  EXPECT_EQ(runs[0]["reason"], "manual");
+  json agents = json::parse(Jobctl({"agents", "-o", "json"}).out);
+  EXPECT_EQ(agents[0]["name"], "host-1");
+}
+
+TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
+  ProcessResult denied = Jobctl({"list"}, {{"JOBCTL_TOKEN", "jc_not_a_token"}});
+  EXPECT_EQ(denied.exit_code, 77);
+  ProcessResult gone = Jobctl({"list"}, {{"JOBCTL_COORDINATOR", "http://127.0.0.1:1"}});
+  EXPECT_EQ(gone.exit_code, 69);
+  EXPECT_NE(gone.err.find("http://127.0.0.1:1"), std::string::npos) << gone.err;
+  ProcessResult missing = Jobctl({"trigger", "nope"});
+  EXPECT_EQ(missing.exit_code, 65);
+  EXPECT_EQ(missing.err, "jobctl: trigger nope: no such job: nope\n");
+}
+
+}  // namespace
+}  // namespace jobctl::testing
