@@ -1,4 +1,6 @@
 // jobctl trigger, runs, logs, cancel, retry: runs of jobs, started by hand or by schedule.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -94,6 +96,12 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
   }
   json last;
+  // On a terminal, a spinner with the run's state and the time spent shows it is alive;
+  // on a pipe (CI logs) nothing but the summary.
+  const bool progress = !opt.follow && isatty(STDERR_FILENO) != 0;
+  const auto started = std::chrono::steady_clock::now();
+  static constexpr const char* kSpinner[] = {"|", "/", "-", "\\"};
+  int tick = 0;
   while (true) {
     if (g_interrupted) {
       if (opt.cancel_on_interrupt) {
@@ -110,12 +118,19 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
                 << " after " << opt.timeout << " (it goes on; jobctl logs -f " << id << ")\n";
       return kExitTempFail;
     }
-    Result<json> r = (*client)->Get("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=2000",
+    Result<json> r = (*client)->Get("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=" +
+                                        (progress ? "500" : "2000"),
                                     std::chrono::seconds(40));
     if (!r.ok()) return Fail("trigger", opt.job, r.status());
     if ((*r).value("done", false) || (JsonString(*r, "finished_at") != "")) {
+      if (progress) std::cerr << "\r\x1b[K";
       last = *r;
       break;
+    }
+    if (progress) {
+      auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+      std::cerr << "\r\x1b[K" << kSpinner[tick++ % 4] << " run " << id << " of " << opt.job << ": "
+                << JsonString(*r, "state") << " (" << FormatDuration(secs) << ")" << std::flush;
     }
   }
   if (g.format() == OutputFormat::kJson) PrintJson(last); else std::cerr << Summary(last) << '\n';
@@ -221,7 +236,8 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   trigger->add_option("name", t->job, "Job name")->required();
   trigger->add_flag("--wait", t->wait, "Wait for the run to end; exit 0 if it succeeded, 1 if not");
   trigger->add_flag("--follow", t->follow, "Stream the output of every shard while it runs (implies --wait)");
-  trigger->add_option("--env", t->env, "Extra environment for this run, K=V (repeatable)");
+  trigger->add_option("--env", t->env, "Extra environment for this run, K=V (repeatable)")
+      ->allow_extra_args(false);
   trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
   trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
   trigger->add_flag("--cancel-on-interrupt", t->cancel_on_interrupt,
