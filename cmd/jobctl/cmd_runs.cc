@@ -178,6 +178,7 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
 
 struct LogsOptions {
   std::string target;
+  std::string since;
   bool follow = false;
   int shard = -1;
   std::string stream;
@@ -205,6 +206,11 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   fo.follow = opt.follow;
   if (opt.shard >= 0) fo.shard = opt.shard;
   fo.stream = opt.stream;
+  if (!opt.since.empty()) {
+    Result<Millis> d = ParseDuration(opt.since);
+    if (!d.ok()) return Fail("logs", "--since", d.status(), kExitUsage);
+    fo.since = SystemClock().Now() - *d;
+  }
   fo.prefix = opt.shard < 0 && (*info)["shard_total"].get<int>() > 1;
   fo.stop = &g_interrupted;
   LogFollower follower(client->get(), run, fo);
@@ -266,6 +272,7 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   logs->add_option("run", l->target, "Run id, or job name for its latest run")->required();
   logs->add_flag("-f,--follow", l->follow, "Keep printing until the run ends");
   logs->add_option("--shard", l->shard, "Only this shard");
+  logs->add_option("--since", l->since, "Only output printed within this duration, e.g. 10m");
   logs->add_option("--stream", l->stream, "Only stdout or stderr")
       ->check(CLI::IsMember({"stdout", "stderr"}));
   logs->footer("Example:\n  jobctl logs -f 1234\n  jobctl logs nightly-backup --stream stderr");

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "base/base64.h"
+#include "model/time_format.h"
 #include "output.h"
 
 namespace jobctl::cli {
@@ -51,6 +52,10 @@ Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
   Result<nlohmann::json> r = client_->Get(path, std::chrono::milliseconds(wait_ms + 30'000));
   if (!r.ok()) return r.status();
   for (const auto& ch : (*r)["chunks"]) {
+    if (options_.since) {
+      Result<WallTime> at = ParseInstant(JsonString(ch, "at"));
+      if (at.ok() && *at < *options_.since) continue;
+    }
     std::string stream = JsonString(ch, "stream");
     std::string data = Base64Decode(JsonString(ch, "data"));
     std::string shard = "shard " + std::to_string(ch["shard"].get<int>());

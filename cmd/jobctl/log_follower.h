@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "base/clock.h"
 #include "client.h"
 
 namespace jobctl::cli {
@@ -17,6 +18,7 @@ struct FollowOptions {
   std::optional<int> shard;
   std::string stream;  // "", "stdout" or "stderr"
   bool prefix = false;
+  std::optional<WallTime> since;  // skip output received before this
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler: return early
 };
 
