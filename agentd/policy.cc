@@ -11,13 +11,19 @@ bool Listed(const std::vector<std::string>& list, const std::string& name) {
 }
 
 Status CheckUser(const Assignment& a, const Policy& p, const AgentUser& self) {
-  // No run_as: the shard runs as agentd itself, which the host chose by starting it so.
-  if (a.run_as.empty()) return Status::Ok();
-  if (a.run_as == "root") {
+  // Root is refused unless the host lists it, whether a job asks for it by name or gets it
+  // by naming no user while agentd itself runs as root (as the packaged service does):
+  // otherwise anyone who may apply a job file could run anything as root on every host.
+  const std::string& user = a.run_as.empty() ? self.name : a.run_as;
+  if (user == "root" || (a.run_as.empty() && self.is_root)) {
     if (Listed(p.allow_run_as, "root")) return Status::Ok();
-    return Status::PermissionDenied("run_as root is refused: root is not in allow_run_as");
+    return Status::PermissionDenied(
+        a.run_as.empty() ? "the job would run as root (agentd's own user; it sets no run_as) "
+                           "and root is not in allow_run_as"
+                         : "run_as root is refused: root is not in allow_run_as");
   }
-  if (a.run_as == self.name) return Status::Ok();
+  // No run_as: the shard runs as agentd's own (unprivileged) user.
+  if (a.run_as.empty() || a.run_as == self.name) return Status::Ok();
   if (!Listed(p.allow_run_as, a.run_as)) {
     return Status::PermissionDenied("run_as \"" + a.run_as + "\" is not in allow_run_as");
   }

@@ -16,8 +16,14 @@ const AgentUser kRoot{"root", true};
 const AgentUser kPlain{"agent", false};
 
 TEST(PolicyTest, JobWithoutRunAsRunsAsAgentdsOwnUser) {
-  EXPECT_TRUE(CheckPolicy(Command({"/bin/true"}), {}, kRoot).ok());
   EXPECT_TRUE(CheckPolicy(Command({"/bin/true"}), {}, kPlain).ok());
+}
+
+TEST(PolicyTest, JobWithoutRunAsUnderARootAgentNeedsRootListed) {
+  Status s = CheckPolicy(Command({"/bin/true"}), {{"www-data"}, {}}, kRoot);
+  EXPECT_EQ(s.code(), Status::Code::kPermissionDenied);
+  EXPECT_NE(s.message().find("would run as root"), std::string::npos) << s.message();
+  EXPECT_TRUE(CheckPolicy(Command({"/bin/true"}), {{"root"}, {}}, kRoot).ok());
 }
 
 TEST(PolicyTest, RunAsRootIsRefusedUnlessListed) {
