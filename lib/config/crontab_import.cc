@@ -371,7 +371,10 @@ Shared FactorOut(std::vector<Entry>& entries) {
       all([&first](const Entry& e) { return e.job.timezone == first.timezone; })) {
     shared.timezone = first.timezone;
   }
-  for (const auto& [name, value] : first.env) {
+  // Named references, not structured bindings: clang 14 cannot capture the latter.
+  for (const auto& kv : first.env) {
+    const std::string& name = kv.first;
+    const std::string& value = kv.second;
     if (all([&](const Entry& e) {
           auto it = e.job.env.find(name);
           return it != e.job.env.end() && it->second == value;
