@@ -119,10 +119,7 @@ Result<Job> JobFromOptions(const AddOptions& opt, int* rc) {
   job.schedule = opt.schedule;
   job.dialect = *ParseDialect(opt.dialect);
   job.timezone = opt.timezone;
-  Result<Schedule> schedule = Schedule::Parse({.expr = job.schedule,
-                                               .dialect = job.dialect,
-                                               .timezone = job.timezone,
-                                               .hash_key = job.name});
+  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(job));
   if (!schedule.ok()) return schedule.status();
   job.command = opt.command;
   job.shell = opt.shell;

@@ -24,7 +24,7 @@ struct ValidateOptions {
 // The next `count` fires of every job, as ISO-8601 local times in the job's zone.
 std::vector<std::string> NextFires(const Job& job, int count, WallTime from) {
   std::vector<std::string> out;
-  Result<Schedule> s = Schedule::Parse({job.schedule, job.dialect, job.timezone, job.name});
+  Result<Schedule> s = Schedule::Parse(ScheduleSpecOf(job));
   if (!s.ok()) return out;
   for (WallTime t = from; static_cast<int>(out.size()) < count;) {
     std::optional<WallTime> n = s->Next(t);

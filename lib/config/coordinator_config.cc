@@ -8,11 +8,6 @@
 #include <sstream>
 
 namespace jobctl {
-namespace {
-
-
-
-}  // namespace
 
 Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename) {
   toml::table root;
@@ -47,9 +42,12 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "timeout_grace") dur(node, key, &c.timeout_grace);
     else if (key == "log_cap") {
       if (auto v = ParseSize(node)) c.log_cap_bytes = *v; else fail(node, key, "a size like \"64MiB\"");
+    } else if (key == "max_jobfile") {
+      if (auto v = ParseSize(node); v && *v > 0) c.max_jobfile_bytes = *v;
+      else fail(node, key, "a size like \"8MiB\"");
     } else {
       fail(node, key, "one of listen, data_dir, log_level, lease_ttl, heartbeat, misfire_grace, "
-                      "timeout_grace, log_cap (unknown key)");
+                      "timeout_grace, log_cap, max_jobfile (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {

@@ -23,6 +23,7 @@ struct CoordinatorConfig {
   // an agent that vanished without losing its lease).
   Millis timeout_grace = std::chrono::seconds(60);
   int64_t log_cap_bytes = 64LL << 20;  // per run
+  int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";
 };
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <span>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "model/schedule.h"
+#include "model/time_format.h"
 #include "model/zone.h"
 
 namespace jobctl {
@@ -397,6 +399,29 @@ void ApplyTimezone(const Node& n, Key k, Scope& s, Draft& d) {
   d.job.timezone = std::move(*name);
 }
 
+// An instant: a TOML offset date-time (anchor = 2026-01-01T00:00:30Z) or the same as a string.
+void ApplyAnchor(const Node& n, Key k, Scope& s, Draft& d) {
+  std::string text;
+  if (const toml::value<toml::date_time>* v = n.as_date_time()) {
+    const toml::date_time& dt = v->get();
+    if (!dt.offset) {
+      return s.Fail(n, k, "expected an instant with an offset (Z or +HH:MM), got " + Render(n));
+    }
+    int off = dt.offset->minutes;
+    text = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}{}{:02}:{:02}", dt.date.year,
+                       dt.date.month, dt.date.day, dt.time.hour, dt.time.minute, dt.time.second,
+                       dt.time.nanosecond / 1'000'000, off < 0 ? '-' : '+', std::abs(off) / 60,
+                       std::abs(off) % 60);
+  } else if (auto str = n.value_exact<std::string>()) {
+    text = *str;
+  } else {
+    return s.Fail(n, k, "expected an instant like 2026-01-01T00:00:30Z, got " + Render(n));
+  }
+  Result<WallTime> at = ParseInstant(text);
+  if (!at.ok()) return s.Fail(n, k, at.status().message());
+  d.job.anchor_ms = ToUnixMs(*at);
+}
+
 void ApplyCwd(const Node& n, Key k, Scope& s, Draft& d) {
   std::optional<std::string> dir = ReadString(n, k, s);
   if (dir && !dir->starts_with('/')) {
@@ -411,6 +436,7 @@ constexpr KeySpec kJobKeys[] = {
     {"name", nullptr, Where::kJobOnly},
     {"schedule", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.schedule, ReadNonEmptyString(n, k, s)); }, Where::kJobOnly},
+    {"anchor", ApplyAnchor, Where::kJobOnly},
     {"command", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.command, ReadCommand(n, k, s)); }, Where::kJobOnly},
     {"shell", [](const Node& n, Key k, Scope& s, Draft& d) {
@@ -608,11 +634,14 @@ void JobFileReader::CheckCommand(const toml::table& t, Scope& s) {
 
 void JobFileReader::CheckSchedule(const toml::table& t, const Draft& d, Scope& s) {
   if (d.job.schedule.empty() || !d.dialect_ok || !d.timezone_ok) return;
-  Result<Schedule> schedule = Schedule::Parse({.expr = d.job.schedule,
-                                               .dialect = d.job.dialect,
-                                               .timezone = d.job.timezone,
-                                               .hash_key = d.job.name});
-  if (schedule.ok()) return;
+  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(d.job));
+  if (schedule.ok()) {
+    if (const Node* anchor = t.get("anchor"); anchor && !schedule->is_every()) {
+      s.Fail(*anchor, "anchor", "only applies to @every schedules; \"" + d.job.schedule +
+                                    "\" fires on the calendar");
+    }
+    return;
+  }
   // Schedule's messages already start with `schedule "EXPR"`; don't say "schedule" twice.
   const std::string& message = schedule.status().message();
   s.Fail(*t.get("schedule"), message.starts_with("schedule ") ? "" : "schedule", message);

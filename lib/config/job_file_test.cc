@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/time_format.h"
+
 namespace jobctl {
 namespace {
 
@@ -436,6 +438,50 @@ shell = "true"
 )"),
             (Lines{R"(jobs.toml:3:12: job "x": schedule "0 25 * * *": field 2 (hour): 25 is out )"
                    R"(of range 0-23)"}));
+}
+
+TEST(JobFileTest, AnchorMovesTheGridOfAnEverySchedule) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "a"
+schedule = "@every 10s"
+anchor = 2026-01-01T00:00:07.250Z
+shell = "true"
+[[job]]
+name = "b"
+schedule = "@every 1m"
+anchor = "2026-01-01T01:00:30+01:00"
+shell = "true"
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
+  EXPECT_EQ(r.file.jobs[0].anchor_ms, ToUnixMs(*ParseInstant("2026-01-01T00:00:07.250Z")));
+  EXPECT_EQ(r.file.jobs[1].anchor_ms, ToUnixMs(*ParseInstant("2026-01-01T00:00:30Z")));
+  Result<Schedule> every = Schedule::Parse(ScheduleSpecOf(r.file.jobs[0]));
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(every->Next(*ParseInstant("2026-11-22T09:00:00Z")), *ParseInstant("2026-11-22T09:00:07.250Z"));
+}
+
+TEST(JobFileTest, AnchorNeedsAnEveryScheduleAndAnInstant) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "0 * * * *"
+anchor = 2026-01-01T00:00:00Z
+shell = "true"
+[[job]]
+name = "b"
+schedule = "@every 10s"
+anchor = 2026-01-01T00:00:00
+shell = "true"
+[[job]]
+name = "c"
+schedule = "@every 10s"
+anchor = "tomorrow"
+shell = "true"
+)"),
+            (Lines{R"(jobs.toml:4:10: job "a": anchor: only applies to @every schedules; "0 * * * *" fires on the calendar)",
+                   R"(jobs.toml:9:10: job "b": anchor: expected an instant with an offset (Z or +HH:MM), got 2026-01-01T00:00:00)",
+                   R"(jobs.toml:14:10: job "c": anchor: expected an instant like 2024-03-10T07:00:00Z or 2024-03-10T02:00:00-05:00, got "tomorrow")"}));
 }
 
 TEST(JobFileTest, ScheduleIsCheckedInTheDialectFromDefaults) {

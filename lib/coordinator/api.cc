@@ -74,8 +74,9 @@ const std::vector<Api::Route>& Api::Routes() {
   return kRoutes;
 }
 
-size_t Api::BodyLimit(const http::Request& head) {
-  if (head.path == "/v1/jobfile") return 8 << 20;
+size_t Api::BodyLimit(const http::Request& head, size_t max_jobfile) {
+  // The job file travels as a JSON string: leave room for its escapes.
+  if (head.path == "/v1/jobfile") return max_jobfile + max_jobfile / 4 + 4096;
   if (head.path == "/v1/agent/logs") return 256 << 10;
   return 1 << 20;
 }

@@ -53,8 +53,9 @@ class Api {
 
   Api(Context* ctx, Parts parts) : ctx_(ctx), p_(std::move(parts)) {}
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
-  // The body limit per route (8 MiB for the job file, 256 KiB for a log chunk, else 1 MiB).
-  static size_t BodyLimit(const http::Request& head);
+  // The body limit per route: `max_jobfile` for the job file (8 MiB by default), 256 KiB for a
+  // log chunk, else 1 MiB.
+  static size_t BodyLimit(const http::Request& head, size_t max_jobfile);
   static const std::vector<Route>& Routes();
 
  private:

@@ -198,7 +198,8 @@ Status Coordinator::Start() {
                                              scheduler_.get(), applier_.get(), &auth_,
                                              log_hub_.get(), [this] { return loaded_; }});
   http::Limits limits;
-  limits.body_limit = &Api::BodyLimit;
+  limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
+                          const http::Request& head) { return Api::BodyLimit(head, max); };
   // Long-polls hold a connection up to a minute; idle keep-alive connections a little longer.
   limits.idle_timeout_ms = 90'000;
   server_ = std::make_unique<http::HttpServer>(

@@ -26,21 +26,16 @@ JobEntry* JobIndex::FindByName(std::string_view name) {
 }
 
 Result<std::shared_ptr<const Schedule>> JobIndex::CompileSchedule(const Job& job) {
-  return CompileSchedule(job.schedule, job.dialect, job.timezone, job.name);
-}
-
-Result<std::shared_ptr<const Schedule>> JobIndex::CompileSchedule(const std::string& expr,
-                                                                  Dialect dialect,
-                                                                  const std::string& timezone,
-                                                                  const std::string& name) {
   // H values depend on the job's name; every other schedule is the same for everyone.
+  const std::string& expr = job.schedule;
   bool hashed = expr.find('H') != std::string::npos || expr.find('h') != std::string::npos;
-  std::string key = expr + '\x1f' + std::string(DialectName(dialect)) + '\x1f' + timezone +
-                    (hashed ? '\x1f' + name : std::string());
+  std::string key = expr + '\x1f' + std::string(DialectName(job.dialect)) + '\x1f' +
+                    job.timezone + '\x1f' + std::to_string(job.anchor_ms) +
+                    (hashed ? '\x1f' + job.name : std::string());
   if (auto it = schedules_.find(key); it != schedules_.end()) {
     if (auto shared = it->second.lock()) return shared;
   }
-  Result<Schedule> parsed = Schedule::Parse({expr, dialect, timezone, name});
+  Result<Schedule> parsed = Schedule::Parse(ScheduleSpecOf(job));
   if (!parsed.ok()) return parsed.status();
   auto shared = std::make_shared<const Schedule>(std::move(*parsed));
   schedules_[key] = shared;

@@ -47,12 +47,9 @@ class JobIndex {
   const std::unordered_map<int64_t, JobEntry>& all() const { return jobs_; }
   size_t size() const { return jobs_.size(); }
 
-  // Compiles (or reuses) the schedule of a job; hashed (H) schedules are per job name.
+  // Compiles (or reuses) the schedule of a job; hashed (H) schedules are per job name,
+  // anchored @every schedules per anchor.
   Result<std::shared_ptr<const Schedule>> CompileSchedule(const Job& job);
-  // The same, from the parts stored per job.
-  Result<std::shared_ptr<const Schedule>> CompileSchedule(const std::string& expr, Dialect dialect,
-                                                          const std::string& timezone,
-                                                          const std::string& name);
 
  private:
   std::unordered_map<int64_t, JobEntry> jobs_;

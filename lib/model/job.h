@@ -13,6 +13,7 @@
 
 #include "base/duration.h"
 #include "model/cron.h"
+#include "model/schedule.h"
 
 namespace jobctl {
 
@@ -56,6 +57,7 @@ struct LabelSelector {
 struct Job {
   std::string name;       // [a-z0-9][a-z0-9._-]*, unique in the file
   std::string schedule;   // as written; parsed by Schedule
+  int64_t anchor_ms = 0;  // @every fires at anchor + k * period (Unix ms; 0 = the epoch)
   Dialect dialect = Dialect::kCron;
   std::string timezone;   // IANA; "" = UTC
   std::vector<std::string> command;  // argv; exactly one of command and shell is set
@@ -81,5 +83,14 @@ struct Job {
 
 // Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
 bool IsValidJobName(std::string_view name);
+
+// What Schedule::Parse needs from a job; views into `job`, which must outlive the spec.
+inline ScheduleSpec ScheduleSpecOf(const Job& job) {
+  return {.expr = job.schedule,
+          .dialect = job.dialect,
+          .timezone = job.timezone,
+          .hash_key = job.name,
+          .anchor = FromUnixMs(job.anchor_ms)};
+}
 
 }  // namespace jobctl

@@ -23,6 +23,7 @@ json JobToJson(const Job& job) {
   json j = {
       {"name", job.name},
       {"schedule", job.schedule},
+      {"anchor_ms", job.anchor_ms},
       {"dialect", DialectName(job.dialect)},
       {"timezone", job.timezone},
       {"command", job.command},
@@ -104,6 +105,7 @@ Result<Job> JobFromJson(const json& j) {
   const json* retry = j.contains("retry") ? &j["retry"] : nullptr;
   Status s = Get(j, "name", &job.name);
   if (s.ok()) s = Get(j, "schedule", &job.schedule);
+  if (s.ok()) s = Get(j, "anchor_ms", &job.anchor_ms);
   if (s.ok()) s = Get(j, "dialect", &dialect);
   if (s.ok()) s = Get(j, "timezone", &job.timezone);
   if (s.ok()) s = Get(j, "command", &job.command);

@@ -1,0 +1,60 @@
+#include "config/coordinator_config.h"
+
+#include <gtest/gtest.h>
+
+namespace jobctl {
+namespace {
+
+TEST(CoordinatorConfigTest, EmptyFileGivesDefaults) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig("", "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen, "127.0.0.1:7070");
+  EXPECT_EQ(c->data_dir, "/var/lib/jobctl");
+  EXPECT_EQ(c->lease_ttl, std::chrono::seconds(15));
+  EXPECT_EQ(c->heartbeat, std::chrono::seconds(5));
+  EXPECT_EQ(c->log_cap_bytes, int64_t{64} << 20);
+  EXPECT_EQ(c->max_jobfile_bytes, int64_t{8} << 20);
+}
+
+TEST(CoordinatorConfigTest, ReadsEveryKey) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(R"(
+listen = "0.0.0.0:9000"
+data_dir = "/srv/jobctl"
+lease_ttl = "30s"
+heartbeat = "10s"
+misfire_grace = "1m"
+timeout_grace = "2m"
+log_cap = "256MiB"
+max_jobfile = "128MiB"
+log_level = "debug"
+)", "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->listen, "0.0.0.0:9000");
+  EXPECT_EQ(c->data_dir, "/srv/jobctl");
+  EXPECT_EQ(c->lease_ttl, std::chrono::seconds(30));
+  EXPECT_EQ(c->heartbeat, std::chrono::seconds(10));
+  EXPECT_EQ(c->misfire_grace, std::chrono::minutes(1));
+  EXPECT_EQ(c->timeout_grace, std::chrono::minutes(2));
+  EXPECT_EQ(c->log_cap_bytes, int64_t{256} << 20);
+  EXPECT_EQ(c->max_jobfile_bytes, int64_t{128} << 20);
+  EXPECT_EQ(c->log_level, "debug");
+}
+
+TEST(CoordinatorConfigTest, ErrorsNameFileLineKeyAndWhatWasExpected) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig("lease_ttl = \"15s\"\nmax_jobfile = \"lots\"\nlistn = \"x\"\n",
+                                                       "coordinator.toml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.status().message();
+  EXPECT_NE(m.find("coordinator.toml:2:15: max_jobfile: expected a size like \"8MiB\""), std::string::npos) << m;
+  EXPECT_NE(m.find("coordinator.toml:3:9: listn: expected one of listen,"), std::string::npos) << m;
+}
+
+TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
+  Result<CoordinatorConfig> c =
+      ParseCoordinatorConfig("lease_ttl = \"10s\"\nheartbeat = \"6s\"\n", "coordinator.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("heartbeat must be at most half of lease_ttl"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace jobctl
