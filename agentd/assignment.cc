@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/json_number.h"
+
 namespace jobctl::agentd {
 namespace {
 
@@ -14,6 +16,9 @@ Status Get(const json& j, const char* key, T* out, bool required) {
   if (it == j.end() || it->is_null()) {
     return required ? Status::InvalidArgument(std::string("missing \"") + key + "\"")
                     : Status::Ok();
+  }
+  if (!wire::JsonNumberFits<T>(*it)) {
+    return Status::InvalidArgument(std::string("\"") + key + "\" is out of range");
   }
   try {
     *out = it->get<T>();

@@ -30,6 +30,18 @@ TEST(AssignmentTest, EmptyReplyAndBadReplies) {
   EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})").ok());
 }
 
+TEST(AssignmentTest, NumbersOutOfRangeAreRejected) {
+  Result<std::vector<Assignment>> r = ParseClaimReply(
+      R"({"assignments":[{"run":1,"shard":1e300,"attempt":1,"token":2}]})");
+  EXPECT_EQ(r.status().message(), "claim reply: \"shard\" is out of range");
+  EXPECT_FALSE(ParseClaimReply(
+                   R"({"assignments":[{"run":1,"shard":0,"attempt":4294967297,"token":2}]})")
+                   .ok());
+  EXPECT_FALSE(ResultFromJson(
+                   R"({"run":18446744073709551615,"shard":0,"attempt":1,"token":2,"outcome":"exited"})")
+                   .ok());
+}
+
 TEST(AssignmentTest, ResultRoundTripsThroughJson) {
   ShardResult r{{12, 0, 1}, 57, Outcome::kTimedOut, std::nullopt, "timed out after 1h"};
   std::string text = ResultToJson(r, "host-a");

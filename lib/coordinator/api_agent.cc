@@ -3,28 +3,12 @@
 // must stop that shard.
 #include "coordinator/api.h"
 #include "coordinator/metrics.h"
+#include "coordinator/request_json.h"
 
 namespace jobctl::coordinator {
 namespace {
 
 using nlohmann::json;
-
-template <typename T>
-Status Need(const json& body, const char* key, T* out) {
-  auto it = body.find(key);
-  if (it == body.end()) return Status::InvalidArgument(std::string("field \"") + key + "\" is required");
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
-    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
-  }
-  return Status::Ok();
-}
-
-template <typename T>
-Status Opt(const json& body, const char* key, T* out) {
-  return body.contains(key) && !body[key].is_null() ? Need(body, key, out) : Status::Ok();
-}
 
 std::optional<int64_t> QueryInt(const std::map<std::string, std::string>& q, const char* key) {
   auto it = q.find(key);
@@ -39,43 +23,18 @@ std::optional<int64_t> QueryInt(const std::map<std::string, std::string>& q, con
 void Api::Claim(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  ClaimRequest req;
-  Status s = Need(*body, "agent", &req.agent);
-  if (s.ok()) s = Opt(*body, "labels", &req.labels);
-  if (s.ok()) s = Opt(*body, "slots", &req.slots);
-  if (s.ok()) s = Opt(*body, "free", &req.free);
-  if (s.ok()) s = Opt(*body, "version", &req.version);
-  if (s.ok()) s = Opt(*body, "wait_ms", &req.wait_ms);
-  if (!s.ok()) return Fail(c, s);
-  if (req.agent.empty()) return FailWith(c, 400, "bad_request", "agent name is empty");
-  p_.dispatcher->Claim(std::move(req), c.res);
+  Result<ClaimRequest> req = ClaimRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  p_.dispatcher->Claim(std::move(*req), c.res);
 }
 
 void Api::Heartbeat(Call& c) {
   ++ctx_->metrics->heartbeats_total;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  std::string agent;
-  int free = 0;
-  json leases = json::array();
-  Status s = Need(*body, "agent", &agent);
-  if (s.ok()) s = Opt(*body, "free", &free);
-  if (s.ok()) s = Opt(*body, "leases", &leases);
-  if (!s.ok()) return Fail(c, s);
-  if (!leases.is_array()) return FailWith(c, 400, "bad_request", "field \"leases\" must be an array");
-  std::vector<HeartbeatLease> list;
-  for (const json& l : leases) {
-    HeartbeatLease h;
-    int index = 0;
-    if (!l.is_object()) return FailWith(c, 400, "bad_request", "leases[] must be objects");
-    s = Need(l, "run", &h.key.run);
-    if (s.ok()) s = Need(l, "shard", &index);
-    if (s.ok()) s = Need(l, "token", &h.token);
-    if (!s.ok()) return Fail(c, s);
-    h.key.index = index;
-    list.push_back(h);
-  }
-  Json(c, 200, p_.dispatcher->Heartbeat(agent, list, free));
+  Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  Json(c, 200, p_.dispatcher->Heartbeat(req->agent, req->leases, req->free));
 }
 
 void Api::AppendLog(Call& c) {
@@ -118,27 +77,9 @@ void Api::AppendLog(Call& c) {
 void Api::PostResult(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  ResultReport r;
-  std::string outcome, agent;
-  int index = 0;
-  Status s = Need(*body, "run", &r.key.run);
-  if (s.ok()) s = Need(*body, "shard", &index);
-  if (s.ok()) s = Need(*body, "attempt", &r.attempt);
-  if (s.ok()) s = Need(*body, "token", &r.token);
-  if (s.ok()) s = Need(*body, "agent", &r.agent);
-  if (s.ok()) s = Need(*body, "outcome", &outcome);
-  if (s.ok()) s = Opt(*body, "message", &r.message);
-  if (s.ok() && body->contains("exit_code") && !(*body)["exit_code"].is_null()) {
-    int64_t code = 0;
-    s = Need(*body, "exit_code", &code);
-    r.exit_code = code;
-  }
-  if (!s.ok()) return Fail(c, s);
-  r.key.index = index;
-  std::optional<Outcome> o = ParseOutcome(outcome);
-  if (!o) return FailWith(c, 400, "bad_request", "unknown outcome \"" + outcome + "\"");
-  r.outcome = *o;
-  Result<RunState> state = p_.book->OnResult(r);
+  Result<ResultReport> r = ResultReportFromJson(*body);
+  if (!r.ok()) return Fail(c, r.status());
+  Result<RunState> state = p_.book->OnResult(*r);
   if (!state.ok()) return Fail(c, state.status());
   if (ctx_->batch->Open().ok()) {
     return JsonAfterCommit(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});

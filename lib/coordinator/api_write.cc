@@ -1,6 +1,7 @@
 // The routes that change things: apply, trigger, pause/resume, cancel/retry, drain, tokens.
 #include "base/log.h"
 #include "coordinator/api.h"
+#include "coordinator/request_json.h"
 #include "model/time_format.h"
 
 namespace jobctl::coordinator {
@@ -16,36 +17,14 @@ std::optional<int64_t> ParseId(const std::string& s) {
   return std::stoll(s);
 }
 
-// Reads an optional field of an expected JSON type; a wrong type is a 400 naming the field.
-template <typename T>
-Status Field(const json& body, const char* key, T* out) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return Status::Ok();
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
-    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 void Api::ApplyJobFile(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  ApplyRequest req;
-  req.author = c.who.name;
-  Status s = Field(*body, "text", &req.text);
-  if (s.ok()) s = Field(*body, "filename", &req.filename);
-  if (s.ok()) s = Field(*body, "base_revision", &req.base_revision);
-  if (s.ok()) s = Field(*body, "dry_run", &req.dry_run);
-  std::string author;
-  if (s.ok()) s = Field(*body, "author", &author);
-  if (!s.ok()) return Fail(c, s);
-  if (!author.empty()) req.author = author + " (token " + c.who.name + ")";
-  if (!body->contains("text")) return FailWith(c, 400, "bad_request", "field \"text\" is required");
-  ApplyOutcome out = p_.applier->Apply(req);
+  Result<ApplyRequest> req = ApplyRequestFromJson(*body, c.who.name);
+  if (!req.ok()) return Fail(c, req.status());
+  ApplyOutcome out = p_.applier->Apply(*req);
   if (out.wrote && out.http_status == 200) return JsonAfterCommit(c, 200, out.body);
   Json(c, out.http_status, out.body);
 }
@@ -55,11 +34,10 @@ void Api::Trigger(Call& c) {
   if (job == nullptr) return;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  std::string key;
-  std::map<std::string, std::string> env;
-  Status s = Field(*body, "idempotency_key", &key);
-  if (s.ok()) s = Field(*body, "env", &env);
-  if (!s.ok()) return Fail(c, s);
+  Result<TriggerRequest> req = TriggerRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  const std::string& key = req->idempotency_key;
+  const std::map<std::string, std::string>& env = req->env;
   if (!key.empty()) {
     Result<std::optional<int64_t>> existing = ctx_->store->FindRunByKey(job->id, key);
     if (!existing.ok()) return Fail(c, existing.status());
@@ -134,8 +112,9 @@ void Api::RetryRun(Call& c) {
 void Api::DrainAgent(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  bool draining = true;
-  if (Status s = Field(*body, "draining", &draining); !s.ok()) return Fail(c, s);
+  Result<DrainRequest> req = DrainRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  bool draining = req->draining;
   if (Status s = p_.dispatcher->SetDraining(c.params["name"], draining); !s.ok()) return Fail(c, s);
   JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
 }
@@ -143,16 +122,11 @@ void Api::DrainAgent(Call& c) {
 void Api::CreateToken(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  std::string role_text = "read", jobs, name;
-  Status s = Field(*body, "role", &role_text);
-  if (s.ok()) s = Field(*body, "jobs", &jobs);
-  if (s.ok()) s = Field(*body, "name", &name);
-  if (!s.ok()) return Fail(c, s);
-  std::optional<Role> role = ParseRole(role_text);
-  if (!role) return FailWith(c, 400, "bad_request", "role is admin, read, trigger or agent");
-  if (!jobs.empty() && *role != Role::kTrigger) {
-    return FailWith(c, 400, "bad_request", "a jobs glob only applies to the trigger role");
-  }
+  Result<TokenRequest> req = TokenRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  const std::string& role_text = req->role_name;
+  const std::string& jobs = req->jobs;
+  const std::string& name = req->name;
   Result<std::string> secret = NewSecret();
   if (!secret.ok()) return Fail(c, secret.status());
   store::TokenRow row{0, name.empty() ? role_text + "-token" : name, role_text, jobs,

@@ -1,5 +1,7 @@
 #include "wire/job_json.h"
 
+#include "wire/json_number.h"
+
 namespace jobctl::wire {
 
 using nlohmann::json;
@@ -57,6 +59,9 @@ template <typename T>
 Status Get(const json& j, const char* key, T* out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
+  if (!JsonNumberFits<T>(*it)) {
+    return Status::InvalidArgument(std::string("job.") + key + ": out of range");
+  }
   try {
     *out = it->get<T>();
   } catch (const json::exception& e) {

@@ -1,0 +1,140 @@
+#include "coordinator/request_json.h"
+
+#include "wire/json_number.h"
+
+namespace jobctl::coordinator {
+namespace {
+
+using nlohmann::json;
+
+// A required field of an expected JSON type; missing, of the wrong type or (a number) out of the
+// type's range is an error naming it.
+template <typename T>
+Status Need(const json& body, const char* key, T* out) {
+  auto it = body.find(key);
+  if (it == body.end()) return Status::InvalidArgument(std::string("field \"") + key + "\" is required");
+  if (!wire::JsonNumberFits<T>(*it)) {
+    return Status::InvalidArgument(std::string("field \"") + key + "\" is out of range");
+  }
+  try {
+    *out = it->get<T>();
+  } catch (const json::exception&) {
+    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
+  }
+  return Status::Ok();
+}
+
+// An optional field: absent or null leaves `out` as it is.
+template <typename T>
+Status Opt(const json& body, const char* key, T* out) {
+  return body.contains(key) && !body[key].is_null() ? Need(body, key, out) : Status::Ok();
+}
+
+}  // namespace
+
+Result<ClaimRequest> ClaimRequestFromJson(const json& body) {
+  ClaimRequest req;
+  Status s = Need(body, "agent", &req.agent);
+  if (s.ok()) s = Opt(body, "labels", &req.labels);
+  if (s.ok()) s = Opt(body, "slots", &req.slots);
+  if (s.ok()) s = Opt(body, "free", &req.free);
+  if (s.ok()) s = Opt(body, "version", &req.version);
+  if (s.ok()) s = Opt(body, "wait_ms", &req.wait_ms);
+  if (!s.ok()) return s;
+  if (req.agent.empty()) return Status::InvalidArgument("agent name is empty");
+  return req;
+}
+
+Result<HeartbeatRequest> HeartbeatRequestFromJson(const json& body) {
+  HeartbeatRequest req;
+  Status s = Need(body, "agent", &req.agent);
+  if (s.ok()) s = Opt(body, "free", &req.free);
+  if (!s.ok()) return s;
+  // Read in place, never copied: copying a JSON value recurses once per level of nesting, and
+  // a body of nothing but brackets would overflow the stack.
+  const json none = json::array();
+  auto it = body.find("leases");
+  const json& leases = it == body.end() || it->is_null() ? none : *it;
+  if (!leases.is_array()) return Status::InvalidArgument("field \"leases\" must be an array");
+  for (const json& l : leases) {
+    HeartbeatLease h;
+    int index = 0;
+    if (!l.is_object()) return Status::InvalidArgument("leases[] must be objects");
+    s = Need(l, "run", &h.key.run);
+    if (s.ok()) s = Need(l, "shard", &index);
+    if (s.ok()) s = Need(l, "token", &h.token);
+    if (!s.ok()) return s;
+    h.key.index = index;
+    req.leases.push_back(h);
+  }
+  return req;
+}
+
+Result<ResultReport> ResultReportFromJson(const json& body) {
+  ResultReport r;
+  std::string outcome;
+  int index = 0;
+  Status s = Need(body, "run", &r.key.run);
+  if (s.ok()) s = Need(body, "shard", &index);
+  if (s.ok()) s = Need(body, "attempt", &r.attempt);
+  if (s.ok()) s = Need(body, "token", &r.token);
+  if (s.ok()) s = Need(body, "agent", &r.agent);
+  if (s.ok()) s = Need(body, "outcome", &outcome);
+  if (s.ok()) s = Opt(body, "message", &r.message);
+  if (s.ok() && body.contains("exit_code") && !body["exit_code"].is_null()) {
+    int64_t code = 0;
+    s = Need(body, "exit_code", &code);
+    r.exit_code = code;
+  }
+  if (!s.ok()) return s;
+  r.key.index = index;
+  std::optional<Outcome> o = ParseOutcome(outcome);
+  if (!o) return Status::InvalidArgument("unknown outcome \"" + outcome + "\"");
+  r.outcome = *o;
+  return r;
+}
+
+Result<ApplyRequest> ApplyRequestFromJson(const json& body, const std::string& token_name) {
+  ApplyRequest req;
+  std::string author;
+  Status s = Opt(body, "text", &req.text);
+  if (s.ok()) s = Opt(body, "filename", &req.filename);
+  if (s.ok()) s = Opt(body, "base_revision", &req.base_revision);
+  if (s.ok()) s = Opt(body, "dry_run", &req.dry_run);
+  if (s.ok()) s = Opt(body, "author", &author);
+  if (!s.ok()) return s;
+  req.author = author.empty() ? token_name : author + " (token " + token_name + ")";
+  if (!body.contains("text")) return Status::InvalidArgument("field \"text\" is required");
+  return req;
+}
+
+Result<TriggerRequest> TriggerRequestFromJson(const json& body) {
+  TriggerRequest req;
+  Status s = Opt(body, "idempotency_key", &req.idempotency_key);
+  if (s.ok()) s = Opt(body, "env", &req.env);
+  if (!s.ok()) return s;
+  return req;
+}
+
+Result<DrainRequest> DrainRequestFromJson(const json& body) {
+  DrainRequest req;
+  if (Status s = Opt(body, "draining", &req.draining); !s.ok()) return s;
+  return req;
+}
+
+Result<TokenRequest> TokenRequestFromJson(const json& body) {
+  TokenRequest req;
+  Status s = Opt(body, "role", &req.role_name);
+  if (s.ok()) s = Opt(body, "jobs", &req.jobs);
+  if (s.ok()) s = Opt(body, "name", &req.name);
+  if (!s.ok()) return s;
+  std::optional<Role> role = ParseRole(req.role_name);
+  if (!role) return Status::InvalidArgument("role is admin, read, trigger or agent");
+  if (!req.jobs.empty() && *role != Role::kTrigger) {
+    return Status::InvalidArgument("a jobs glob only applies to the trigger role");
+  }
+  req.role = *role;
+  return req;
+}
+
+}  // namespace jobctl::coordinator

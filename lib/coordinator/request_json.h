@@ -1,0 +1,53 @@
+// The typed requests behind the API's JSON bodies (agent routes and write routes), and their
+// decoding from a parsed body. Decoding checks types and the rules that need nothing but the
+// body; every error is kInvalidArgument with the message the API answers with (400). Pure
+// functions, any thread; the handlers in api_agent.cc and api_write.cc call them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "coordinator/applier.h"
+#include "coordinator/auth.h"
+#include "coordinator/dispatcher.h"
+#include "coordinator/run_book.h"
+
+namespace jobctl::coordinator {
+
+struct HeartbeatRequest {
+  std::string agent;
+  int free = 0;
+  std::vector<HeartbeatLease> leases;
+};
+
+struct TriggerRequest {
+  std::string idempotency_key;  // "" = none
+  std::map<std::string, std::string> env;
+};
+
+struct DrainRequest {
+  bool draining = true;
+};
+
+struct TokenRequest {
+  std::string role_name = "read";  // as sent; parses to `role`
+  Role role = Role::kRead;
+  std::string jobs;  // trigger role only: a glob of job names, "" = all
+  std::string name;  // "" = "<role>-token"
+};
+
+// `body` is the request body as a JSON object (Api::Body).
+Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
+Result<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& body);
+Result<ResultReport> ResultReportFromJson(const nlohmann::json& body);
+// The author is the caller's token name, or "AUTHOR (token NAME)" when the body names one.
+Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body, const std::string& token_name);
+Result<TriggerRequest> TriggerRequestFromJson(const nlohmann::json& body);
+Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
+Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);
+
+}  // namespace jobctl::coordinator

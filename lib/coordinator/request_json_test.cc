@@ -1,0 +1,82 @@
+#include "coordinator/request_json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace jobctl::coordinator {
+namespace {
+
+using nlohmann::json;
+
+json Parse(const std::string& text) { return json::parse(text); }
+
+TEST(RequestJsonTest, ClaimNeedsANonEmptyAgent) {
+  Result<ClaimRequest> r = ClaimRequestFromJson(
+      Parse(R"({"agent":"a","labels":{"zone":"x"},"slots":4,"free":2,"wait_ms":100})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->labels.at("zone"), "x");
+  EXPECT_EQ(r->slots, 4);
+  EXPECT_EQ(r->free, 2);
+  EXPECT_EQ(r->wait_ms, 100);
+  EXPECT_EQ(ClaimRequestFromJson(Parse(R"({"agent":""})")).status().message(),
+            "agent name is empty");
+  EXPECT_FALSE(ClaimRequestFromJson(Parse(R"({"slots":1})")).ok());
+}
+
+TEST(RequestJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
+  Result<ClaimRequest> claim = ClaimRequestFromJson(Parse(R"({"agent":"a","slots":1e300})"));
+  EXPECT_EQ(claim.status().message(), "field \"slots\" is out of range");
+  Result<ResultReport> result = ResultReportFromJson(Parse(
+      R"({"agent":"a","run":1,"shard":4294967296,"attempt":1,"token":1,"outcome":"exited"})"));
+  EXPECT_EQ(result.status().message(), "field \"shard\" is out of range");
+  EXPECT_FALSE(HeartbeatRequestFromJson(
+                   Parse(R"({"agent":"a","leases":[{"run":1,"shard":0,"token":1e19}]})"))
+                   .ok());
+  EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"agent":"a","wait_ms":-9223372036854775808})")).ok());
+}
+
+TEST(RequestJsonTest, DeeplyNestedLeasesAreRejectedWithoutRecursing) {
+  const int depth = 200'000;
+  json body = Parse(R"({"agent":"a","leases":)" + std::string(depth, '[') +
+                    std::string(depth, ']') + "}");
+  Result<HeartbeatRequest> r = HeartbeatRequestFromJson(body);
+  EXPECT_EQ(r.status().message(), "leases[] must be objects");
+}
+
+TEST(RequestJsonTest, HeartbeatReadsItsLeases) {
+  Result<HeartbeatRequest> r = HeartbeatRequestFromJson(
+      Parse(R"({"agent":"a","free":1,"leases":[{"run":7,"shard":2,"token":9}]})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->leases.size(), 1u);
+  EXPECT_EQ(r->leases[0].key.run, 7);
+  EXPECT_EQ(r->leases[0].key.index, 2);
+  EXPECT_EQ(r->leases[0].token, 9);
+  EXPECT_TRUE(HeartbeatRequestFromJson(Parse(R"({"agent":"a","leases":null})"))->leases.empty());
+  EXPECT_FALSE(HeartbeatRequestFromJson(Parse(R"({"agent":"a","leases":{}})")).ok());
+}
+
+TEST(RequestJsonTest, ApplyNamesTheTokenInTheAuthor) {
+  EXPECT_EQ(ApplyRequestFromJson(Parse(R"({"text":""})"), "ci")->author, "ci");
+  EXPECT_EQ(ApplyRequestFromJson(Parse(R"({"text":"","author":"alice"})"), "ci")->author,
+            "alice (token ci)");
+  EXPECT_FALSE(ApplyRequestFromJson(Parse(R"({"dry_run":true})"), "ci").ok());
+}
+
+TEST(RequestJsonTest, TokenJobsGlobOnlyForTheTriggerRole) {
+  Result<TokenRequest> r = TokenRequestFromJson(Parse(R"({"role":"trigger","jobs":"deploy-*"})"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->role, Role::kTrigger);
+  EXPECT_EQ(TokenRequestFromJson(Parse("{}"))->role, Role::kRead);
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"read","jobs":"x"})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"open"})")).ok());
+}
+
+TEST(RequestJsonTest, DrainingIsTheDefault) {
+  EXPECT_TRUE(DrainRequestFromJson(Parse("{}"))->draining);
+  EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":false})"))->draining);
+  EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":"no"})")).ok());
+}
+
+}  // namespace
+}  // namespace jobctl::coordinator

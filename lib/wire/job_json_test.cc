@@ -1,0 +1,32 @@
+#include "wire/job_json.h"
+
+#include <gtest/gtest.h>
+
+namespace jobctl::wire {
+namespace {
+
+using nlohmann::json;
+
+TEST(JobJsonTest, AJobRoundTripsThroughJson) {
+  Job job;
+  job.name = "nightly";
+  job.schedule = "30 2 * * *";
+  job.command = {"/usr/bin/backup", "--full"};
+  job.on = {{"role", "db", false}, {"env", "staging", true}};
+  job.timeout = std::chrono::hours(1);
+  job.env = {{"K", "V"}};
+  Result<Job> back = JobFromJson(json::parse(JobToJson(job).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, job);
+}
+
+TEST(JobJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
+  EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","shards":1e300})")).status().message(),
+            "job.shards: out of range");
+  EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","shards":4294967297})")).ok());
+  EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","timeout_ms":1e19})")).ok());
+  EXPECT_TRUE(JobFromJson(json::parse(R"({"name":"a","shards":2.0})")).ok());
+}
+
+}  // namespace
+}  // namespace jobctl::wire

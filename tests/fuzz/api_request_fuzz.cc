@@ -1,0 +1,135 @@
+// libFuzzer target: any text as the body of the coordinator's agent and write routes, read the
+// way Api::Body reads it and decoded by every typed decoder in request_json.h. None may throw.
+// What decodes must keep the rules the handlers rely on, and decode to the same values again
+// from the shape its sender uses. For results this is the real contract between the two
+// binaries: a result the coordinator accepts is one agentd's ResultFromJson reads the same
+// way, and what agentd's ResultToJson writes the coordinator reads back unchanged.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "agentd/assignment.h"
+#include "coordinator/request_json.h"
+
+namespace {
+
+using jobctl::Result;
+using nlohmann::json;
+namespace coord = jobctl::coordinator;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+// The body as the same JSON text again: what decodes from it must decode from this too.
+template <typename T>
+T Again(Result<T> (*decode)(const json&), const json& body) {
+  Result<T> r = decode(json::parse(body.dump(), nullptr, /*allow_exceptions=*/false));
+  Check(r.ok());
+  return std::move(r).value();
+}
+
+void CheckClaim(const json& body) {
+  Result<coord::ClaimRequest> r = coord::ClaimRequestFromJson(body);
+  if (!r.ok()) return;
+  Check(!r->agent.empty());
+  // The shape agentd's Claimer sends.
+  json sent = {{"agent", r->agent},     {"labels", r->labels},   {"slots", r->slots},
+               {"free", r->free},       {"version", r->version}, {"wait_ms", r->wait_ms}};
+  coord::ClaimRequest back = Again(&coord::ClaimRequestFromJson, sent);
+  Check(back.agent == r->agent && back.labels == r->labels && back.slots == r->slots &&
+        back.free == r->free && back.version == r->version && back.wait_ms == r->wait_ms);
+}
+
+void CheckHeartbeat(const json& body) {
+  Result<coord::HeartbeatRequest> r = coord::HeartbeatRequestFromJson(body);
+  if (!r.ok()) return;
+  bool has_leases = body.contains("leases") && !body["leases"].is_null();
+  Check(r->leases.size() == (has_leases ? body["leases"].size() : 0));
+  // The shape agentd's LeaseKeeper sends.
+  json leases = json::array();
+  for (const coord::HeartbeatLease& l : r->leases) {
+    leases.push_back({{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}});
+  }
+  coord::HeartbeatRequest back =
+      Again(&coord::HeartbeatRequestFromJson, {{"agent", r->agent}, {"free", r->free}, {"leases", leases}});
+  Check(back.agent == r->agent && back.free == r->free && back.leases.size() == r->leases.size());
+  for (size_t i = 0; i < back.leases.size(); ++i) {
+    Check(back.leases[i].key == r->leases[i].key && back.leases[i].token == r->leases[i].token);
+  }
+}
+
+bool Same(const coord::ResultReport& a, const coord::ResultReport& b) {
+  return a.key == b.key && a.attempt == b.attempt && a.token == b.token && a.agent == b.agent &&
+         a.outcome == b.outcome && a.exit_code == b.exit_code && a.message == b.message;
+}
+
+void CheckResult(const json& body, std::string_view text) {
+  Result<coord::ResultReport> r = coord::ResultReportFromJson(body);
+  if (!r.ok()) return;
+  // agentd reads the same body (its spooled copy) to the same values.
+  Result<jobctl::agentd::ShardResult> agent_side = jobctl::agentd::ResultFromJson(text);
+  Check(agent_side.ok());
+  const jobctl::agentd::ShardResult& a = *agent_side;
+  Check(a.key.run == r->key.run && a.key.shard == r->key.index && a.key.attempt == r->attempt &&
+        a.token == r->token && a.outcome == r->outcome && a.exit_code == r->exit_code &&
+        a.message == r->message);
+  // And what agentd writes for it, the coordinator reads unchanged.
+  json sent = json::parse(jobctl::agentd::ResultToJson(a, r->agent), nullptr, false);
+  Result<coord::ResultReport> back = coord::ResultReportFromJson(sent);
+  Check(back.ok() && Same(*back, *r));
+}
+
+void CheckApply(const json& body) {
+  Result<coord::ApplyRequest> r = coord::ApplyRequestFromJson(body, "tok");
+  if (!r.ok()) return;
+  Check(body.contains("text"));
+  Check(r->author == "tok" || r->author.ends_with(" (token tok)"));
+}
+
+void CheckTrigger(const json& body) {
+  Result<coord::TriggerRequest> r = coord::TriggerRequestFromJson(body);
+  if (!r.ok()) return;
+  // The handler stores the extra environment as JSON text; it must read back the same.
+  json env = json::parse(json(r->env).dump(), nullptr, false);
+  Check(env.get<std::map<std::string, std::string>>() == r->env);
+}
+
+void CheckDrain(const json& body) {
+  Result<coord::DrainRequest> r = coord::DrainRequestFromJson(body);
+  if (!r.ok()) return;
+  // Draining is the default; only an explicit false undoes it.
+  auto it = body.find("draining");
+  bool given = it != body.end() && !it->is_null();
+  Check(given ? it->is_boolean() && r->draining == it->get<bool>() : r->draining);
+}
+
+void CheckToken(const json& body) {
+  Result<coord::TokenRequest> r = coord::TokenRequestFromJson(body);
+  if (!r.ok()) return;
+  std::optional<coord::Role> role = coord::ParseRole(r->role_name);
+  Check(role && *role == r->role && coord::RoleName(r->role) == r->role_name);
+  Check(r->role != coord::Role::kOpen);
+  Check(r->jobs.empty() || r->role == coord::Role::kTrigger);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  // As Api::Body: an empty body is an empty object, anything else must be a JSON object.
+  json body = text.empty() ? json::object() : json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!body.is_object()) return 0;
+  CheckClaim(body);
+  CheckHeartbeat(body);
+  CheckResult(body, text);
+  CheckApply(body);
+  CheckTrigger(body);
+  CheckDrain(body);
+  CheckToken(body);
+  return 0;
+}

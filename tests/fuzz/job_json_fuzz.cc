@@ -1,0 +1,43 @@
+// libFuzzer target: any text, parsed as JSON, through wire::JobFromJson (how the coordinator
+// reads a job's stored definition back). Decoding must never throw, and a job that decodes
+// must survive JobToJson -> text -> JobFromJson unchanged, with no field reported as changed.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "wire/job_json.h"
+
+namespace {
+
+using nlohmann::json;
+
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  json in = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (in.is_discarded()) return 0;
+  jobctl::Result<jobctl::Job> job = jobctl::wire::JobFromJson(in);
+  if (!job.ok()) {
+    Check(!job.status().message().empty());
+    return 0;
+  }
+  json out = jobctl::wire::JobToJson(*job);
+  // Strict dump: every string came through the JSON parser, so it is valid UTF-8.
+  std::string stored = out.dump();
+  jobctl::Result<jobctl::Job> back =
+      jobctl::wire::JobFromJson(json::parse(stored, nullptr, /*allow_exceptions=*/false));
+  Check(back.ok());
+  Check(*back == *job);
+  Check(jobctl::wire::ChangedFields(*job, *back).empty());
+  Check(jobctl::wire::JobToJson(*back) == out);
+  return 0;
+}
