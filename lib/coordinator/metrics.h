@@ -12,8 +12,9 @@ namespace jobctl::coordinator {
 class Histogram {
  public:
   // Bucket upper bounds in seconds.
-  static constexpr std::array<double, 12> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                     0.1,   0.25,   0.5,   1,    2.5,   10};
+  static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                     0.05,  0.1,    0.25,  0.5,  1,
+                                                     2.5,   5,      10,    30};
   void Observe(double seconds);
   std::string Render(const std::string& name, const std::string& help) const;
 

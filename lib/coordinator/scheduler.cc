@@ -34,6 +34,7 @@ void Scheduler::Close() {
 void Scheduler::Clear() {
   wheel_ = TimingWheel(ctx_->NowMs());
   early_.clear();
+  due_.clear();
 }
 
 void Scheduler::Track(const JobEntry& job) {
@@ -56,15 +57,19 @@ std::optional<int64_t> Scheduler::NextAfter(const JobEntry& job, int64_t after_m
 
 void Scheduler::RunDue() {
   int64_t now = ctx_->NowMs();
-  std::vector<uint64_t> due;
-  wheel_.Advance(now, [&due](uint64_t id, int64_t) { due.push_back(id); });
+  wheel_.Advance(now, [this](uint64_t id, int64_t at) {
+    due_.emplace_back(static_cast<int64_t>(id), at);
+  });
   while (!early_.empty() && early_.begin()->first <= now) {
-    due.push_back(static_cast<uint64_t>(early_.begin()->second));
+    due_.emplace_back(early_.begin()->second, early_.begin()->first);
     early_.erase(early_.begin());
   }
-  for (uint64_t id : due) {
-    JobEntry* job = jobs_->Find(static_cast<int64_t>(id));
-    if (job == nullptr || !job->schedulable() || !job->next_fire_ms) continue;
+  for (size_t fired = 0; fired < kSlice && !due_.empty();) {
+    auto [id, instant] = due_.front();
+    due_.pop_front();
+    JobEntry* job = jobs_->Find(id);
+    if (job == nullptr || !job->schedulable() || job->next_fire_ms != instant) continue;
+    ++fired;
     if (*job->next_fire_ms > now) {
       early_.insert({*job->next_fire_ms, job->id});  // never fire before the instant
       continue;
@@ -190,6 +195,7 @@ void Scheduler::Arm() {
   if (!started_) return;
   std::optional<int64_t> next = wheel_.NextWakeup();
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
+  if (!due_.empty()) next = 0;  // the rest of a burst: the next loop turn, after this commit
   if (!next) {
     uv_timer_stop(&timer_);
     return;

@@ -9,7 +9,9 @@
 
 #include <uv.h>
 
+#include <deque>
 #include <map>
+#include <utility>
 
 #include "coordinator/context.h"
 #include "coordinator/job_index.h"
@@ -32,9 +34,13 @@ class Scheduler {
   void Track(const JobEntry& job);
   // The first instant strictly after `after_ms` for this job (nullopt when it has ended).
   std::optional<int64_t> NextAfter(const JobEntry& job, int64_t after_ms) const;
-  // Fires whatever is due now (the timer calls this; tests and restarts may too).
+  // Fires what is due now, at most kSlice jobs per call; the rest follow on the next loop
+  // turns, so a burst commits in slices (the first runs are durable within milliseconds,
+  // not after the whole burst) and requests are served in between. The timer calls this;
+  // tests and restarts may too.
   void RunDue();
-  size_t tracked() const { return wheel_.size() + early_.size(); }
+  size_t tracked() const { return wheel_.size() + early_.size() + due_.size(); }
+  static constexpr size_t kSlice = 512;
 
  private:
   void FireDue(JobEntry& job, int64_t now);
@@ -50,6 +56,9 @@ class Scheduler {
   // Jobs the wheel handed out before their instant (the wall clock went back): held here
   // until the clock reaches them.
   std::multimap<int64_t, int64_t> early_;
+  // (job, instant) handed out by the wheel and not yet fired, oldest first. An entry whose
+  // job's next_fire_ms moved on since (re-tracked by an apply) is dropped when reached.
+  std::deque<std::pair<int64_t, int64_t>> due_;
   uv_timer_t timer_{};
   bool started_ = false;
 };

@@ -77,6 +77,35 @@ void CheckInstantsAccountedFor(Coordinator& c, const std::string& job, int64_t f
   }
 }
 
+// A burst larger than one fire slice: every job fires exactly once, at or after its instant,
+// and anchored @every jobs fire at their millisecond.
+TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
+  Start();
+  const int n = 1500;  // about three slices
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  int64_t due = (std::chrono::duration_cast<milliseconds>(now).count() / 1000 + 3) * 1000 + 250;
+  std::time_t secs = due / 1000;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&secs));
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    toml += "[[job]]\nname = \"b" + std::to_string(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            stamp + ".250Z\"\nshell = \"true\"\n";
+  }
+  coord_->Apply(toml);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->GetJson("/v1/runs?limit=5000").size() >= static_cast<size_t>(n); },
+      seconds(20)));
+  json runs = coord_->GetJson("/v1/runs?limit=5000");
+  std::set<std::string> jobs;
+  for (const auto& r : runs) {
+    EXPECT_EQ(Ms(r["scheduled_at"]), due) << r.dump();
+    EXPECT_GE(Ms(r["created_at"]), due) << "fired before its instant: " << r.dump();
+    EXPECT_TRUE(jobs.insert(r["job"].get<std::string>()).second) << "fired twice: " << r.dump();
+  }
+  EXPECT_EQ(jobs.size(), static_cast<size_t>(n));
+}
+
 TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
   // A short misfire grace so that the outages below count as missed instants.
   Start("misfire_grace = \"1s\"\n");

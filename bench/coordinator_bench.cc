@@ -1,0 +1,440 @@
+// coordinator_bench measures `jobctl serve` the way users and agents meet it: the real binary
+// on 127.0.0.1, a fresh data directory, everything over HTTP. It prints figures; it asserts
+// nothing. Phases (each on its own coordinator):
+//
+//   register  apply a job file of N jobs; RSS; CPU while idle with nothing due; restart time
+//   burst     M jobs due at the same instant: durable fires per second
+//   steady    R fires/s spread evenly (@every with per-job anchors) for D seconds, agents
+//             claiming and finishing every shard: due -> claimed lateness, and the
+//             coordinator's own due -> committed histogram
+//   claims    pending shards claimed one per request by C agents: round trips per second
+//   heartbeat A agents heartbeating every 5 s: coordinator CPU
+//
+//   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
+//       [--rate 2000] [--seconds 20] [--claims 50000] [--agents 10000] [--only PHASE]
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "model/time_format.h"
+#include "testlib/cluster.h"
+
+namespace {
+
+using jobctl::testing::Coordinator;
+using jobctl::testing::TempDir;
+using jobctl::testing::TestAgent;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double NowMsPrecise() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Resident memory and CPU of one process, from /proc.
+struct ProcSample {
+  double rss_mib = 0;
+  double hwm_mib = 0;
+  double cpu_s = 0;
+};
+
+ProcSample Sample(pid_t pid) {
+  ProcSample s;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmRSS:")) s.rss_mib = std::stod(line.substr(6)) / 1024;
+    if (line.starts_with("VmHWM:")) s.hwm_mib = std::stod(line.substr(6)) / 1024;
+  }
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream rest(text.substr(text.rfind(')') + 2));
+  std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
+  // After "pid (comm) ": state is field 0, utime 11, stime 12.
+  s.cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return s;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::string JobName(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "j%07d", i);
+  return buf;
+}
+
+// A counter from /metrics ("name value" lines).
+double Metric(Coordinator& c, const std::string& name) {
+  std::string text = c.Request("GET", "/metrics").body;
+  size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
+// p50/p99 upper bounds from a Prometheus histogram in /metrics.
+std::string HistogramQuantiles(Coordinator& c, const std::string& name) {
+  std::string text = c.Request("GET", "/metrics").body;
+  std::vector<std::pair<std::string, double>> buckets;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with(name + "_bucket{le=\"")) continue;
+    size_t q = line.find('"') + 1;
+    buckets.emplace_back(line.substr(q, line.find('"', q) - q), std::stod(line.substr(line.rfind(' '))));
+  }
+  if (buckets.empty() || buckets.back().second == 0) return "no observations";
+  double total = buckets.back().second;
+  auto bound = [&](double p) {
+    for (const auto& [le, n] : buckets) {
+      if (n >= total * p) return le == "+Inf" ? std::string("> largest bucket") : "<= " + le + " s";
+    }
+    return std::string("?");
+  };
+  return "p50 " + bound(0.50) + ", p99 " + bound(0.99) + " (" + std::to_string(int64_t(total)) +
+         " observations)";
+}
+
+// Applies a job file with a client that waits as long as it takes.
+double ApplyTimed(Coordinator& c, const std::string& toml) {
+  jobctl::http::BlockingClient client(c.url(), c.admin_token());
+  jobctl::http::RequestOptions o;
+  o.method = "POST";
+  o.body = json{{"text", toml}, {"base_revision", -1}}.dump();
+  o.timeout = std::chrono::milliseconds(0);
+  auto t0 = Clock::now();
+  auto r = client.Request("/v1/jobfile", o);
+  double s = Seconds(Clock::now() - t0);
+  if (!r.ok() || r->status != 200) {
+    std::fprintf(stderr, "apply failed: %s\n", r.ok() ? r->body.substr(0, 400).c_str()
+                                                       : r.status().ToString().c_str());
+    std::exit(1);
+  }
+  return s;
+}
+
+bool Ready(Coordinator& c) {
+  try {
+    return c.Request("GET", "/readyz", "", "").status == 200;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+const char* kConfig = "max_jobfile = \"1GiB\"\nlog_level = \"info\"\n";
+
+// ---- register: N jobs, RSS, idle CPU, restart --------------------------------------------
+
+void RegisterPhase(int n) {
+  TempDir dir;
+  Coordinator c(dir, kConfig);
+  c.Start();
+  std::string toml;
+  toml.reserve(static_cast<size_t>(n) * 80);
+  // Hashed minute and hour on 1 January: one schedule per job, nothing due for weeks.
+  for (int i = 0; i < n; ++i) {
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"H H 1 1 *\"\ncommand = [\"/bin/true\"]\n";
+  }
+  double mib = static_cast<double>(toml.size()) / (1 << 20);
+  double reg = ApplyTimed(c, toml);
+  toml = std::string();
+  ProcSample after = Sample(c.process().pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // let the apply's work settle
+  ProcSample idle0 = Sample(c.process().pid());
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  ProcSample idle1 = Sample(c.process().pid());
+  double idle_pct = (idle1.cpu_s - idle0.cpu_s) / 10 * 100;
+
+  c.Stop();
+  auto t0 = Clock::now();
+  c.Start();
+  while (!Ready(c)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double restart = Seconds(Clock::now() - t0);
+  ProcSample restarted = Sample(c.process().pid());
+  double jobs = Metric(c, "jobctl_jobs");
+  std::printf(
+      "register  jobs %-8d file %6.1f MiB  apply %7.2f s (%8.0f jobs/s)  RSS after apply %7.1f MiB "
+      "(peak %7.1f)  idle CPU %.3f%% of a core  restart to ready %6.2f s  RSS after restart %7.1f MiB"
+      "  jobs loaded %.0f\n",
+      n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib, jobs);
+  std::fflush(stdout);
+}
+
+// ---- burst: M jobs due at one instant -----------------------------------------------------
+
+void BurstPhase(int m) {
+  TempDir dir;
+  Coordinator c(dir, kConfig);
+  c.Start();
+  // @every 1h anchored a few seconds after the apply: all M due at the same millisecond.
+  int64_t due = (NowMs() / 1000 + 8 + m / 20000) * 1000;
+  std::string anchor = jobctl::FormatUtc(jobctl::FromUnixMs(due));
+  std::string toml;
+  for (int i = 0; i < m; ++i) {
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" + anchor +
+            "\"\ncommand = [\"/bin/true\"]\n";
+  }
+  ApplyTimed(c, toml);
+  if (NowMs() >= due) {
+    std::printf("burst     apply took past the due instant; raise the lead time\n");
+    return;
+  }
+  double fires = 0;
+  int64_t done_ms = 0;
+  while (true) {
+    fires = Metric(c, "jobctl_fires_total");
+    if (fires >= m) {
+      done_ms = NowMs();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  double span = static_cast<double>(done_ms - due) / 1000;
+  std::printf("burst     %d jobs due at one instant: all committed %.2f s after it = %.0f durable fires/s; "
+              "due -> committed %s\n",
+              m, span, m / span, HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
+  std::printf("          group commits: %s\n", HistogramQuantiles(c, "jobctl_store_commit_seconds").c_str());
+  std::fflush(stdout);
+}
+
+// ---- steady: R fires/s, agents claim and finish -------------------------------------------
+
+// Shards claimed by one thread, finished by another, as an agent's process would.
+struct Handoff {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<json> queue;
+  bool closed = false;
+};
+
+void SteadyPhase(int rate, int seconds) {
+  TempDir dir;
+  Coordinator c(dir, kConfig);
+  c.Start();
+  const int period_s = 10;
+  const int n = rate * period_s;
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    int64_t offset_ms = static_cast<int64_t>(i) * period_s * 1000 / n;
+    std::string anchor = jobctl::FormatUtc(jobctl::FromUnixMs(1767225600000 + offset_ms));
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every " + std::to_string(period_s) +
+            "s\"\nanchor = \"" + anchor + "\"\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n";
+  }
+  ApplyTimed(c, toml);
+  toml = std::string();
+
+  const int kAgents = 2;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<double> lateness_ms;
+  int64_t window_start = NowMs() + 3000, window_end = window_start + seconds * 1000LL;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<Handoff>> handoffs;
+  std::atomic<int64_t> finished{0};
+  for (int a = 0; a < kAgents; ++a) {
+    handoffs.push_back(std::make_unique<Handoff>());
+    Handoff* h = handoffs.back().get();
+    std::string name = "bench-" + std::to_string(a);
+    threads.emplace_back([&, h, name] {
+      TestAgent agent(c, name);
+      std::vector<double> mine;
+      while (!stop) {
+        std::vector<json> got = agent.Claim(512, 1000);
+        double now = NowMsPrecise();
+        for (json& a2 : got) {
+          int64_t scheduled = jobctl::ToUnixMs(*jobctl::ParseInstant(a2["scheduled_at"].get<std::string>()));
+          if (scheduled >= window_start && scheduled < window_end) mine.push_back(now - static_cast<double>(scheduled));
+        }
+        std::lock_guard lock(h->mu);
+        for (json& a2 : got) h->queue.push_back(std::move(a2));
+        h->cv.notify_one();
+      }
+      {
+        std::lock_guard lock(h->mu);
+        h->closed = true;
+        h->cv.notify_one();
+      }
+      std::lock_guard lock(mu);
+      lateness_ms.insert(lateness_ms.end(), mine.begin(), mine.end());
+    });
+    threads.emplace_back([&, h, name] {
+      TestAgent agent(c, name);
+      while (true) {
+        json a2;
+        {
+          std::unique_lock lock(h->mu);
+          h->cv.wait(lock, [&] { return h->closed || !h->queue.empty(); });
+          if (h->queue.empty()) return;
+          a2 = std::move(h->queue.front());
+          h->queue.pop_front();
+        }
+        agent.Finish(a2, 0);
+        ++finished;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(window_start - NowMs()));
+  ProcSample s0 = Sample(c.process().pid());
+  std::this_thread::sleep_for(std::chrono::milliseconds(window_end - NowMs()));
+  ProcSample s1 = Sample(c.process().pid());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // late claims of the window's fires
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  int64_t expected = static_cast<int64_t>(rate) * seconds;
+  std::printf(
+      "steady    %d fires/s for %d s (%d jobs, @every %ds, anchors spread): claimed %zu of %lld; "
+      "due -> claimed by an agent p50 %.1f ms p99 %.1f ms max %.1f ms; coordinator CPU %.0f%% of a core, "
+      "RSS %.1f MiB\n",
+      rate, seconds, n, period_s, lateness_ms.size(), static_cast<long long>(expected),
+      Percentile(lateness_ms, 50), Percentile(lateness_ms, 99), Percentile(lateness_ms, 100),
+      (s1.cpu_s - s0.cpu_s) / seconds * 100, s1.rss_mib);
+  std::printf("          due -> committed (coordinator histogram, whole run): %s\n",
+              HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
+  std::fflush(stdout);
+}
+
+// ---- claims: one shard per claim request ---------------------------------------------------
+
+void ClaimsPhase(int total) {
+  TempDir dir;
+  Coordinator c(dir, kConfig);
+  c.Start();
+  const int per_run = 10000;
+  c.Apply("[[job]]\nname = \"wide\"\nschedule = \"0 0 1 1 *\"\nshards = " + std::to_string(per_run) +
+          "\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n");
+  for (int i = 0; i < (total + per_run - 1) / per_run; ++i) c.PostJson("/v1/jobs/wide/trigger", json::object());
+  const int kAgents = 4;
+  std::atomic<int64_t> granted{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  ProcSample s0 = Sample(c.process().pid());
+  auto t0 = Clock::now();
+  for (int a = 0; a < kAgents; ++a) {
+    threads.emplace_back([&, a] {
+      TestAgent agent(c, "claim-" + std::to_string(a));
+      while (!stop) {
+        std::vector<json> got = agent.Claim(1, 0);
+        if (got.empty()) break;
+        granted += static_cast<int64_t>(got.size());
+        if (granted >= total) break;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  double s = Seconds(Clock::now() - t0);
+  ProcSample s1 = Sample(c.process().pid());
+  std::printf("claims    %lld shards granted by %d agents, one per claim request, in %.2f s = %.0f durable "
+              "claims/s; coordinator CPU %.0f%% of a core\n",
+              static_cast<long long>(granted.load()), kAgents, s, static_cast<double>(granted) / s,
+              (s1.cpu_s - s0.cpu_s) / s * 100);
+  std::fflush(stdout);
+}
+
+// ---- heartbeat: many agents renewing (nothing held) ---------------------------------------
+
+void HeartbeatPhase(int agents) {
+  TempDir dir;
+  Coordinator c(dir, kConfig);
+  c.Start();
+  const int seconds = 10;
+  const double per_s = agents / 5.0;  // one heartbeat every 5 s per agent
+  const int kThreads = 2;
+  std::atomic<int64_t> sent{0}, failed{0};
+  std::vector<std::thread> threads;
+  ProcSample s0 = Sample(c.process().pid());
+  auto t0 = Clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      jobctl::http::BlockingClient client(c.url(), c.agent_token());
+      jobctl::http::RequestOptions o;
+      o.method = "POST";
+      int64_t i = t;
+      while (true) {
+        auto due = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(static_cast<double>(i) / per_s));
+        if (due - t0 >= std::chrono::seconds(seconds)) return;
+        std::this_thread::sleep_until(due);
+        o.body = json{{"agent", "hb-" + std::to_string(i % agents)}, {"free", 4}, {"leases", json::array()}}.dump();
+        auto r = client.Request("/v1/agent/heartbeat", o);
+        ++sent;
+        if (!r.ok() || r->status != 200) ++failed;
+        i += kThreads;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  double s = Seconds(Clock::now() - t0);
+  ProcSample s1 = Sample(c.process().pid());
+  std::printf("heartbeat %d agents (%.0f heartbeats/s for %.1f s, %lld refused): coordinator CPU %.1f%% of a core\n",
+              agents, static_cast<double>(sent) / s, s, static_cast<long long>(failed.load()),
+              (s1.cpu_s - s0.cpu_s) / s * 100);
+  std::fflush(stdout);
+}
+
+std::vector<int> ParseList(const std::string& s) {
+  std::vector<int> out;
+  std::istringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  std::vector<int> jobs = {1000, 100000, 1000000};
+  int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000;
+  std::string only;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--jobs") jobs = ParseList(value);
+    else if (flag == "--burst") burst = std::stoi(value);
+    else if (flag == "--rate") rate = std::stoi(value);
+    else if (flag == "--seconds") seconds = std::stoi(value);
+    else if (flag == "--claims") claims = std::stoi(value);
+    else if (flag == "--agents") agents = std::stoi(value);
+    else if (flag == "--only") only = value;
+    else {
+      std::fprintf(stderr, "usage: %s [--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] "
+                           "[--agents A] [--only register|burst|steady|claims|heartbeat]\n", argv[0]);
+      return 64;
+    }
+  }
+  std::printf("coordinator_bench on %u cores (figures from one run; repeat and take medians)\n",
+              std::thread::hardware_concurrency());
+  if (only.empty() || only == "register") {
+    for (int n : jobs) RegisterPhase(n);
+  }
+  if (only.empty() || only == "burst") BurstPhase(burst);
+  if (only.empty() || only == "steady") SteadyPhase(rate, seconds);
+  if (only.empty() || only == "claims") ClaimsPhase(claims);
+  if (only.empty() || only == "heartbeat") HeartbeatPhase(agents);
+  return 0;
+}
