@@ -409,6 +409,14 @@ std::vector<int> ParseList(const std::string& s) {
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
+  std::set_terminate([] {
+    try {
+      if (auto e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "coordinator_bench: %s\n", e.what());
+    }
+    std::_Exit(1);
+  });
   std::vector<int> jobs = {1000, 100000, 1000000};
   int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000;
   std::string only;

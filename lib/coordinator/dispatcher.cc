@@ -1,7 +1,9 @@
 #include "coordinator/dispatcher.h"
 
 #include <algorithm>
+#include <climits>
 #include <random>
+#include <tuple>
 
 #include "base/log.h"
 #include "coordinator/metrics.h"
@@ -121,8 +123,10 @@ void Dispatcher::Enqueue(PendingShard shard) {
   shard.since_mono = ctx_->MonoMs();
   pending_.push_back(std::move(shard));
   // Dispatch on the next turn of the loop: the caller may still be creating the run's other
-  // shards, and this keeps every grant out of the caller's stack.
-  if (started_ && !uv_is_active(reinterpret_cast<uv_handle_t*>(&retry_timer_))) {
+  // shards, and this keeps every grant out of the caller's stack. A retry timer armed for
+  // later (a held or backed-off shard) must not delay this one.
+  if (started_ && (!uv_is_active(reinterpret_cast<uv_handle_t*>(&retry_timer_)) ||
+                   uv_timer_get_due_in(&retry_timer_) > 0)) {
     uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
                    0, 0);
   }
@@ -173,15 +177,30 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
     case Route::kBroadcast: {
       // Least busy first, and shards of one run on different agents where possible; ties
       // broken by a stable hash so assignments do not move while membership is unchanged.
-      auto load = [&](AgentInfo* a) {
-        int same_run = 0;
-        for (const ShardKey& k : a->held) same_run += k.run == shard.key.run;
-        return std::make_pair(same_run, a->held.size() * 1000 / std::max(a->slots, 1));
+      // Each agent's load once (held is ordered by run: this run's shards are adjacent).
+      struct Ranked {
+        int same_run;
+        size_t busy;
+        uint64_t hash;
+        AgentInfo* agent;
       };
-      std::sort(alive.begin(), alive.end(), [&](AgentInfo* x, AgentInfo* y) {
-        auto lx = load(x), ly = load(y);
-        return lx != ly ? lx < ly : by_hash(x, y);
+      std::vector<Ranked> ranked;
+      ranked.reserve(alive.size());
+      for (AgentInfo* a : alive) {
+        int same_run = 0;
+        for (auto k = a->held.lower_bound(ShardKey{shard.key.run, INT_MIN});
+             k != a->held.end() && k->run == shard.key.run; ++k) {
+          ++same_run;
+        }
+        ranked.push_back({same_run, a->held.size() * 1000 / static_cast<size_t>(std::max(a->slots, 1)),
+                          Rendezvous(shard.job, shard.key.index, a->name), a});
+      }
+      std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
+        return std::tie(x.same_run, x.busy) != std::tie(y.same_run, y.busy)
+                   ? std::tie(x.same_run, x.busy) < std::tie(y.same_run, y.busy)
+                   : x.hash > y.hash;
       });
+      for (size_t i = 0; i < ranked.size(); ++i) alive[i] = ranked[i].agent;
       break;
     }
   }
@@ -205,7 +224,12 @@ void Dispatcher::TryDispatch() {
     in = std::max<int64_t>(in, 1);
     if (retry_in < 0 || in < retry_in) retry_in = in;
   };
-  for (auto it = pending_.begin(); it != pending_.end();) {
+  // Only agents waiting in a claim can take a shard; when none has room left, the rest of
+  // the queue waits for the next claim (which calls this again), so a long queue costs
+  // nothing while every agent is busy.
+  int room = 0;
+  for (const auto& [name, a] : agents_) room += FreeOf(a);
+  for (auto it = pending_.begin(); it != pending_.end() && room > 0;) {
     if (it->not_before_ms > now_ms) {
       want_retry(it->not_before_ms - now_ms);
       ++it;
@@ -221,6 +245,7 @@ void Dispatcher::TryDispatch() {
     nlohmann::json& list = granted[agent->name];
     if (list.is_null()) list = nlohmann::json::array();
     Grant(*agent, *it, &list);
+    --room;
     it = pending_.erase(it);
   }
   for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));

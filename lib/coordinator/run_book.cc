@@ -434,8 +434,10 @@ void RunBook::MaybeFinish(OpenRun& run) {
     job->last_finished_ms = now;
   }
   ++ctx_->metrics->runs_finished_total[std::string(RunStateName(state))];
-  log::Info("run finished", {{"job", run.rec.job}, {"run", run.rec.id},
-                             {"state", RunStateName(state)}});
+  // Successes are the common case and are in the store and /metrics: at thousands of runs
+  // a second, a line each would flood the journal. Everything else is worth a line.
+  (state == RunState::kSucceeded ? log::Debug : log::Info)(
+      "run finished", {{"job", run.rec.job}, {"run", run.rec.id}, {"state", RunStateName(state)}});
   auto waiters = std::move(run.waiters);
   auto rec = std::make_shared<RunRecord>(run.rec);
   ctx_->batch->OnCommit([this, waiters = std::move(waiters), rec](const Status&) {

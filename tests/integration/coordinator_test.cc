@@ -274,6 +274,33 @@ TEST_F(CoordinatorTest, FailedShardIsRetriedWithBackoffThenTheRunFails) {
   EXPECT_EQ(retry["reason"], "retry");
 }
 
+// A shard backing off for an hour must not hold up a new shard for a waiting agent.
+TEST_F(CoordinatorTest, ABackedOffShardDoesNotDelayNewWork) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"slow-retry\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
+      "retry = { max = 1, initial = \"1h\", max_delay = \"1h\" }\n"
+      "[[job]]\nname = \"urgent\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  coord_->PostJson("/v1/jobs/slow-retry/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  std::vector<json> first;
+  while (first.empty()) first = agent.Claim(1, 5000);
+  ASSERT_EQ(agent.Finish(first[0], 1).status, 200);  // attempt 2 waits an hour
+  std::vector<json> second;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread claim([&] { second = agent.Claim(1, 10'000); });
+  // The claim is waiting once the coordinator counts it.
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    std::string m = coord_->Request("GET", "/metrics").body;
+    return m.find("\njobctl_claims_total 2\n") != std::string::npos;
+  }, seconds(5)));
+  coord_->PostJson("/v1/jobs/urgent/trigger", json::object());
+  claim.join();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0]["job"], "urgent");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(5));
+}
+
 TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {
   Start();
   coord_->Apply("[[job]]\nname = \"deploy\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
