@@ -187,6 +187,7 @@ Status Coordinator::Start() {
     log_hub_->Notify(-run);
   };
   batch_->on_failure = [this](const Status&) { Reload(); };
+  batch_->on_commit_seconds = [this](double s) { ctx_.metrics->commit_latency.Observe(s); };
   batch_->Start();
   dispatcher_->Start();
   book_->Start();

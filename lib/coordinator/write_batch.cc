@@ -61,6 +61,7 @@ void WriteBatch::Flush() {
   uv_idle_stop(&idle_);
   uint64_t start = uv_hrtime();
   Status result = failed_;
+  bool wrote = store_->in_transaction() || logs_->in_transaction();
   // The scheduler database first: a log chunk is only acknowledged together with it.
   if (result.ok() && store_->in_transaction()) result = store_->Commit();
   if (result.ok() && logs_->in_transaction()) result = logs_->Commit();
@@ -71,6 +72,9 @@ void WriteBatch::Flush() {
     ++commits_;
   }
   last_commit_us_ = (uv_hrtime() - start) / 1000;
+  if (wrote && result.ok() && on_commit_seconds) {
+    on_commit_seconds(static_cast<double>(last_commit_us_) / 1e6);
+  }
   failed_ = Status::Ok();
   std::vector<std::function<void(const Status&)>> callbacks;
   callbacks.swap(callbacks_);

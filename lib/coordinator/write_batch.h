@@ -40,6 +40,8 @@ class WriteBatch {
   void Flush();
 
   std::function<void(const Status&)> on_failure;
+  // Called with the duration of every commit that wrote something, in seconds.
+  std::function<void(double)> on_commit_seconds;
 
   uint64_t commits() const { return commits_; }
   uint64_t last_commit_us() const { return last_commit_us_; }

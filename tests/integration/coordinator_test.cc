@@ -301,6 +301,27 @@ TEST_F(CoordinatorTest, ABackedOffShardDoesNotDelayNewWork) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(5));
 }
 
+// /metrics counts what happened: a fire, its commit, a claim and a grant.
+TEST_F(CoordinatorTest, MetricsCountFiresCommitsAndGrants) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n");
+  TestAgent agent(*coord_, "a");
+  std::vector<json> a;
+  while (a.empty()) a = agent.Claim(1, 5000);
+  ASSERT_EQ(agent.Finish(a[0], 0).status, 200);
+  std::string m = coord_->Request("GET", "/metrics").body;
+  auto value = [&m](const std::string& name) {
+    size_t at = m.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+  };
+  EXPECT_GE(value("jobctl_fires_total"), 1) << m;
+  EXPECT_GE(value("jobctl_fire_lateness_seconds_count"), 1) << m;
+  EXPECT_GE(value("jobctl_store_commit_seconds_count"), 1) << m;
+  EXPECT_GE(value("jobctl_grants_total"), 1) << m;
+  EXPECT_GE(value("jobctl_claim_latency_seconds_count"), 1) << m;
+  EXPECT_NE(m.find("jobctl_runs_finished_total{state=\"succeeded\"} 1"), std::string::npos) << m;
+}
+
 TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {
   Start();
   coord_->Apply("[[job]]\nname = \"deploy\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
