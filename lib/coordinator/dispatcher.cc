@@ -352,7 +352,7 @@ nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
       renewed.push_back(std::move(item));
     }
   }
-  ArmTimers();
+  if (!renewed.empty()) ArmLeaseTimer();
   return {{"ttl_ms", ctx_->config.lease_ttl.count()},
           {"heartbeat_ms", ctx_->config.heartbeat.count()},
           {"renewed", renewed},
@@ -445,6 +445,11 @@ void Dispatcher::OnClaimTimer() {
 }
 
 void Dispatcher::ArmTimers() {
+  ArmLeaseTimer();
+  ArmClaimTimer();
+}
+
+void Dispatcher::ArmLeaseTimer() {
   if (!started_) return;
   int64_t now = ctx_->MonoMs();
   // The lease timer also runs every TTL/3 while leases exist, which is how a stall shows.
@@ -458,6 +463,12 @@ void Dispatcher::ArmTimers() {
     uv_timer_stop(&lease_timer_);
     last_lease_check_mono_ = 0;
   }
+}
+
+// Scans every agent: called when claims come and go, not per heartbeat.
+void Dispatcher::ArmClaimTimer() {
+  if (!started_) return;
+  int64_t now = ctx_->MonoMs();
   int64_t earliest = -1;
   for (const auto& [name, a] : agents_) {
     if (a.waiting && (earliest < 0 || a.wait_deadline_mono < earliest)) earliest = a.wait_deadline_mono;

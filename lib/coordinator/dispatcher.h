@@ -120,6 +120,8 @@ class Dispatcher {
   void OnLeaseTimer();
   void OnClaimTimer();
   void ArmTimers();
+  void ArmLeaseTimer();
+  void ArmClaimTimer();
 
   Context* ctx_;
   RunBook* book_ = nullptr;

@@ -21,6 +21,8 @@ Scheduler::Scheduler(Context* ctx, JobIndex* jobs, RunBook* book)
 void Scheduler::Start() {
   uv_timer_init(ctx_->loop, &timer_);
   timer_.data = this;
+  uv_idle_init(ctx_->loop, &continue_);
+  continue_.data = this;
   started_ = true;
   Arm();
 }
@@ -28,6 +30,7 @@ void Scheduler::Start() {
 void Scheduler::Close() {
   if (!started_) return;
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&continue_), nullptr);
   started_ = false;
 }
 
@@ -195,7 +198,11 @@ void Scheduler::Arm() {
   if (!started_) return;
   std::optional<int64_t> next = wheel_.NextWakeup();
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
-  if (!due_.empty()) next = 0;  // the rest of a burst: the next loop turn, after this commit
+  if (!due_.empty()) {  // the rest of a burst: the next loop turn, after this turn's commit
+    uv_idle_start(&continue_, [](uv_idle_t* h) { static_cast<Scheduler*>(h->data)->RunDue(); });
+    return;
+  }
+  uv_idle_stop(&continue_);
   if (!next) {
     uv_timer_stop(&timer_);
     return;

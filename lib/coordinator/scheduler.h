@@ -60,6 +60,9 @@ class Scheduler {
   // job's next_fire_ms moved on since (re-tracked by an apply) is dropped when reached.
   std::deque<std::pair<int64_t, int64_t>> due_;
   uv_timer_t timer_{};
+  // Runs the rest of a burst on the next loop turn. An idle handle, not a 0 ms timer: libuv
+  // runs a timer re-armed for "now" again within the same timer phase, before any commit.
+  uv_idle_t continue_{};
   bool started_ = false;
 };
 
