@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "base/log.h"
+#include "wire/json_number.h"
 
 namespace jobctl::agentd {
 
@@ -93,36 +96,64 @@ void LeaseKeeper::Heartbeat() {
               [this, sent](Result<http::HttpResponse> r) { OnReply(sent, std::move(r)); });
 }
 
+// Applies a heartbeat reply: renewed leases get new deadlines, revoked ones are lost. Reads
+// the lists in place (no copies: a deeply nested value must not recurse); throws
+// nlohmann::json::exception on values of the wrong type.
+void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return;
+  // A positive integer that fits, or nothing.
+  auto number = [](const nlohmann::json& obj, const char* name) -> std::optional<int64_t> {
+    auto it = obj.find(name);
+    if (it == obj.end() || !it->is_number_integer() || !wire::JsonNumberFits<int>(*it)) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  if (auto t = number(j, "ttl_ms"); t && *t > 0) ttl_ms_ = *t;
+  if (auto h = number(j, "heartbeat_ms"); h && *h > 0) heartbeat_ms_ = *h;
+  auto item = [](const nlohmann::json& e, ShardKey* key, int64_t* token) {
+    if (!e.is_object()) return false;
+    auto run = e.find("run"), shard = e.find("shard"), tok = e.find("token");
+    if (run == e.end() || shard == e.end() || tok == e.end() || !run->is_number_integer() ||
+        !shard->is_number_integer() || !tok->is_number_integer() ||
+        !wire::JsonNumberFits<int64_t>(*run) || !wire::JsonNumberFits<int>(*shard) ||
+        !wire::JsonNumberFits<int64_t>(*tok)) {
+      return false;
+    }
+    *key = {run->get<int64_t>(), shard->get<int>()};
+    *token = tok->get<int64_t>();
+    return true;
+  };
+  ShardKey key;
+  int64_t token = 0;
+  if (auto renewed = j.find("renewed"); renewed != j.end() && renewed->is_array()) {
+    for (const auto& e : *renewed) {
+      if (item(e, &key, &token) && table_.Renewed(key, token, sent_ms, ttl_ms_) && cb_.on_renewed) {
+        cb_.on_renewed(key, token);
+      }
+    }
+  }
+  if (auto revoked = j.find("revoked"); revoked != j.end() && revoked->is_array()) {
+    for (const auto& e : *revoked) {
+      if (!item(e, &key, &token) || !table_.Remove(key, token)) continue;
+      auto reason = e.find("reason");
+      bool canceled = reason != e.end() && reason->is_string() && *reason == "canceled";
+      LeaseLoss loss = canceled ? LeaseLoss::kCanceled : LeaseLoss::kStale;
+      log::Info("lease revoked", {{"run", key.run}, {"shard", key.shard}, {"token", token},
+                                  {"reason", LeaseLossName(loss)}});
+      cb_.on_lost(key, token, loss);
+    }
+  }
+}
+
 void LeaseKeeper::OnReply(int64_t sent_ms, Result<http::HttpResponse> r) {
   in_flight_ = false;
   if (closed_) return;
   if (Classify(r) == Reply::kOk) {
-    nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
-    if (j.is_object()) {
-      ttl_ms_ = j.value("ttl_ms", ttl_ms_);
-      heartbeat_ms_ = j.value("heartbeat_ms", heartbeat_ms_);
-      auto item = [](const nlohmann::json& e, ShardKey* key, int64_t* token) {
-        if (!e.is_object()) return false;
-        *key = {e.value("run", int64_t{0}), e.value("shard", 0)};
-        *token = e.value("token", int64_t{0});
-        return true;
-      };
-      ShardKey key;
-      int64_t token = 0;
-      for (const auto& e : j.value("renewed", nlohmann::json::array())) {
-        if (item(e, &key, &token) && table_.Renewed(key, token, sent_ms, ttl_ms_) &&
-            cb_.on_renewed) {
-          cb_.on_renewed(key, token);
-        }
-      }
-      for (const auto& e : j.value("revoked", nlohmann::json::array())) {
-        if (!item(e, &key, &token) || !table_.Remove(key, token)) continue;
-        LeaseLoss loss = e.value("reason", "") == "canceled" ? LeaseLoss::kCanceled
-                                                             : LeaseLoss::kStale;
-        log::Info("lease revoked", {{"run", key.run}, {"shard", key.shard}, {"token", token},
-                                    {"reason", LeaseLossName(loss)}});
-        cb_.on_lost(key, token, loss);
-      }
+    try {
+      ApplyReply(sent_ms, r->body);
+    } catch (const nlohmann::json::exception& e) {
+      // A reply that does not decode renews nothing; the deadlines stay as they were.
+      log::Warn("heartbeat reply not understood", {{"error", e.what()}});
     }
   } else if (Classify(r) == Reply::kRejected) {
     log::Warn("heartbeat rejected", {{"error", Describe(r)}});

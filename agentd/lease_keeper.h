@@ -48,6 +48,7 @@ class LeaseKeeper {
  private:
   void Heartbeat();
   void OnReply(int64_t sent_ms, Result<http::HttpResponse> r);
+  void ApplyReply(int64_t sent_ms, const std::string& body);
   void CheckDeadlines();
   void Rearm();
 
