@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "bench/probe_stream.h"
 #include "model/time_format.h"
+#include "bench/bench_util.h"
 #include "testlib/cluster.h"
 
 namespace {
@@ -36,43 +37,14 @@ namespace {
 using jobctl::testing::AgentProcess;
 using jobctl::testing::Coordinator;
 using jobctl::testing::TempDir;
-using Clock = std::chrono::steady_clock;
+using jobctl::bench::Clock;
+using jobctl::bench::NowMs;
+using jobctl::bench::ParseList;
+using jobctl::bench::Percentile;
+using jobctl::bench::ProcSample;
+using jobctl::bench::Sample;
+using jobctl::bench::Seconds;
 using nlohmann::json;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-struct ProcSample {
-  double rss_mib = 0;
-  double cpu_s = 0;
-};
-
-ProcSample Sample(pid_t pid) {
-  ProcSample s;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("VmRSS:")) s.rss_mib = std::stod(line.substr(6)) / 1024;
-  }
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
-  s.cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return s;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
 
 const char* kConfig = "log_cap = \"4GiB\"\n";
 
@@ -209,26 +181,11 @@ void IdlePhase(int seconds, int slots) {
   std::fflush(stdout);
 }
 
-std::vector<int> ParseList(const std::string& s) {
-  std::vector<int> out;
-  std::istringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
-  std::set_terminate([] {
-    try {
-      if (auto e = std::current_exception()) std::rethrow_exception(e);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "agent_bench: %s\n", e.what());
-    }
-    std::_Exit(1);
-  });
   std::vector<int> rates = {10, 100, 500};
   int seconds = 20, shards = 2000, mib = 256, idle = 60, slots = 64;
   std::string only;

@@ -31,6 +31,7 @@
 
 #include "base/clock.h"
 #include "model/time_format.h"
+#include "bench/bench_util.h"
 #include "testlib/cluster.h"
 
 namespace {
@@ -38,52 +39,19 @@ namespace {
 using jobctl::testing::Coordinator;
 using jobctl::testing::TempDir;
 using jobctl::testing::TestAgent;
-using Clock = std::chrono::steady_clock;
+using jobctl::bench::Clock;
+using jobctl::bench::NowMs;
+using jobctl::bench::ParseList;
+using jobctl::bench::Percentile;
+using jobctl::bench::ProcSample;
+using jobctl::bench::Sample;
+using jobctl::bench::Seconds;
 using nlohmann::json;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 double NowMsPrecise() {
   return std::chrono::duration<double, std::milli>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// Resident memory and CPU of one process, from /proc.
-struct ProcSample {
-  double rss_mib = 0;
-  double hwm_mib = 0;
-  double cpu_s = 0;
-};
-
-ProcSample Sample(pid_t pid) {
-  ProcSample s;
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("VmRSS:")) s.rss_mib = std::stod(line.substr(6)) / 1024;
-    if (line.starts_with("VmHWM:")) s.hwm_mib = std::stod(line.substr(6)) / 1024;
-  }
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream rest(text.substr(text.rfind(')') + 2));
-  std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
-  // After "pid (comm) ": state is field 0, utime 11, stime 12.
-  s.cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return s;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 std::string JobName(int i) {
@@ -397,26 +365,11 @@ void HeartbeatPhase(int agents) {
   std::fflush(stdout);
 }
 
-std::vector<int> ParseList(const std::string& s) {
-  std::vector<int> out;
-  std::istringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
-  std::set_terminate([] {
-    try {
-      if (auto e = std::current_exception()) std::rethrow_exception(e);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "coordinator_bench: %s\n", e.what());
-    }
-    std::_Exit(1);
-  });
   std::vector<int> jobs = {1000, 100000, 1000000};
   int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000;
   std::string only;
