@@ -40,6 +40,8 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "heartbeat") dur(node, key, &c.heartbeat);
     else if (key == "misfire_grace") dur(node, key, &c.misfire_grace);
     else if (key == "timeout_grace") dur(node, key, &c.timeout_grace);
+    else if (key == "header_timeout") dur(node, key, &c.header_timeout);
+    else if (key == "idle_timeout") dur(node, key, &c.idle_timeout);
     else if (key == "log_cap") {
       if (auto v = ParseSize(node)) c.log_cap_bytes = *v; else fail(node, key, "a size like \"64MiB\"");
     } else if (key == "max_jobfile") {
@@ -47,7 +49,7 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
       else fail(node, key, "a size like \"8MiB\"");
     } else {
       fail(node, key, "one of listen, data_dir, log_level, lease_ttl, heartbeat, misfire_grace, "
-                      "timeout_grace, log_cap, max_jobfile (unknown key)");
+                      "timeout_grace, header_timeout, idle_timeout, log_cap, max_jobfile (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {

@@ -22,6 +22,11 @@ struct CoordinatorConfig {
   // A shard that outlives its timeout by this much is failed by the coordinator (backstop for
   // an agent that vanished without losing its lease).
   Millis timeout_grace = std::chrono::seconds(60);
+  // HTTP: the request line and headers must arrive within header_timeout of their first byte
+  // (slowloris); a connection idle between requests, or a body that stops arriving, is closed
+  // after idle_timeout (longer than any agent's keep-alive gap).
+  Millis header_timeout = std::chrono::seconds(10);
+  Millis idle_timeout = std::chrono::seconds(90);
   int64_t log_cap_bytes = 64LL << 20;  // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";

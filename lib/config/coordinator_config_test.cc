@@ -14,6 +14,8 @@ TEST(CoordinatorConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->heartbeat, std::chrono::seconds(5));
   EXPECT_EQ(c->log_cap_bytes, int64_t{64} << 20);
   EXPECT_EQ(c->max_jobfile_bytes, int64_t{8} << 20);
+  EXPECT_EQ(c->header_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(c->idle_timeout, std::chrono::seconds(90));
 }
 
 TEST(CoordinatorConfigTest, ReadsEveryKey) {
@@ -24,6 +26,8 @@ lease_ttl = "30s"
 heartbeat = "10s"
 misfire_grace = "1m"
 timeout_grace = "2m"
+header_timeout = "5s"
+idle_timeout = "3m"
 log_cap = "256MiB"
 max_jobfile = "128MiB"
 log_level = "debug"
@@ -35,6 +39,8 @@ log_level = "debug"
   EXPECT_EQ(c->heartbeat, std::chrono::seconds(10));
   EXPECT_EQ(c->misfire_grace, std::chrono::minutes(1));
   EXPECT_EQ(c->timeout_grace, std::chrono::minutes(2));
+  EXPECT_EQ(c->header_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(c->idle_timeout, std::chrono::minutes(3));
   EXPECT_EQ(c->log_cap_bytes, int64_t{256} << 20);
   EXPECT_EQ(c->max_jobfile_bytes, int64_t{128} << 20);
   EXPECT_EQ(c->log_level, "debug");

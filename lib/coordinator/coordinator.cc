@@ -201,8 +201,10 @@ Status Coordinator::Start() {
   http::Limits limits;
   limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
                           const http::Request& head) { return Api::BodyLimit(head, max); };
-  // Long-polls hold a connection up to a minute; idle keep-alive connections a little longer.
-  limits.idle_timeout_ms = 90'000;
+  // Long-polls hold a connection up to a minute (no timer runs while a request waits);
+  // idle keep-alive connections are kept a little longer by default.
+  limits.header_timeout_ms = static_cast<uint64_t>(ctx_.config.header_timeout.count());
+  limits.idle_timeout_ms = static_cast<uint64_t>(ctx_.config.idle_timeout.count());
   server_ = std::make_unique<http::HttpServer>(
       ctx_.loop, limits, [this](http::Request&& req, std::shared_ptr<http::Responder> res) {
         api_->Handle(std::move(req), std::move(res));

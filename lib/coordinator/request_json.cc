@@ -1,5 +1,7 @@
 #include "coordinator/request_json.h"
 
+#include <type_traits>
+
 #include "wire/json_number.h"
 
 namespace jobctl::coordinator {
@@ -16,6 +18,14 @@ Status Need(const json& body, const char* key, T* out) {
   if (!wire::JsonNumberFits<T>(*it)) {
     return Status::InvalidArgument(std::string("field \"") + key + "\" is out of range");
   }
+  // get<T>() would take true as 1 and 0.5 as 0 for an integer, and 1 as true: not ours.
+  bool type_ok = true;
+  if constexpr (std::is_same_v<T, bool>) {
+    type_ok = it->is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
+    type_ok = it->is_number_integer();
+  }
+  if (!type_ok) return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
   try {
     *out = it->get<T>();
   } catch (const json::exception&) {

@@ -36,6 +36,20 @@ TEST(RequestJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
   EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"agent":"a","wait_ms":-9223372036854775808})")).ok());
 }
 
+TEST(RequestJsonTest, BooleansAndFractionsAreNotIntegers) {
+  EXPECT_EQ(ClaimRequestFromJson(Parse(R"({"agent":"a","free":true})")).status().message(),
+            "field \"free\" has the wrong type");
+  EXPECT_EQ(HeartbeatRequestFromJson(
+                Parse(R"({"agent":"a","leases":[{"run":1,"shard":0.5,"token":1}]})"))
+                .status()
+                .message(),
+            "field \"shard\" has the wrong type");
+  EXPECT_FALSE(ResultReportFromJson(Parse(
+                   R"({"agent":"a","run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited","exit_code":false})"))
+                   .ok());
+  EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":1})")).ok());
+}
+
 TEST(RequestJsonTest, DeeplyNestedLeasesAreRejectedWithoutRecursing) {
   const int depth = 200'000;
   json body = Parse(R"({"agent":"a","leases":)" + std::string(depth, '[') +

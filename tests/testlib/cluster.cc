@@ -94,7 +94,8 @@ bool Daemon::WaitForLog(const std::string& text, std::chrono::milliseconds timeo
                                  timeout);
 }
 
-Coordinator::Coordinator(const TempDir& dir, const std::string& config) : dir_(dir) {
+Coordinator::Coordinator(const TempDir& dir, const std::string& config, std::string host)
+    : dir_(dir), host_(std::move(host)) {
   data_dir_ = dir.path() + "/data";
   config_path_ = dir.Write("coordinator.toml", config);
 }
@@ -109,14 +110,17 @@ Coordinator::~Coordinator() {
 
 void Coordinator::Start() {
   std::string log = dir_.path() + "/coordinator.log";
-  std::string marker = "jobctl serve: listening on 127.0.0.1:";
+  std::string marker = "jobctl serve: listening on " + host_ + ":";
   size_t seen = ReadAll(log).size();
   ++starts_;
-  std::string listen = port_ == 0 ? "127.0.0.1:0" : "127.0.0.1:" + std::to_string(port_);
-  daemon_ = std::make_unique<Daemon>(
-      std::vector<std::string>{JOBCTL_BIN, "serve", "--config", config_path_, "--listen", listen,
-                               "--data", data_dir_},
-      log);
+  std::string listen = host_ + ":" + std::to_string(port_);
+  std::vector<std::string> argv = launch_.prefix;
+  for (const char* a : {JOBCTL_BIN, "serve", "--config"}) argv.push_back(a);
+  for (const std::string& a : {config_path_, std::string("--listen"), listen,
+                               std::string("--data"), data_dir_}) {
+    argv.push_back(a);
+  }
+  daemon_ = std::make_unique<Daemon>(argv, log, launch_.env);
   bool up = Eventually(
       [&] {
         std::string text = ReadAll(log);
@@ -196,7 +200,8 @@ bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::mil
 }
 
 AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
-                           std::vector<std::string> extra_args, const std::string& config)
+                           std::vector<std::string> extra_args, const std::string& config,
+                           const Launch& launch)
     : name_(std::move(name)) {
   state_dir_ = dir.path() + "/agent-" + name_;
   std::string token_file = dir.Write("agent-" + name_ + ".token", c.agent_token() + "\n");
@@ -207,11 +212,15 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
     text += "allow_run_as = [\"" + std::string(pw ? pw->pw_name : "root") + "\"]\n";
   }
   std::string config_file = dir.Write("agent-" + name_ + ".toml", text);
-  std::vector<std::string> argv = {AGENTD_BIN, "--config", config_file, "--coordinator", c.url(),
-                                   "--token-file", token_file, "--name", name_, "--state-dir",
-                                   state_dir_};
+  std::vector<std::string> argv = launch.prefix;
+  for (const std::string& a : {std::string(AGENTD_BIN), std::string("--config"), config_file,
+                               std::string("--coordinator"), c.url(), std::string("--token-file"),
+                               token_file, std::string("--name"), name_,
+                               std::string("--state-dir"), state_dir_}) {
+    argv.push_back(a);
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  daemon_ = std::make_unique<Daemon>(argv, dir.path() + "/agent-" + name_ + ".log");
+  daemon_ = std::make_unique<Daemon>(argv, dir.path() + "/agent-" + name_ + ".log", launch.env);
 }
 
 std::string AgentProcess::Logs() const { return ReadAll(daemon_->log_path()); }

@@ -20,6 +20,13 @@
 
 namespace jobctl::testing {
 
+// How a daemon is started beyond its own flags: a command put in front of it (`ip netns exec
+// NS`, `prlimit --nproc=N`) and environment additions (LD_PRELOAD for libfaketime).
+struct Launch {
+  std::vector<std::string> prefix;
+  std::map<std::string, std::string> env;
+};
+
 // A child process with its output in a file; killed (SIGKILL) when destroyed.
 class Daemon {
  public:
@@ -47,14 +54,17 @@ class Daemon {
 class Coordinator {
  public:
   // `config` is written to coordinator.toml in the data directory's parent (may be empty).
-  explicit Coordinator(const TempDir& dir, const std::string& config = "");
+  // `host` is the address it listens on (an address of this machine).
+  explicit Coordinator(const TempDir& dir, const std::string& config = "",
+                       std::string host = "127.0.0.1");
   ~Coordinator();
   void Start();                         // (re)starts on the same data dir; waits for the port
+  void set_launch(Launch launch) { launch_ = std::move(launch); }  // for the next Start()
   void Kill9();                         // SIGKILL, reaped
   void Stop();                          // SIGTERM, waits for exit 0
   Daemon& process() { return *daemon_; }
   int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   std::string admin_token() const;
   std::string agent_token() const;
   const std::string& data_dir() const { return data_dir_; }
@@ -73,6 +83,8 @@ class Coordinator {
 
  private:
   const TempDir& dir_;
+  std::string host_;
+  Launch launch_;
   std::string data_dir_;
   std::string config_path_;
   int port_ = 0;
@@ -85,7 +97,8 @@ class AgentProcess {
  public:
   // `config` is the agentd.toml text (empty: an empty file, flags only).
   AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
-               std::vector<std::string> extra_args = {}, const std::string& config = "");
+               std::vector<std::string> extra_args = {}, const std::string& config = "",
+               const Launch& launch = {});
   Daemon& process() { return *daemon_; }
   const std::string& name() const { return name_; }
   const std::string& state_dir() const { return state_dir_; }

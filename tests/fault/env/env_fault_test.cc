@@ -1,0 +1,125 @@
+#include "fault/env/env_fault_test.h"
+
+#include <openssl/evp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "base/base64.h"
+
+namespace jobctl::testing {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char d[32];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 15];
+  }
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+long RssKib(pid_t pid) {
+  std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  size_t at = status.find("VmRSS:");
+  return at == std::string::npos ? -1 : std::atol(status.c_str() + at + 6);
+}
+
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  // Fields after "pid (comm)": state is the 3rd; utime and stime are the 14th and 15th.
+  std::istringstream in(stat.substr(paren + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && in >> field; ++i) {
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+void EnvFaultTest::StartCoordinator(const std::string& config, const std::string& host,
+                                    const Launch& launch) {
+  coord_ = std::make_unique<Coordinator>(dir_, config, host);
+  coord_->set_launch(launch);
+  coord_->Start();
+}
+
+AgentProcess& EnvFaultTest::AddAgent(const std::string& name, std::vector<std::string> args,
+                                     const std::string& config, const Launch& launch) {
+  agents_.push_back(
+      std::make_unique<AgentProcess>(*coord_, dir_, name, std::move(args), config, launch));
+  return *agents_.back();
+}
+
+void EnvFaultTest::WaitForAgents(size_t n) {
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    size_t connected = 0;
+    for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
+    return connected >= n;
+  }, seconds(30))) << coord_->GetJson("/v1/agents").dump();
+}
+
+json EnvFaultTest::Trigger(const std::string& job) {
+  return coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object());
+}
+
+json EnvFaultTest::GetRun(int64_t id) { return coord_->GetJson("/v1/runs/" + std::to_string(id)); }
+
+json EnvFaultTest::WaitRun(int64_t id, seconds timeout) {
+  json run;
+  Coordinator::Eventually([&] {
+    run = coord_->GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
+    return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
+  }, timeout);
+  return run;
+}
+
+std::string EnvFaultTest::Output(int64_t run, int shard, const std::string& stream, int attempt) {
+  std::string out;
+  int64_t after = 0;
+  while (true) {
+    json r = coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
+                             std::to_string(after) + "&shard=" + std::to_string(shard) +
+                             "&stream=" + stream);
+    if (r["chunks"].empty()) break;
+    for (const auto& c : r["chunks"]) {
+      if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
+        out += Base64Decode(c["data"].get<std::string>());
+      }
+    }
+    after = r["next"];
+  }
+  return out;
+}
+
+std::string EnvFaultTest::JobPids() const { return "echo $$ >> " + dir_.path() + "/job-pids; "; }
+
+void EnvFaultTest::TearDown() {
+  // Jobs lead their own process groups; none may outlive the test, whatever its agent did.
+  std::istringstream pids(ReadFile(dir_.path() + "/job-pids"));
+  for (pid_t pid = 0; pids >> pid;) {
+    if (pid > 1) ::kill(-pid, SIGKILL);
+  }
+  if (!HasFailure()) return;
+  if (coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
+  for (auto& a : agents_) std::cerr << "---- agent " << a->name() << " log ----\n" << a->Logs();
+}
+
+}  // namespace jobctl::testing
