@@ -36,6 +36,11 @@ bool MatchRoute(std::string_view pattern, std::string_view path,
   return true;
 }
 
+// What a 507 says: the store reports only "database or disk is full".
+std::string DiskFullMessage(const Status& s) {
+  return "the coordinator's disk is full; nothing of this request was kept (" + s.message() + ")";
+}
+
 std::string Rfc3339(std::optional<int64_t> ms) {
   return ms ? FormatUtc(FromUnixMs(*ms)) : std::string();
 }
@@ -157,7 +162,7 @@ void Api::Fail(Call& c, const Status& s) {
     case Status::Code::kUnauthenticated: return FailWith(c, 401, "unauthenticated", s.message());
     case Status::Code::kPermissionDenied: return FailWith(c, 403, "forbidden", s.message());
     case Status::Code::kResourceExhausted:
-      return FailWith(c, 507, "insufficient_storage", s.message());
+      return FailWith(c, 507, "insufficient_storage", DiskFullMessage(s));
     case Status::Code::kUnavailable:
     case Status::Code::kIo: return FailWith(c, 503, "unavailable", s.message());
     default: return FailWith(c, 500, "internal", s.message());
@@ -175,7 +180,7 @@ void Api::JsonAfterCommit(Call& c, int status, json body) {
     int code = s.code() == Status::Code::kResourceExhausted ? 507 : 503;
     res->Send({code, "application/json",
                json{{"error", code == 507 ? "insufficient_storage" : "unavailable"},
-                    {"message", s.message()}}.dump(), {}});
+                    {"message", code == 507 ? DiskFullMessage(s) : s.message()}}.dump(), {}});
   });
 }
 

@@ -59,6 +59,9 @@ std::optional<int64_t> Scheduler::NextAfter(const JobEntry& job, int64_t after_m
 }
 
 void Scheduler::RunDue() {
+  // The last commit failed (disk full): fire again only after the batch's backoff, or a due
+  // instant would be fired, refused and reloaded in a hot loop. It fires late, not never.
+  if (ctx_->batch->RetryDelayMs() > 0) return Arm();
   int64_t now = ctx_->NowMs();
   wheel_.Advance(now, [this](uint64_t id, int64_t at) {
     due_.emplace_back(static_cast<int64_t>(id), at);
@@ -198,16 +201,19 @@ void Scheduler::Arm() {
   if (!started_) return;
   std::optional<int64_t> next = wheel_.NextWakeup();
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
-  if (!due_.empty()) {  // the rest of a burst: the next loop turn, after this turn's commit
+  const int64_t hold = ctx_->batch->RetryDelayMs();
+  if (!due_.empty() && hold == 0) {
+    // The rest of a burst: the next loop turn, after this turn's commit.
     uv_idle_start(&continue_, [](uv_idle_t* h) { static_cast<Scheduler*>(h->data)->RunDue(); });
     return;
   }
   uv_idle_stop(&continue_);
+  if (!due_.empty()) next = ctx_->NowMs();  // held back: the timer below waits out the hold
   if (!next) {
     uv_timer_stop(&timer_);
     return;
   }
-  int64_t delay = std::max<int64_t>(*next - ctx_->NowMs(), 0);
+  int64_t delay = std::max<int64_t>({*next - ctx_->NowMs(), hold, 0});
   uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<Scheduler*>(t->data)->RunDue(); },
                  static_cast<uint64_t>(delay), 0);
 }

@@ -1,8 +1,30 @@
 #include "coordinator/write_batch.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 
 namespace jobctl::coordinator {
+namespace {
+
+constexpr int64_t kFirstBackoffMs = 100;
+constexpr int64_t kMaxBackoffMs = 2000;
+constexpr uint64_t kFailureLogEveryMs = 10'000;
+
+}  // namespace
+
+int64_t WriteBatch::BackoffMs(uint64_t failures) {
+  if (failures == 0) return 0;
+  int64_t ms = kFirstBackoffMs;
+  for (uint64_t i = 1; i < failures && ms < kMaxBackoffMs; ++i) ms *= 2;
+  return std::min(ms, kMaxBackoffMs);
+}
+
+int64_t WriteBatch::RetryDelayMs() const {
+  if (failures_in_a_row_ == 0) return 0;
+  int64_t until = static_cast<int64_t>(last_failure_ms_) + BackoffMs(failures_in_a_row_);
+  return std::max<int64_t>(until - static_cast<int64_t>(uv_now(loop_)), 0);
+}
 
 WriteBatch::WriteBatch(uv_loop_t* loop, store::Store* store, store::LogStore* logs)
     : loop_(loop), store_(store), logs_(logs) {}
@@ -78,10 +100,27 @@ void WriteBatch::Flush() {
   failed_ = Status::Ok();
   std::vector<std::function<void(const Status&)>> callbacks;
   callbacks.swap(callbacks_);
+  NoteOutcome(result, wrote);
   for (auto& cb : callbacks) cb(result);
-  if (!result.ok()) {
-    log::Error("commit failed; reloading state from the store", {{"error", result.ToString()}});
-    if (on_failure) on_failure(result);
+  if (!result.ok() && on_failure) on_failure(result);
+}
+
+void WriteBatch::NoteOutcome(const Status& result, bool wrote) {
+  uint64_t now = uv_now(loop_);
+  if (result.ok()) {
+    if (wrote && failures_in_a_row_ > 0) {
+      log::Info("commits succeed again", {{"failed", failures_in_a_row_}});
+      failures_in_a_row_ = 0;
+    }
+    return;
+  }
+  ++failures_in_a_row_;
+  last_failure_ms_ = now;
+  // One line when the failures start and one every 10 s while they last, not one per turn.
+  if (failures_in_a_row_ == 1 || now - last_failure_log_ms_ >= kFailureLogEveryMs) {
+    last_failure_log_ms_ = now;
+    log::Error("commit failed; reloading state from the store",
+               {{"error", result.ToString()}, {"failed_in_a_row", failures_in_a_row_}});
   }
 }
 

@@ -6,7 +6,12 @@
 //
 // If a write fails midway (disk full, I/O error) the whole turn is rolled back, every
 // waiting reply gets the error, and on_failure lets the coordinator rebuild its memory from
-// the store, which is the truth. Loop thread only; owned by the Coordinator.
+// the store, which is the truth. While commits keep failing (a full disk does not heal by
+// itself) RetryDelayMs() tells the parts that write on their own (the fire loop) how long to
+// hold off, growing from 100 ms to 2 s, so that a failing disk is retried a few times a
+// second instead of in a hot loop of fire, fail, reload; the failures are logged when they
+// start, every 10 s while they last, and when they end. Loop thread only; owned by the
+// Coordinator.
 #pragma once
 
 #include <uv.h>
@@ -43,11 +48,17 @@ class WriteBatch {
   // Called with the duration of every commit that wrote something, in seconds.
   std::function<void(double)> on_commit_seconds;
 
+  // How long to wait before writing again: 0 unless the last commit failed.
+  int64_t RetryDelayMs() const;
+  // The wait after `failures` commits in a row failed (pure; 0 for none).
+  static int64_t BackoffMs(uint64_t failures);
+
   uint64_t commits() const { return commits_; }
   uint64_t last_commit_us() const { return last_commit_us_; }
 
  private:
   void Arm();
+  void NoteOutcome(const Status& result, bool wrote);
 
   uv_loop_t* loop_;
   store::Store* store_;
@@ -59,6 +70,9 @@ class WriteBatch {
   std::vector<std::function<void(const Status&)>> callbacks_;
   uint64_t commits_ = 0;
   uint64_t last_commit_us_ = 0;
+  uint64_t failures_in_a_row_ = 0;
+  uint64_t last_failure_ms_ = 0;      // uv_now of the last failed commit
+  uint64_t last_failure_log_ms_ = 0;  // uv_now of the last log line about failures
 };
 
 }  // namespace jobctl::coordinator

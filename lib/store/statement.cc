@@ -114,9 +114,11 @@ Status Database::Exec(std::string_view sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errstr(rc);
+    // "COMMIT: database or disk is full", with SQLite's own detail when it says more.
+    std::string what(sql);
+    if (err != nullptr && std::string_view(err) != sqlite3_errstr(rc)) what += std::string(": ") + err;
     sqlite3_free(err);
-    return SqliteStatus(rc, nullptr, msg);
+    return SqliteStatus(rc, nullptr, what);
   }
   return Status::Ok();
 }

@@ -90,6 +90,7 @@ TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItReco
       continue;
     }
     ExpectDiskFull(r.status, r.body, "log chunk " + std::to_string(seq));
+    std::cout << "refused: " << r.status << " " << r.body << "\n";
     refused_seq = seq;
   }
   ASSERT_GT(refused_seq, 0) << "64 MiB of log chunks fit on a full 32 MiB disk";
