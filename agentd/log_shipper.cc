@@ -5,9 +5,22 @@
 // had nothing for that attempt; Spill keeps it by writing the head first.
 #include "log_shipper.h"
 
+#include <nlohmann/json.hpp>
+
 #include "base/log.h"
 
 namespace jobctl::agentd {
+namespace {
+
+// {"stored": false, "truncated": true}: the run is at its log cap on the coordinator.
+bool ReachedCap(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return false;
+  auto it = j.find("truncated");
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
 
 LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks)
     : link_(link), spool_(spool), cb_(std::move(callbacks)), retry_timer_(loop) {}
@@ -37,6 +50,10 @@ void LogShipper::Push(AttemptKey key, Chunk chunk) {
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return;  // discarded
   Attempt& a = it->second;
+  if (a.capped) {
+    capped_bytes_ += static_cast<int64_t>(chunk.data.size());
+    return;
+  }
   if (paused_ || suspended_) {
     Spill(a);
     chunk.seq = a.next_seq++;
@@ -164,6 +181,7 @@ void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> 
       if (a.head_spooled) spool_->Pop(key, seq);
       a.head.reset();
       a.head_spooled = false;
+      if (r.ok() && ReachedCap(r->body)) Cap(a);
       MaybeDrained(a);  // may erase `a`
       ShipMore();
       return;
@@ -188,6 +206,19 @@ bool LogShipper::MaybeDrained(Attempt& a) {
   attempts_.erase(key);
   cb_.on_drained(key);
   return true;
+}
+
+void LogShipper::Cap(Attempt& a) {
+  if (a.capped) return;
+  a.capped = true;
+  for (const Chunk& c : a.memory) {
+    memory_bytes_ -= static_cast<int64_t>(c.data.size());
+    capped_bytes_ += static_cast<int64_t>(c.data.size());
+  }
+  a.memory.clear();
+  spool_->Remove(a.key);
+  log::Info("the run reached the coordinator's log cap; dropping the rest of its output",
+            {{"run", a.key.run}, {"shard", a.key.shard}, {"attempt", a.key.attempt}});
 }
 
 void LogShipper::Pause() {

@@ -7,7 +7,9 @@
 //
 // An attempt ends with Finish(); once its last chunk is acknowledged on_drained fires, and the
 // result may be sent. A 409 (stale token) drops the attempt's chunks and fires on_stale
-// instead. Loop thread only; owned by the Agent.
+// instead. Once an answer says the run reached the coordinator's log cap ("truncated"), the
+// attempt's further output is dropped at once: a job printing gigabytes is drained at pipe
+// speed and costs neither the network nor the spool. Loop thread only; owned by the Agent.
 #pragma once
 
 #include <uv.h>
@@ -50,6 +52,8 @@ class LogShipper {
   void Suspend();
 
   bool idle() const { return attempts_.empty(); }
+  // Bytes dropped because their run had reached the coordinator's log cap (all attempts).
+  int64_t capped_bytes() const { return capped_bytes_; }
 
  private:
   struct Attempt {
@@ -62,6 +66,9 @@ class LogShipper {
     int64_t head_marks = 0;      // head is a marker for this many dropped bytes
     bool in_flight = false;
     bool finished = false;
+    // The coordinator said the run reached its log cap: it keeps nothing more of it, so the
+    // attempt's output is counted and dropped here instead of shipped (or spooled) for nothing.
+    bool capped = false;
   };
 
   void ShipMore();
@@ -72,6 +79,7 @@ class LogShipper {
   void SpillAll();
   void Spill(Attempt& a);
   void SpoolChunk(Attempt& a, const Chunk& c);
+  void Cap(Attempt& a);
   bool MaybeDrained(Attempt& a);  // true: erased
 
   CoordinatorLink* link_;
@@ -80,6 +88,7 @@ class LogShipper {
   std::map<AttemptKey, Attempt> attempts_;
   int in_flight_ = 0;
   int64_t memory_bytes_ = 0;
+  int64_t capped_bytes_ = 0;
   bool paused_ = false;     // the coordinator failed us; retry at the timer
   bool suspended_ = false;  // shutting down
   bool warned_spool_ = false;

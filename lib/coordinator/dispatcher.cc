@@ -427,6 +427,13 @@ void Dispatcher::OnLeaseTimer() {
     ++ctx_->metrics->leases_expired_total;
     log::Warn("lease expired", {{"run", key.run}, {"shard", key.index}, {"agent", agent},
                                 {"token", static_cast<int64_t>(token)}});
+    // The holder did not renew for a whole TTL: it may be cut off, and its long-poll claim,
+    // received before that, proves nothing. Without this the shard just taken from it would
+    // be granted straight back through that claim, into the void, and run elsewhere only a
+    // TTL later. Answered empty, a live agent simply asks again.
+    if (auto it = agents_.find(agent); it != agents_.end() && it->second.waiting) {
+      AnswerClaim(it->second, nlohmann::json::array());
+    }
     book_->OnLeaseExpired(key, static_cast<int64_t>(token));
   }
   ArmTimers();

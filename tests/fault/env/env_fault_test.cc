@@ -97,7 +97,7 @@ std::string EnvFaultTest::Output(int64_t run, int shard, const std::string& stre
   while (true) {
     json r = coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
                              std::to_string(after) + "&shard=" + std::to_string(shard) +
-                             "&stream=" + stream);
+                             (stream == "marker" ? "" : "&stream=" + stream));
     if (r["chunks"].empty()) break;
     for (const auto& c : r["chunks"]) {
       if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
