@@ -12,6 +12,7 @@ namespace {
 // Instants materialized per job per catch-up; beyond this they are counted, not listed.
 constexpr size_t kMaxListed = 10'000;
 constexpr int64_t kMaxCounted = 10'000'000;
+constexpr int64_t kWallCheckMs = 1000;
 
 }  // namespace
 
@@ -213,7 +214,11 @@ void Scheduler::Arm() {
     uv_timer_stop(&timer_);
     return;
   }
-  int64_t delay = std::max<int64_t>({*next - ctx_->NowMs(), hold, 0});
+  // Never asleep for more than a second: the timer runs on the monotonic clock, and a step of
+  // the wall clock (NTP, an admin) must be noticed within a second, not when the old delay
+  // ends (a job due at 03:00 would fire an hour late after a forward step of an hour, and
+  // nothing would fire for an hour after a backward step was corrected).
+  int64_t delay = std::min(std::max<int64_t>({*next - ctx_->NowMs(), hold, 0}), kWallCheckMs);
   uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<Scheduler*>(t->data)->RunDue(); },
                  static_cast<uint64_t>(delay), 0);
 }

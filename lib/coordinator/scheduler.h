@@ -1,5 +1,6 @@
 // Scheduler is the fire loop: every schedulable job's next fire sits in a timing wheel, and
-// the loop sleeps until the next occupied slot (no fixed tick). When instants come due it
+// the loop sleeps until the next occupied slot, but at most a second, so that a step of the
+// wall clock is noticed within a second whichever way it goes. When instants come due it
 // creates their runs in the current write batch and advances each job's next fire in the
 // same transaction. Instants overdue by more than misfire_grace (a restart, a stall, a
 // forward clock jump) go through the job's misfire policy and are always recorded; an
