@@ -9,8 +9,8 @@
 
 namespace jobctl::agentd {
 
-LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool,
-                       const EventLog* events, Callbacks callbacks)
+LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
+                       Callbacks callbacks)
     : link_(link), spool_(spool), events_(events), cb_(std::move(callbacks)), retry_timer_(loop) {}
 
 void LogShipper::Recover() {
@@ -162,7 +162,13 @@ void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> 
                                                      {"seq", seq}, {"error", Describe(r)}});
       [[fallthrough]];
     case Reply::kOk:
-      if (reply == Reply::kOk) events_->Write("log_acked", {{"run", key.run}, {"shard", key.shard}, {"attempt", key.attempt}, {"seq", seq}, {"token", a.token}, {"bytes", static_cast<uint64_t>(a.head->data.size())}});
+      if (reply == Reply::kOk)
+        events_->Write("log_acked", {{"run", key.run},
+                                     {"shard", key.shard},
+                                     {"attempt", key.attempt},
+                                     {"seq", seq},
+                                     {"token", a.token},
+                                     {"bytes", static_cast<uint64_t>(a.head->data.size())}});
       backoff_.Reset();
       if (a.head_spooled) spool_->Pop(key, seq);
       a.head.reset();

@@ -37,7 +37,12 @@ void RunningShard::Stop(StopReason reason, std::string why) {
   if (reason_ != StopReason::kNone || !child_) return;
   reason_ = reason;
   why_ = std::move(why);
-  events_->Write("kill", {{"run", a_.key.run}, {"shard", a_.key.shard}, {"attempt", a_.key.attempt}, {"token", a_.token}, {"pid", pid_}, {"why", why_}});
+  events_->Write("kill", {{"run", a_.key.run},
+                          {"shard", a_.key.shard},
+                          {"attempt", a_.key.attempt},
+                          {"token", a_.token},
+                          {"pid", pid_},
+                          {"why", why_}});
   timeout_timer_.Stop();
   runner_->Terminate(*child_, grace_);
 }

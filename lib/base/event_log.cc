@@ -17,11 +17,21 @@ void AppendJsonString(std::string* out, std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\t': *out += "\\t"; break;
-      case '\r': *out += "\\r"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           *out += "\\u00";
@@ -94,15 +104,16 @@ void EventLog::WriteRendered(std::string_view rendered) const {
   int64_t wall_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
   std::string line = prefix_;
   line.reserve(prefix_.size() + rendered.size() + 64);
-  line += "\"mono_ns\":" + std::to_string(MonotonicNs()) + ",\"wall_ms\":" +
-          std::to_string(wall_ms) + ",";
+  line += "\"mono_ns\":" + std::to_string(MonotonicNs()) +
+          ",\"wall_ms\":" + std::to_string(wall_ms) + ",";
   line += rendered;
   line += "}\n";
   // One write: O_APPEND makes it one atomic append of the whole line.
   ssize_t n = ::write(fd_, line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size()) && !warned_) {
     warned_ = true;
-    log::Warn("cannot write the event log", {{"error", n < 0 ? std::strerror(errno) : "short write"}});
+    log::Warn("cannot write the event log",
+              {{"error", n < 0 ? std::strerror(errno) : "short write"}});
   }
 }
 

@@ -13,8 +13,8 @@ namespace jobctl {
 namespace {
 
 std::string TempPath() {
-  std::string path = ::testing::TempDir() + "event_log_test_" + std::to_string(::getpid()) +
-                     "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string path = ::testing::TempDir() + "event_log_test_" + std::to_string(::getpid()) + "_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
   std::remove(path.c_str());
   return path;
 }
@@ -39,8 +39,8 @@ TEST(EventLogTest, EachEventIsOneJsonLineWithSourceClocksAndFields) {
   EventLog log;
   ASSERT_TRUE(log.Open(path, "agent", {{"agent", "web-1"}}).ok());
   int64_t before = MonotonicNs();
-  log.Write("claimed", {{"run", int64_t{7}}, {"shard", 2}, {"why", "a \"quoted\"\nline"},
-                        {"ok", true}});
+  log.Write("claimed",
+            {{"run", int64_t{7}}, {"shard", 2}, {"why", "a \"quoted\"\nline"}, {"ok", true}});
   std::vector<std::string> lines = Lines(path);
   ASSERT_EQ(lines.size(), 1u);
   const std::string& l = lines[0];

@@ -118,8 +118,8 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     else c.Fail(node, key, "a size of at least 1MiB like \"256MiB\"");
   } else {
     c.Fail(node, key,
-           "one of coordinator, token_file, name, labels, slots, state_dir, log_level, "
-           "event_log, allow_run_as, allow_commands, drain_timeout, kill_grace, spool_max (unknown key)");
+           "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
+           "allow_run_as, allow_commands, drain_timeout, kill_grace, spool_max (unknown key)");
   }
 }
 

@@ -28,7 +28,8 @@ log_cap = "256MiB"
 max_jobfile = "128MiB"
 log_level = "debug"
 event_log = "/var/log/jobctl-events.jsonl"
-)", "coordinator.toml");
+)",
+                                                       "coordinator.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->listen, "0.0.0.0:9000");
   EXPECT_EQ(c->data_dir, "/srv/jobctl");

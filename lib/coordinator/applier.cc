@@ -49,7 +49,9 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   }
   if (entry.open_runs == 0 && existing != nullptr) entry.spec.reset();
   if (existing == nullptr) entry.spec.reset();
-  if (reschedule) ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", entry.next_fire_ms.value_or(-1)}});
+  if (reschedule)
+    ctx_->EventAfterCommit("scheduled",
+                           {{"job", job.name}, {"next_fire_ms", entry.next_fire_ms.value_or(-1)}});
   scheduler_->Track(jobs_->Put(std::move(entry)));
   return Status::Ok();
 }

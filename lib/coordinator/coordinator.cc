@@ -161,7 +161,10 @@ Status Coordinator::Load() {
   if (!load_error.ok()) return load_error;
   for (const auto& [id, job] : jobs_.all()) scheduler_->Track(job);
   loaded_ = true;
-  events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()}, {"heartbeat_ms", ctx_.config.heartbeat.count()}, {"leases", dispatcher_->active_leases()}, {"last_token", *token}});
+  events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
+                           {"heartbeat_ms", ctx_.config.heartbeat.count()},
+                           {"leases", dispatcher_->active_leases()},
+                           {"last_token", *token}});
   return Status::Ok();
 }
 

@@ -118,7 +118,7 @@ class Store {
   Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key);
   Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter);  // newest first, with shards
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn);  // pending or running
-  Status ForEachRun(const std::function<void(RunRecord&&)>& fn);  // all, oldest first (audits)
+  Status ForEachRun(const std::function<void(RunRecord&&)>& fn);      // all, oldest first (audits)
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms);
   // The latest finished run per job: (job_id, state, finished_ms).
   Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn);

@@ -12,8 +12,9 @@ namespace {
 
 std::string Attempt(const StoreView& s, int64_t run, int shard, int attempt, int64_t token) {
   const RunRecord* r = s.FindRun(run);
-  std::string job = r != nullptr ? "job " + r->job + " instant " + FormatInstant(r->scheduled_ms) + " "
-                                 : std::string("job ? ");
+  std::string job = r != nullptr
+                        ? "job " + r->job + " instant " + FormatInstant(r->scheduled_ms) + " "
+                        : std::string("job ? ");
   return job + "run " + std::to_string(run) + " shard " + std::to_string(shard) + " attempt " +
          std::to_string(attempt) + " token " + std::to_string(token);
 }
@@ -40,20 +41,22 @@ void CheckResultAck(const Event& e, const std::string& agent, const StoreView& s
   int64_t run = e.Int("run"), token = e.Int("token");
   int shard = static_cast<int>(e.Int("shard")), attempt = static_cast<int>(e.Int("attempt"));
   const RunRecord* rec = s.FindRun(run);
-  const ShardRecord* sh = rec != nullptr && shard >= 0 && shard < static_cast<int>(rec->shards.size())
-                              ? &rec->shards[static_cast<size_t>(shard)]
-                              : nullptr;
+  const ShardRecord* sh =
+      rec != nullptr && shard >= 0 && shard < static_cast<int>(rec->shards.size())
+          ? &rec->shards[static_cast<size_t>(shard)]
+          : nullptr;
   // Durable: the shard moved on to a later attempt, or ended with this one.
-  bool kept = sh != nullptr && (sh->attempt > attempt ||
-                                (sh->attempt == attempt && sh->token == token && IsTerminal(sh->state)));
+  bool kept =
+      sh != nullptr && (sh->attempt > attempt ||
+                        (sh->attempt == attempt && sh->token == token && IsTerminal(sh->state)));
   if (!kept) {
-    r->Fail("I6", Attempt(s, run, shard, attempt, token) + ": agent " + agent +
-                      " saw its result (" + e.Str("outcome") + ") acknowledged at " + e.where +
-                      ", but the store has " +
-                      (sh == nullptr ? std::string("no such shard")
-                                     : "attempt " + std::to_string(sh->attempt) + " token " +
-                                           std::to_string(sh->token) + " " +
-                                           std::string(RunStateName(sh->state))));
+    r->Fail("I6",
+            Attempt(s, run, shard, attempt, token) + ": agent " + agent + " saw its result (" +
+                e.Str("outcome") + ") acknowledged at " + e.where + ", but the store has " +
+                (sh == nullptr
+                     ? std::string("no such shard")
+                     : "attempt " + std::to_string(sh->attempt) + " token " +
+                           std::to_string(sh->token) + " " + std::string(RunStateName(sh->state))));
   }
 }
 
@@ -62,14 +65,16 @@ void CheckResultAck(const Event& e, const std::string& agent, const StoreView& s
 void CheckProbeOutput(const History& h, const StoreView& s, Report* r) {
   std::map<AttemptId, const Event*> starts, ends;
   for (const Event& e : h.probes) {
-    AttemptId id{e.Int("run"), static_cast<int>(e.Int("shard")), static_cast<int>(e.Int("attempt"))};
+    AttemptId id{e.Int("run"), static_cast<int>(e.Int("shard")),
+                 static_cast<int>(e.Int("attempt"))};
     (e.ev == "start" ? starts : ends)[id] = &e;
   }
   std::map<AttemptId, const Event*> acked;
   for (const auto& [agent, events] : h.agents) {
     for (const Event& e : events) {
       if (e.ev == "result_acked") {
-        acked[{e.Int("run"), static_cast<int>(e.Int("shard")), static_cast<int>(e.Int("attempt"))}] = &e;
+        acked[{e.Int("run"), static_cast<int>(e.Int("shard")),
+               static_cast<int>(e.Int("attempt"))}] = &e;
       }
     }
   }
@@ -135,7 +140,8 @@ void MeasureOverlaps(const History& h, Report* r) {
   };
   std::map<std::pair<int64_t, int>, std::map<int, Life>> lives;
   auto life = [&](const Event& e) -> Life& {
-    return lives[{e.Int("run"), static_cast<int>(e.Int("shard"))}][static_cast<int>(e.Int("attempt"))];
+    return lives[{e.Int("run"), static_cast<int>(e.Int("shard"))}]
+                [static_cast<int>(e.Int("attempt"))];
   };
   int64_t last_ns = 0;
   for (const Event& e : h.probes) {

@@ -22,8 +22,8 @@ struct Interval {
   std::string agent;
   int64_t start_ns = 0;
   int64_t end_ns = LLONG_MAX;
-  std::string why;     // how it ended
-  std::string where;   // the line that opened it
+  std::string why;    // how it ended
+  std::string where;  // the line that opened it
 };
 
 std::string Shard(Key k) {
@@ -104,7 +104,8 @@ class Replay {
     }
   }
 
-  void Open(Key key, int64_t token, const std::string& agent, int64_t at, const std::string& where) {
+  void Open(Key key, int64_t token, const std::string& agent, int64_t at,
+            const std::string& where) {
     open_[key] = intervals.size();
     intervals.push_back({key, token, agent, at, LLONG_MAX, "", where});
     latest_[key] = std::max(latest_[key], token);
@@ -153,7 +154,8 @@ class Replay {
     }
     if (intervals[it->second].token != token) {
       r_->Fail("I3", JobOf(s_, key.first) + Shard(key) + ": lease_end of token " +
-                         std::to_string(token) + " at " + e.where + " but the live lease is token " +
+                         std::to_string(token) + " at " + e.where +
+                         " but the live lease is token " +
                          std::to_string(intervals[it->second].token));
       return;
     }
@@ -164,10 +166,11 @@ class Replay {
   void RequireLive(const Event& e, Key key, int64_t token, const char* what) {
     auto it = open_.find(key);
     if (it == open_.end() || intervals[it->second].token != token) {
-      r_->Fail("I4", JobOf(s_, key.first) + Shard(key) + " token " + std::to_string(token) +
-                         ": " + what + " accepted at " + e.where + " but the live lease is " +
-                         (it == open_.end() ? std::string("none")
-                                            : "token " + std::to_string(intervals[it->second].token)));
+      r_->Fail("I4",
+               JobOf(s_, key.first) + Shard(key) + " token " + std::to_string(token) + ": " + what +
+                   " accepted at " + e.where + " but the live lease is " +
+                   (it == open_.end() ? std::string("none")
+                                      : "token " + std::to_string(intervals[it->second].token)));
     }
   }
 
@@ -187,8 +190,8 @@ class Replay {
 
   const StoreView& s_;
   Report* r_;
-  std::map<Key, size_t> open_;      // live lease -> index in intervals
-  std::map<Key, int64_t> latest_;   // newest token granted per shard
+  std::map<Key, size_t> open_;     // live lease -> index in intervals
+  std::map<Key, int64_t> latest_;  // newest token granted per shard
   int64_t max_token_ = 0;
   int64_t loading_ns_ = 0;
   std::set<Key> confirmed_;
@@ -219,10 +222,12 @@ void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions
       std::string who = JobOf(s, held.key.first) + Shard(held.key) + " token " +
                         std::to_string(held.token) + " of killed agent " + kill.agent;
       if (f.ended_ms < 0 || f.ended_ms > bound_ms) {
-        r->Fail("I8", who + ": lease ended " +
-                          (f.ended_ms < 0 ? std::string("never") : std::to_string(f.ended_ms) + " ms") +
-                          " after the kill (bound " + std::to_string(bound_ms) + " ms)");
-      } else if (rerun && held.why == "expired" && (f.regranted_ms < 0 || f.regranted_ms > bound_ms)) {
+        r->Fail("I8",
+                who + ": lease ended " +
+                    (f.ended_ms < 0 ? std::string("never") : std::to_string(f.ended_ms) + " ms") +
+                    " after the kill (bound " + std::to_string(bound_ms) + " ms)");
+      } else if (rerun && held.why == "expired" &&
+                 (f.regranted_ms < 0 || f.regranted_ms > bound_ms)) {
         r->Fail("I8", who + ": granted again " +
                           (f.regranted_ms < 0 ? std::string("never")
                                               : std::to_string(f.regranted_ms) + " ms") +

@@ -20,7 +20,8 @@ std::string JobAt(const std::string& job, int64_t instant) {
 std::map<std::string, int64_t> WindowStarts(const History& h) {
   std::map<std::string, int64_t> start;
   for (const Event& e : h.coordinator) {
-    if (e.ev == "scheduled" && e.Int("next_fire_ms", -1) >= 0) start[e.Str("job")] = e.Int("next_fire_ms");
+    if (e.ev == "scheduled" && e.Int("next_fire_ms", -1) >= 0)
+      start[e.Str("job")] = e.Int("next_fire_ms");
   }
   return start;
 }
@@ -41,7 +42,8 @@ void CheckJob(const std::string& name, const JobView& job, int64_t from, int64_t
   *instants_checked += static_cast<int64_t>(instants.size());
   std::map<int64_t, std::vector<const RunRecord*>> runs;
   for (const RunRecord& run : s.runs) {
-    if (run.job_id == job.id && run.reason == RunReason::kSchedule) runs[run.scheduled_ms].push_back(&run);
+    if (run.job_id == job.id && run.reason == RunReason::kSchedule)
+      runs[run.scheduled_ms].push_back(&run);
   }
   std::vector<const store::MissRow*> misses;
   for (const store::MissRow& m : s.misses) {
@@ -69,9 +71,10 @@ void CheckJob(const std::string& name, const JobView& job, int64_t from, int64_t
     if (t < from) continue;  // before the window (an older schedule)
     for (const RunRecord* run : list) {
       if (!due.count(t)) {
-        r->Fail("I2", JobAt(name, t) + ": run " + std::to_string(run->id) +
-                          (t >= end ? " fired at or after the stored next fire " + std::to_string(end)
-                                    : " is not an instant of the schedule"));
+        r->Fail("I2",
+                JobAt(name, t) + ": run " + std::to_string(run->id) +
+                    (t >= end ? " fired at or after the stored next fire " + std::to_string(end)
+                              : " is not an instant of the schedule"));
       }
     }
   }

@@ -28,9 +28,8 @@ std::string Report::ToString() const {
         << " regranted_ms=" << f.regranted_ms << " new_token=" << f.new_token << "\n";
   }
   for (const AttemptOverlap& o : overlaps) {
-    out << "overlap run=" << o.run << " shard=" << o.shard << " attempts=" << o.old_attempt
-        << "," << o.new_attempt << " ms=" << o.ms << (o.old_end_known ? "" : " (old end unseen)")
-        << "\n";
+    out << "overlap run=" << o.run << " shard=" << o.shard << " attempts=" << o.old_attempt << ","
+        << o.new_attempt << " ms=" << o.ms << (o.old_end_known ? "" : " (old end unseen)") << "\n";
   }
   for (const std::string& n : notes) out << "note: " << n << "\n";
   return out.str();

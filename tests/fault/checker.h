@@ -66,8 +66,8 @@ struct AttemptOverlap {
   int shard = 0;
   int old_attempt = 0;
   int new_attempt = 0;
-  int64_t ms = 0;              // both processes alive at once
-  bool old_end_known = true;   // false: the old process was never seen ending
+  int64_t ms = 0;             // both processes alive at once
+  bool old_end_known = true;  // false: the old process was never seen ending
 };
 
 struct Report {

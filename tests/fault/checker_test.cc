@@ -34,7 +34,8 @@ class Scenario {
     EXPECT_TRUE(view.ok()) << view.status().ToString();
     store.jobs["tick"] = *view;
     Coord("loading", 0, {});
-    Coord("loaded", 1, {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 0}});
+    Coord("loaded", 1,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 0}});
     Coord("scheduled", 2, {{"job", "tick"}, {"next_fire_ms", kT0}});
     for (int i = 0; i < 3; ++i) FireAndRun(i + 1, kT0 + i * 1000, i * 1000);
     Coord("stopping", 3500, {});
@@ -58,8 +59,12 @@ class Scenario {
     store.runs.push_back(rec);
     json id = {{"run", run}, {"shard", 0}};
     json tok = {{"run", run}, {"shard", 0}, {"attempt", 1}, {"token", run}};
-    Coord("fire", t + 5, {{"job", "tick"}, {"run", run}, {"scheduled_ms", instant},
-                          {"reason", "schedule"}, {"shards", 1}});
+    Coord("fire", t + 5,
+          {{"job", "tick"},
+           {"run", run},
+           {"scheduled_ms", instant},
+           {"reason", "schedule"},
+           {"shards", 1}});
     Coord("grant", t + 10, Merge(tok, {{"agent", "a"}}));
     Agent("a", "claimed", t + 11, tok);
     Agent("a", "started", t + 12, Merge(tok, {{"pid", 100 + run}}));
@@ -75,7 +80,8 @@ class Scenario {
     store.chunks[{run, 0, 1}][1] = chunk;
     Probe("end", t + 300, Merge(tok, {{"bytes", out.size()}, {"exit", 0}}));
     Agent("a", "exited", t + 301, Merge(tok, {{"outcome", "exited"}, {"exit", 0}}));
-    Coord("result_accepted", t + 310, Merge(tok, {{"agent", "a"}, {"outcome", "exited"}, {"state", "succeeded"}}));
+    Coord("result_accepted", t + 310,
+          Merge(tok, {{"agent", "a"}, {"outcome", "exited"}, {"state", "succeeded"}}));
     Coord("lease_end", t + 311, Merge(id, {{"token", run}, {"agent", "a"}, {"why", "result"}}));
     Agent("a", "result_acked", t + 312, Merge(tok, {{"outcome", "exited"}, {"exit", 0}}));
   }
@@ -84,12 +90,16 @@ class Scenario {
     for (auto it = b.begin(); it != b.end(); ++it) a[it.key()] = it.value();
     return a;
   }
-  void Coord(const std::string& ev, int64_t t, json f) { lines.push_back({"coord", ev, t, std::move(f)}); }
+  void Coord(const std::string& ev, int64_t t, json f) {
+    lines.push_back({"coord", ev, t, std::move(f)});
+  }
   void Agent(const std::string& name, const std::string& ev, int64_t t, json f) {
     f["agent"] = name;
     lines.push_back({"agent", ev, t, std::move(f)});
   }
-  void Probe(const std::string& ev, int64_t t, json f) { lines.push_back({"probe", ev, t, std::move(f)}); }
+  void Probe(const std::string& ev, int64_t t, json f) {
+    lines.push_back({"probe", ev, t, std::move(f)});
+  }
   // Removes the first line with this event and these fields.
   void Drop(const std::string& ev, const json& match) {
     for (auto it = lines.begin(); it != lines.end(); ++it) {
@@ -107,10 +117,14 @@ class Scenario {
 
   Report Run(const CheckOptions& options = {}) {
     // Each source's lines in time order, as its file would have them.
-    std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.t_ms < b.t_ms; });
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const Line& a, const Line& b) { return a.t_ms < b.t_ms; });
     std::string text;
     for (const Line& l : lines) {
-      json j = {{"src", l.src}, {"pid", 1}, {"mono_ns", l.t_ms * 1'000'000}, {"wall_ms", kT0 + l.t_ms},
+      json j = {{"src", l.src},
+                {"pid", 1},
+                {"mono_ns", l.t_ms * 1'000'000},
+                {"wall_ms", kT0 + l.t_ms},
                 {"ev", l.ev}};
       for (auto it = l.fields.begin(); it != l.fields.end(); ++it) j[it.key()] = it.value();
       text += j.dump() + "\n";
@@ -143,7 +157,8 @@ TEST(CheckerTest, ADueInstantWithNeitherRunNorMissIsALostTrigger) {
   s.store.runs.erase(s.store.runs.begin() + 1);
   Report r = s.Run();
   ASSERT_TRUE(r.Has("I1")) << s.text();
-  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0 + 1000)), std::string::npos) << s.text();
+  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0 + 1000)), std::string::npos)
+      << s.text();
 }
 
 TEST(CheckerTest, ARecordedMissAccountsForAnInstant) {
@@ -220,7 +235,8 @@ TEST(CheckerTest, TokensThatDoNotGrowAreReported) {
 TEST(CheckerTest, ARestartWithATokenCounterBelowAGrantedTokenIsReported) {
   Scenario s;
   s.Coord("loading", 3000, {});
-  s.Coord("loaded", 3001, {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 1}});
+  s.Coord("loaded", 3001,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 1}});
   EXPECT_TRUE(s.Run().Has("I3")) << s.text();
 }
 
@@ -230,10 +246,12 @@ TEST(CheckerTest, ARestartClosesLeasesTheStoreNoLongerHoldsAndReopensTheOnesItHo
   s.Drop("lease_end", {{"run", 2}});
   s.Drop("grant", {{"run", 3}});
   s.Coord("loading", 1900, {});
-  s.Coord("loaded", 1902, {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 2}});
+  s.Coord("loaded", 1902,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 2}});
   s.Coord("loading", 2008, {});
   s.Coord("lease_loaded", 2009, {{"run", 3}, {"shard", 0}, {"token", 3}, {"agent", "a"}});
-  s.Coord("loaded", 2009, {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 1}, {"last_token", 3}});
+  s.Coord("loaded", 2009,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 1}, {"last_token", 3}});
   Report r = s.Run();
   EXPECT_TRUE(r.ok()) << s.text();
   EXPECT_EQ(r.notes.size(), 1u) << s.text();  // the lost grant line
@@ -242,11 +260,13 @@ TEST(CheckerTest, ARestartClosesLeasesTheStoreNoLongerHoldsAndReopensTheOnesItHo
 TEST(CheckerTest, AResultAcceptedAfterTheLeaseExpiredIsAStaleToken) {
   Scenario s;
   s.Drop("lease_end", {{"run", 1}});
-  s.Coord("lease_end", 150, {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("lease_end", 150,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
   s.Coord("grant", 160, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 11}, {"agent", "b"}});
   Report r = s.Run();
   ASSERT_TRUE(r.Has("I4")) << s.text();
-  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0) + " run 1 shard 0 token 1: result accepted"),
+  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0) +
+                          " run 1 shard 0 token 1: result accepted"),
             std::string::npos)
       << s.text();
 }
@@ -256,7 +276,8 @@ TEST(CheckerTest, ALogChunkWithAnOldTokenAfterANewGrantIsAStaleToken) {
   s.Coord("lease_end", 320, {{"run", 1}, {"shard", 0}, {"token", 1}, {"why", "expired"}});
   s.Drop("lease_end", {{"run", 1}, {"why", "result"}});
   s.Coord("grant", 330, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 12}, {"agent", "b"}});
-  s.Coord("log_accepted", 340, {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"seq", 2}, {"bytes", 3}});
+  s.Coord("log_accepted", 340,
+          {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"seq", 2}, {"bytes", 3}});
   Report r = s.Run();
   ASSERT_TRUE(r.Has("I4")) << s.text();
   EXPECT_NE(s.text().find("log chunk seq 2 accepted"), std::string::npos) << s.text();
@@ -271,7 +292,8 @@ TEST(CheckerTest, ARenewalOfAnEndedLeaseIsAStaleToken) {
 TEST(CheckerTest, TwoResultsForOneAttemptAreReported) {
   Scenario s;
   s.Drop("lease_end", {{"run", 1}});
-  s.Coord("result_accepted", 311, {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"outcome", "exited"}});
+  s.Coord("result_accepted", 311,
+          {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"outcome", "exited"}});
   s.Coord("lease_end", 312, {{"run", 1}, {"shard", 0}, {"token", 1}, {"why", "result"}});
   Report r = s.Run();
   ASSERT_TRUE(r.Has("I5")) << s.text();
@@ -306,7 +328,8 @@ TEST(CheckerTest, StoredOutputThatIsNotWhatTheProbePrintedIsReportedWithHashes) 
 
 TEST(CheckerTest, AFireTheStoreDoesNotHoldIsLost) {
   Scenario s;
-  s.Coord("fire", 2500, {{"job", "tick"}, {"run", 44}, {"scheduled_ms", kT0 + 2500}, {"reason", "manual"}});
+  s.Coord("fire", 2500,
+          {{"job", "tick"}, {"run", 44}, {"scheduled_ms", kT0 + 2500}, {"reason", "manual"}});
   EXPECT_TRUE(s.Run().Has("I6")) << s.text();
 }
 
@@ -316,7 +339,8 @@ TEST(CheckerTest, AKilledAgentsShardGrantedAgainTooLateIsSlowFailover) {
   s.Drop("lease_end", {{"run", 1}});
   s.Drop("result_accepted", {{"run", 1}});
   s.Drop("result_acked", {{"run", 1}});
-  s.Coord("lease_end", 3200, {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("lease_end", 3200,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
   s.Coord("grant", 5400, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"agent", "b"}});
   CheckOptions o;
   o.kills.push_back({"a", 150 * 1'000'000});
@@ -325,7 +349,8 @@ TEST(CheckerTest, AKilledAgentsShardGrantedAgainTooLateIsSlowFailover) {
   ASSERT_EQ(r.failovers.size(), 1u);
   EXPECT_EQ(r.failovers[0].ended_ms, 3050);
   EXPECT_EQ(r.failovers[0].regranted_ms, 5250);
-  EXPECT_NE(s.text().find("granted again 5250 ms after the kill (bound 5000 ms)"), std::string::npos)
+  EXPECT_NE(s.text().find("granted again 5250 ms after the kill (bound 5000 ms)"),
+            std::string::npos)
       << s.text();
 }
 
@@ -334,9 +359,11 @@ TEST(CheckerTest, AKilledAgentsShardGrantedAgainInTimeIsAFailoverFigure) {
   s.Drop("lease_end", {{"run", 1}});
   s.Drop("result_accepted", {{"run", 1}});
   s.Drop("result_acked", {{"run", 1}});
-  s.Coord("lease_end", 3200, {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("lease_end", 3200,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
   s.Coord("grant", 3210, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"agent", "b"}});
-  s.Coord("result_accepted", 3400, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"outcome", "exited"}});
+  s.Coord("result_accepted", 3400,
+          {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"outcome", "exited"}});
   s.Coord("lease_end", 3401, {{"run", 1}, {"shard", 0}, {"token", 13}, {"why", "result"}});
   s.store.runs[0].shards[0].attempt = 2;
   s.store.runs[0].shards[0].token = 13;
@@ -350,7 +377,8 @@ TEST(CheckerTest, AKilledAgentsShardGrantedAgainInTimeIsAFailoverFigure) {
 
 TEST(CheckerTest, TwoAttemptsAliveAtOnceAreMeasuredAsAnOverlap) {
   Scenario s;
-  s.Probe("start", 250, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
+  s.Probe("start", 250,
+          {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
   Report r = s.Run();
   ASSERT_EQ(r.overlaps.size(), 1u) << s.text();
   EXPECT_EQ(r.overlaps[0].old_attempt, 1);

@@ -1,5 +1,6 @@
 #include "fault/fault_cluster.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -7,19 +8,8 @@
 #include <iostream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
 namespace jobctl::fault {
-namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
+using testing::ReadFile;
 
 FaultCluster::FaultCluster(const std::string& coordinator_config) {
   coord_events_ = dir_.path() + "/events-coord.jsonl";
@@ -49,20 +39,24 @@ testing::AgentProcess& FaultCluster::StartAgent(const std::string& name, int slo
   auto agent = std::make_unique<testing::AgentProcess>(
       *coord_, dir_, name, std::vector<std::string>{"--slots", std::to_string(slots)}, config);
   testing::AgentProcess& started = *(agents_[name] = std::move(agent));
-  bool heard = testing::Coordinator::Eventually([&] {
-    std::optional<std::string> now = last_seen();
-    return now && now != before;
-  }, std::chrono::seconds(20));
+  bool heard = testing::Coordinator::Eventually(
+      [&] {
+        std::optional<std::string> now = last_seen();
+        return now && now != before;
+      },
+      std::chrono::seconds(20));
   EXPECT_TRUE(heard) << "agent " << name << " never reached the coordinator\n" << started.Logs();
   return started;
 }
 
 void FaultCluster::WaitForAgents(size_t n) {
-  bool up = testing::Coordinator::Eventually([&] {
-    size_t connected = 0;
-    for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
-    return connected >= n;
-  }, std::chrono::seconds(20));
+  bool up = testing::Coordinator::Eventually(
+      [&] {
+        size_t connected = 0;
+        for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
+        return connected >= n;
+      },
+      std::chrono::seconds(20));
   ASSERT_TRUE(up) << coord_->GetJson("/v1/agents").dump();
 }
 
@@ -82,7 +76,7 @@ History FaultCluster::Read() const {
   }
   std::sort(paths.begin(), paths.end());
   for (const std::string& p : paths) {
-    Status s = ParseEvents(ReadAll(p), p, &h);
+    Status s = ParseEvents(ReadFile(p), p, &h);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   return h;
@@ -92,16 +86,18 @@ std::optional<Event> FaultCluster::WaitFor(
     const std::function<const std::vector<Event>&(const History&)>& events,
     const std::function<bool(const Event&)>& pred, std::chrono::milliseconds timeout) const {
   std::optional<Event> found;
-  testing::Coordinator::Eventually([&] {
-    History h = Read();
-    for (const Event& e : events(h)) {
-      if (pred(e)) {
-        found = e;
-        return true;
-      }
-    }
-    return false;
-  }, timeout);
+  testing::Coordinator::Eventually(
+      [&] {
+        History h = Read();
+        for (const Event& e : events(h)) {
+          if (pred(e)) {
+            found = e;
+            return true;
+          }
+        }
+        return false;
+      },
+      timeout);
   return found;
 }
 
@@ -117,19 +113,25 @@ std::optional<Event> FaultCluster::WaitForProbe(const std::function<bool(const E
                  timeout);
 }
 
-bool FaultCluster::Quiesce(const std::vector<std::string>& jobs, std::chrono::milliseconds timeout) {
-  for (const std::string& job : jobs) coord_->PostJson("/v1/jobs/" + job + "/pause", nlohmann::json::object());
-  return testing::Coordinator::Eventually([&] {
-    bool open = false;
-    for (const char* state : {"pending", "running"}) {
-      for (const auto& run : coord_->GetJson(std::string("/v1/runs?state=") + state + "&limit=1000")) {
-        open = true;
-        // 409 when it finished meanwhile.
-        coord_->Request("POST", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/cancel", "{}");
-      }
-    }
-    return !open;
-  }, timeout);
+bool FaultCluster::Quiesce(const std::vector<std::string>& jobs,
+                           std::chrono::milliseconds timeout) {
+  for (const std::string& job : jobs)
+    coord_->PostJson("/v1/jobs/" + job + "/pause", nlohmann::json::object());
+  return testing::Coordinator::Eventually(
+      [&] {
+        bool open = false;
+        for (const char* state : {"pending", "running"}) {
+          for (const auto& run :
+               coord_->GetJson(std::string("/v1/runs?state=") + state + "&limit=1000")) {
+            open = true;
+            // 409 when it finished meanwhile.
+            coord_->Request(
+                "POST", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/cancel", "{}");
+          }
+        }
+        return !open;
+      },
+      timeout);
 }
 
 void FaultCluster::StopAll() {
@@ -164,7 +166,7 @@ void FaultCluster::KillOrphans() {
   for (const Event& e : h.probes) {
     if (e.ev != "start") continue;
     pid_t pid = static_cast<pid_t>(e.pid);
-    std::string cmdline = ReadAll("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.rfind(PROBE_BIN, 0) == 0) ::kill(-pid, SIGKILL);
   }
 }

@@ -49,9 +49,9 @@ class FaultCluster {
   // Every event so far, from all logs.
   History Read() const;
   // Waits until `pred` holds for some event of `events(history)`; returns the first such.
-  std::optional<Event> WaitFor(const std::function<const std::vector<Event>&(const History&)>& events,
-                               const std::function<bool(const Event&)>& pred,
-                               std::chrono::milliseconds timeout) const;
+  std::optional<Event> WaitFor(
+      const std::function<const std::vector<Event>&(const History&)>& events,
+      const std::function<bool(const Event&)>& pred, std::chrono::milliseconds timeout) const;
   std::optional<Event> WaitForCoord(const std::function<bool(const Event&)>& pred,
                                     std::chrono::milliseconds timeout) const;
   std::optional<Event> WaitForProbe(const std::function<bool(const Event&)>& pred,

@@ -18,7 +18,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr std::chrono::seconds kTtl{3};
-constexpr const char* kShortLeases = "lease_ttl = \"3s\"\nheartbeat = \"1s\"\nmisfire_grace = \"1s\"\n";
+constexpr const char* kShortLeases =
+    "lease_ttl = \"3s\"\nheartbeat = \"1s\"\nmisfire_grace = \"1s\"\n";
 
 int64_t Ms(int64_t ns) { return ns / 1'000'000; }
 
@@ -32,7 +33,9 @@ class FaultTest : public ::testing::Test {
 
 // A trigger for a job that fires once (by hand).
 int64_t Trigger(FaultCluster& c, const std::string& job) {
-  return c.coord().PostJson("/v1/jobs/" + job + "/trigger", nlohmann::json::object())["id"].get<int64_t>();
+  return c.coord()
+      .PostJson("/v1/jobs/" + job + "/trigger", nlohmann::json::object())["id"]
+      .get<int64_t>();
 }
 
 bool Is(const Event& e, const char* ev, int64_t run, int attempt) {
@@ -45,30 +48,36 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
   for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
   c.WaitForAgents(3);
   const std::string every = "schedule = \"* * * * * *\"\n";
-  c.coord().Apply(
-      "[[job]]\nname = \"once\"\n" + every + "misfire = \"fire-once\"\noverlap = \"allow\"\n"
-      "shards = 2\n" + c.ProbeJob({5, 300, 0}) +
-      "[[job]]\nname = \"skip\"\n" + every + "misfire = \"skip\"\noverlap = \"allow\"\n" +
-      c.ProbeJob({3, 100, 0}) +
-      "[[job]]\nname = \"all\"\n" + every + "misfire = \"fire-all\"\nmisfire_cap = 2\n"
-      "overlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
-      "[[job]]\nname = \"forbid\"\n" + every + "overlap = \"forbid\"\n" + c.ProbeJob({4, 1500, 0}) +
-      "[[job]]\nname = \"fragile\"\n" + every + "on_lost = \"fail\"\noverlap = \"allow\"\n"
-      "shards = 3\n" + c.ProbeJob({4, 700, 0}) +
-      "[[job]]\nname = \"flaky\"\n" + every + "overlap = \"allow\"\n"
-      "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" + c.ProbeJob({2, 50, 3}));
+  c.coord().Apply("[[job]]\nname = \"once\"\n" + every +
+                  "misfire = \"fire-once\"\noverlap = \"allow\"\n"
+                  "shards = 2\n" +
+                  c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
+                  "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
+                  "[[job]]\nname = \"all\"\n" + every +
+                  "misfire = \"fire-all\"\nmisfire_cap = 2\n"
+                  "overlap = \"allow\"\n" +
+                  c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every +
+                  "overlap = \"forbid\"\n" + c.ProbeJob({4, 1500, 0}) +
+                  "[[job]]\nname = \"fragile\"\n" + every +
+                  "on_lost = \"fail\"\noverlap = \"allow\"\n"
+                  "shards = 3\n" +
+                  c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
+                  "overlap = \"allow\"\n"
+                  "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
+                  c.ProbeJob({2, 50, 3}));
 
   std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
   int64_t started_ns = 0;
   for (int cycle = 0; cycle < kCycles; ++cycle) {
-    // Each cycle the restarted coordinator must fire again before it is killed again.
-    std::optional<Event> fired = c.WaitForCoord(
-        [&](const Event& e) { return e.ev == "fire" && e.mono_ns > started_ns; }, seconds(15));
-    ASSERT_TRUE(fired) << "cycle " << cycle << ": no fire after the restart";
-    std::this_thread::sleep_for(milliseconds(rng() % 1500));  // the fault's random instant
+    // Each cycle the restarted coordinator fires and leases again (the agents are back from
+    // their backoff) before it is killed again, so that every kill hits live leases.
+    std::optional<Event> granted = c.WaitForCoord(
+        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
+    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
+    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
     c.coord().Kill9();
-    std::this_thread::sleep_for(milliseconds(rng() % 2500));  // the outage
+    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
     started_ns = MonotonicNs();
     c.coord().Start();
   }
@@ -117,7 +126,8 @@ TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSeco
   // the first killed agent itself, restarted on its state dir with its spool and results.
   testing::TestAgent ghost(c.coord(), options.kills[0].agent);
   for (int attempt = 1; attempt <= 2; ++attempt) {
-    nlohmann::json old = {{"run", run}, {"shard", 0}, {"attempt", attempt}, {"token", tokens[attempt]}};
+    nlohmann::json old = {
+        {"run", run}, {"shard", 0}, {"attempt", attempt}, {"token", tokens[attempt]}};
     EXPECT_EQ(ghost.Finish(old, 0).status, 409);
     EXPECT_EQ(ghost.Log(old, 999, "stdout", "late\n").status, 409);
   }
@@ -167,9 +177,9 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
   c.agent(holder).process().Signal(SIGCONT);
   int64_t cont_ns = MonotonicNs();
   // The resumed agent finds its lease's deadline passed and kills its shard.
-  std::optional<Event> exited = c.WaitFor(
-      [&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
-      [&](const Event& e) { return Is(e, "exited", run, 1); }, seconds(15));
+  std::optional<Event> exited =
+      c.WaitFor([&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
+                [&](const Event& e) { return Is(e, "exited", run, 1); }, seconds(15));
   ASSERT_TRUE(exited) << "attempt 1 still running after SIGCONT";
   c.coord().PostJson("/v1/runs/" + std::to_string(run) + "/cancel", nlohmann::json::object());
   ASSERT_TRUE(c.Quiesce({"ticker"}, seconds(30)));

@@ -36,7 +36,9 @@ bool SleepUnlessTerminated(int64_t ms) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
-  struct timespec left {ms / 1000, (ms % 1000) * 1'000'000};
+  struct timespec left {
+    ms / 1000, (ms % 1000) * 1'000'000
+  };
   int64_t until = jobctl::MonotonicNs() + ms * 1'000'000;
   while (true) {
     if (sigtimedwait(&set, nullptr, &left) == SIGTERM) return true;
@@ -65,10 +67,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     long v = std::strtol(argv[i + 1], nullptr, 10);
-    if (flag == "--lines") lines = static_cast<int>(v);
-    else if (flag == "--sleep-ms") sleep_ms = v;
-    else if (flag == "--exit") exit_code = static_cast<int>(v);
-    else return 64;
+    if (flag == "--lines")
+      lines = static_cast<int>(v);
+    else if (flag == "--sleep-ms")
+      sleep_ms = v;
+    else if (flag == "--exit")
+      exit_code = static_cast<int>(v);
+    else
+      return 64;
   }
   sigset_t term;
   sigemptyset(&term);
@@ -81,9 +87,13 @@ int main(int argc, char** argv) {
   const int shard = static_cast<int>(EnvInt("JOB_SHARD_INDEX"));
   const int attempt = static_cast<int>(EnvInt("JOB_ATTEMPT"));
   const int64_t token = EnvInt("JOB_FENCING_TOKEN");
-  events.Write("start", {{"job", Env("JOB_NAME")}, {"run", run}, {"shard", shard},
-                         {"attempt", attempt}, {"token", token},
-                         {"scheduled_at", Env("JOB_SCHEDULED_AT")}, {"lines", lines},
+  events.Write("start", {{"job", Env("JOB_NAME")},
+                         {"run", run},
+                         {"shard", shard},
+                         {"attempt", attempt},
+                         {"token", token},
+                         {"scheduled_at", Env("JOB_SCHEDULED_AT")},
+                         {"lines", lines},
                          {"sleep_ms", sleep_ms}});
   int64_t bytes = 0;
   for (int i = 0; i < lines; ++i) {
@@ -91,12 +101,20 @@ int main(int argc, char** argv) {
     if (!WriteAll(line)) break;
     bytes += static_cast<int64_t>(line.size());
     if (SleepUnlessTerminated(sleep_ms / std::max(lines, 1))) {
-      events.Write("end", {{"run", run}, {"shard", shard}, {"attempt", attempt},
-                           {"token", token}, {"bytes", bytes}, {"signal", SIGTERM}});
+      events.Write("end", {{"run", run},
+                           {"shard", shard},
+                           {"attempt", attempt},
+                           {"token", token},
+                           {"bytes", bytes},
+                           {"signal", SIGTERM}});
       return 128 + SIGTERM;
     }
   }
-  events.Write("end", {{"run", run}, {"shard", shard}, {"attempt", attempt}, {"token", token},
-                       {"bytes", bytes}, {"exit", exit_code}});
+  events.Write("end", {{"run", run},
+                       {"shard", shard},
+                       {"attempt", attempt},
+                       {"token", token},
+                       {"bytes", bytes},
+                       {"exit", exit_code}});
   return exit_code;
 }
