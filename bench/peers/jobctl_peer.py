@@ -129,7 +129,7 @@ def params():
         "job": {"schedule": f'@every {e["P_S"]}s + anchor per job', "overlap": "allow",
                 "misfire": "fire-once", "shards": 1,
                 "command": "bench_probe peer FILE" if spawn else "/bin/true (never run)"},
-        "lateness": ("scheduled instant -> child's main() (bench_probe, after exec and dynamic loading)"
+        "lateness": ("scheduled instant -> child's main() (bench_probe: after exec and loading libc)"
                      if spawn else "scheduled instant -> run created (store created_ms, ms resolution; "
                      "the loop turn's group commit follows, see window_metrics.fire_lateness_seconds)"),
         "registration": "one jobctl apply of the generated jobs.toml (the CLI's CPU is in cpu_s)",
