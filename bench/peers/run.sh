@@ -9,6 +9,10 @@
 #                             and committed by the coordinator (read from its store afterwards)
 #     N         number of schedules; S: period in seconds; DURATION: measured window (s)
 #
+# Registration is one `jobctl apply` (jobs s0..s<N-1>, "@every <S>s", each with the anchor
+# that puts it on the harness's grid) into the running coordinator; a job fires from the next
+# grid point after the apply, long before the window (WARMUP after the apply) opens.
+#
 # The harness (run.sh, lib/analyze.py, lib/sampler.py, README.md) lives outside this
 # repository, in PEERS_DIR. Environment knobs (defaults in brackets), as the harness's:
 #   PEERS_DIR [/work/shared/peers]  JOBCTL_BUILD [<repo>/build/release]
