@@ -120,10 +120,15 @@ std::optional<Event> FaultCluster::WaitForProbe(const std::function<bool(const E
 bool FaultCluster::Quiesce(const std::vector<std::string>& jobs, std::chrono::milliseconds timeout) {
   for (const std::string& job : jobs) coord_->PostJson("/v1/jobs/" + job + "/pause", nlohmann::json::object());
   return testing::Coordinator::Eventually([&] {
+    bool open = false;
     for (const char* state : {"pending", "running"}) {
-      if (!coord_->GetJson(std::string("/v1/runs?state=") + state + "&limit=1").empty()) return false;
+      for (const auto& run : coord_->GetJson(std::string("/v1/runs?state=") + state + "&limit=1000")) {
+        open = true;
+        // 409 when it finished meanwhile.
+        coord_->Request("POST", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/cancel", "{}");
+      }
     }
-    return true;
+    return !open;
   }, timeout);
 }
 

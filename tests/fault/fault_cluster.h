@@ -57,7 +57,8 @@ class FaultCluster {
   std::optional<Event> WaitForProbe(const std::function<bool(const Event&)>& pred,
                                     std::chrono::milliseconds timeout) const;
 
-  // Pauses every job and waits until no run is pending or running.
+  // Pauses the jobs, cancels every run still pending or running (a backlog left by the faults
+  // would take long to drain), and waits until none is left.
   bool Quiesce(const std::vector<std::string>& jobs, std::chrono::milliseconds timeout);
   // SIGTERM to every agent, then to the coordinator; each must exit 0.
   void StopAll();
