@@ -9,8 +9,9 @@
 
 namespace jobctl::agentd {
 
-LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks)
-    : link_(link), spool_(spool), cb_(std::move(callbacks)), retry_timer_(loop) {}
+LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool,
+                       const EventLog* events, Callbacks callbacks)
+    : link_(link), spool_(spool), events_(events), cb_(std::move(callbacks)), retry_timer_(loop) {}
 
 void LogShipper::Recover() {
   for (const Spool::AttemptInfo& info : spool_->Attempts()) {
@@ -154,12 +155,14 @@ void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> 
   Attempt& a = it->second;
   a.in_flight = false;
   if (suspended_) return;
-  switch (Classify(r)) {
+  Reply reply = Classify(r);
+  switch (reply) {
     case Reply::kRejected:
       log::Warn("log chunk rejected; skipping it", {{"run", key.run}, {"shard", key.shard},
                                                      {"seq", seq}, {"error", Describe(r)}});
       [[fallthrough]];
     case Reply::kOk:
+      if (reply == Reply::kOk) events_->Write("log_acked", {{"run", key.run}, {"shard", key.shard}, {"attempt", key.attempt}, {"seq", seq}, {"token", a.token}, {"bytes", static_cast<uint64_t>(a.head->data.size())}});
       backoff_.Reset();
       if (a.head_spooled) spool_->Pop(key, seq);
       a.head.reset();

@@ -19,6 +19,7 @@
 
 #include "assignment.h"
 #include "backoff.h"
+#include "base/event_log.h"
 #include "chunker.h"
 #include "coordinator_link.h"
 #include "spool.h"
@@ -36,7 +37,8 @@ class LogShipper {
     std::function<void(AttemptKey)> on_drained;
     std::function<void(AttemptKey)> on_stale;
   };
-  LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks);
+  LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
+             Callbacks callbacks);
 
   // Attempts left in the spool by an earlier agentd: resent, already finished.
   void Recover();
@@ -76,6 +78,7 @@ class LogShipper {
 
   CoordinatorLink* link_;
   Spool* spool_;
+  const EventLog* events_;
   Callbacks cb_;
   std::map<AttemptKey, Attempt> attempts_;
   int in_flight_ = 0;

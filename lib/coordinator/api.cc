@@ -67,17 +67,16 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
   const Route* route = nullptr;
   bool path_known = false;
   const std::vector<Route>& routes = Routes();
-  for (size_t i = 0; i < routes.size(); ++i) {
+  for (size_t i = 0; i < routes.size() && route == nullptr; ++i) {
     http::PathPattern::Params params;
-    if (!kPatterns[i].Match(c.req.path, &params)) continue;
-    path_known = true;
-    if (c.req.method == routes[i].method) {
-      route = &routes[i];
-      for (size_t p = 0; p < params.size; ++p) {
-        c.params.emplace(std::string(params.items[p].first), std::string(params.items[p].second));
-      }
-      break;
+    if (c.req.method != routes[i].method || !kPatterns[i].Match(c.req.path, &params)) continue;
+    route = &routes[i];
+    for (size_t p = 0; p < params.size; ++p) {
+      c.params.emplace(std::string(params.items[p].first), std::string(params.items[p].second));
     }
+  }
+  for (size_t i = 0; i < routes.size() && route == nullptr && !path_known; ++i) {
+    path_known = kPatterns[i].Match(c.req.path);  // another method's path: 405, not 404
   }
   if (route == nullptr) {
     // Which paths exist is only told to callers with a valid token.

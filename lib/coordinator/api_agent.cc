@@ -66,6 +66,7 @@ void Api::AppendLog(Call& c) {
     return JsonAfterCommit(c, 200, {});  // answered with the commit's error
   }
   bool stored = *r == store::LogStore::AppendResult::kStored;
+  ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id}, {"shard", chunk.shard}, {"attempt", chunk.attempt}, {"seq", chunk.seq}, {"token", *token}, {"bytes", static_cast<int64_t>(chunk.data.size())}, {"stored", stored}});
   if (stored) ctx_->metrics->log_bytes_total += chunk.data.size();
   int64_t run_id = *run;
   ctx_->batch->OnCommit([this, run_id](const Status& s) {

@@ -30,7 +30,8 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
     }
   }
   std::optional<int64_t> next_fire;
-  if (timing_changed || !existing->next_fire_ms) {
+  bool reschedule = timing_changed || !existing->next_fire_ms;
+  if (reschedule) {
     std::optional<WallTime> next = schedule->Next(FromUnixMs(now));
     if (next) next_fire = ToUnixMs(*next);
   } else {
@@ -61,6 +62,9 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
     entry->spec = std::make_shared<const Job>(job);
   } else {
     entry->spec.reset();
+  }
+  if (reschedule) {
+    ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", next_fire.value_or(-1)}});
   }
   scheduler_->Track(*entry);
   return Status::Ok();

@@ -46,6 +46,9 @@ Status Store::Prepare() {
       {&job_heads_,
        "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
            " FROM jobs ORDER BY id"},
+      {&all_jobs_,
+       "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
+           ", spec, revision FROM jobs ORDER BY id"},
       {&get_job_,
        "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
            ", spec, revision FROM jobs WHERE id = ?1"},
@@ -84,6 +87,7 @@ Status Store::Prepare() {
        "ORDER BY idx"},
       {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
       {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
+      {&all_runs_, RunQuery("ORDER BY r.id")},
       {&list_misses_,
        "SELECT job_id, first_ms, last_ms, count, reason, at_ms FROM misses "
        "WHERE job_id = ?1 AND last_ms >= ?2 ORDER BY first_ms"},
@@ -199,22 +203,35 @@ Status Store::ForEachJobHead(const std::function<void(const JobHead&)>& fn, int6
   return use.status();
 }
 
+namespace {
+
+// Columns 0-14 of all_jobs_ and get_job_.
+JobRow ReadJob(const Statement::Use& use) {
+  JobHead h;
+  (void)ReadHead(use, &h);
+  return JobRow{h.id,
+                std::string(h.name),
+                use.Text(13),
+                h.active,
+                h.paused,
+                h.next_fire_ms,
+                use.Int(14),
+                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap}};
+}
+
+}  // namespace
+
+Status Store::ForEachJob(const std::function<void(JobRow&&)>& fn) {
+  auto use = all_jobs_.Bind();
+  while (use.Step()) fn(ReadJob(use));
+  return use.status();
+}
+
 Result<JobRow> Store::GetJob(int64_t id) {
   auto use = get_job_.Bind();
   use.Bind(1, id);
-  if (use.Step()) {
-    JobHead h;
-    (void)ReadHead(use, &h);
-    return JobRow{h.id,
-                  std::string(h.name),
-                  use.Text(13),
-                  h.active,
-                  h.paused,
-                  h.next_fire_ms,
-                  use.Int(14),
-                  {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
-                   h.enabled, h.misfire, h.overlap, h.misfire_cap}};
-  }
+  if (use.Step()) return ReadJob(use);
   if (!use.status().ok()) return use.status();
   return Status::NotFound("job " + std::to_string(id));
 }
@@ -406,9 +423,17 @@ Result<std::vector<RunRecord>> Store::ListRuns(const RunFilter& f) {
 }
 
 Status Store::ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(open_runs_, fn);
+}
+
+Status Store::ForEachRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(all_runs_, fn);
+}
+
+Status Store::ForEachRunOf(Statement& query, const std::function<void(RunRecord&&)>& fn) {
   std::vector<RunRecord> runs;
   {
-    auto use = open_runs_.Bind();
+    auto use = query.Bind();
     while (use.Step()) runs.push_back(ReadRun(use));
     if (!use.status().ok()) return use.status();
   }
