@@ -34,7 +34,8 @@ void Api::Heartbeat(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
-  Json(c, 200, p_.dispatcher->Heartbeat(req->agent, req->leases, req->free));
+  c.res->Send({200, "application/json", p_.dispatcher->Heartbeat(req->agent, req->leases, req->free),
+               {}});
 }
 
 void Api::AppendLog(Call& c) {

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "wire/job_json.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -117,30 +116,33 @@ Status Coordinator::Load() {
     return s;
   }
   Status bad;
-  Status s = store_->ForEachJob([&](store::JobRow&& row) {
-    JobEntry e;
-    e.id = row.id;
-    e.name = row.name;
-    e.active = row.active;
-    e.paused = row.paused;
-    e.next_fire_ms = row.next_fire_ms;
-    Result<Job> job = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
-    if (job.ok()) {
-      e.enabled = job->enabled;
-      e.misfire = job->misfire;
-      e.overlap = job->overlap;
-      e.misfire_cap = job->misfire_cap;
-      if (e.active) {
-        Result<std::shared_ptr<const Schedule>> sched = jobs_.CompileSchedule(*job);
-        if (sched.ok()) e.schedule = *sched;
-      }
-    } else if (bad.ok()) {
-      bad = job.status();
-    }
-    jobs_.Put(std::move(e));
-  });
+  int64_t unreadable = 0;
+  Status s = store_->ForEachJobHead(
+      [&](const store::JobHead& h) {
+        JobEntry* e = jobs_.Add(h.id, h.name);
+        if (e == nullptr) {
+          if (bad.ok()) {
+            bad = Status::Corrupt("job " + std::to_string(h.id) + " (" + std::string(h.name) +
+                                  "): id out of range or name held by another job");
+          }
+          return;
+        }
+        e->active = h.active;
+        e->paused = h.paused;
+        e->next_fire_ms = h.next_fire_ms;
+        e->enabled = h.enabled;
+        e->misfire = h.misfire;
+        e->overlap = h.overlap;
+        e->misfire_cap = h.misfire_cap;
+        if (h.active) jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
+      },
+      &unreadable);
   if (!s.ok()) return s;
-  if (!bad.ok()) log::Error("a stored job definition is unreadable", {{"error", bad.ToString()}});
+  if (!bad.ok()) return bad;
+  if (unreadable > 0) {
+    log::Error("stored job timings name an unknown dialect, misfire or overlap; defaults used",
+               {{"jobs", unreadable}});
+  }
   s = store_->ForEachLastResult([this](int64_t job, RunState state, int64_t at) {
     if (JobEntry* e = jobs_.Find(job)) {
       e->last_state = state;
@@ -159,7 +161,7 @@ Status Coordinator::Load() {
   });
   if (!s.ok()) return s;
   if (!load_error.ok()) return load_error;
-  for (const auto& [id, job] : jobs_.all()) scheduler_->Track(job);
+  scheduler_->TrackAll();
   loaded_ = true;
   events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
                            {"heartbeat_ms", ctx_.config.heartbeat.count()},

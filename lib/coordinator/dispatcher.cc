@@ -250,6 +250,9 @@ void Dispatcher::TryDispatch() {
     --room;
     it = pending_.erase(it);
   }
+  if (!granted.empty() && ctx_->batch->Open().ok()) {
+    if (Status w = ctx_->store->SetCounter("token", last_token_); !w.ok()) ctx_->batch->Fail(w);
+  }
   for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));
   if (retry_in >= 0 && started_) {
     uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
@@ -269,8 +272,8 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   if (Status s = ctx_->batch->Open(); s.ok()) {
+    // The token counter is written once per dispatch pass, after its last grant.
     Status w = ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
-    if (w.ok()) w = ctx_->store->SetCounter("token", last_token_);
     if (!w.ok()) ctx_->batch->Fail(w);
   }
   nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
@@ -293,7 +296,9 @@ void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
   agent.waiting.reset();
   ++agent.claim_seq;
   if (!responder) return;
-  auto body = std::make_shared<std::string>(nlohmann::json{{"assignments", assignments}}.dump());
+  nlohmann::json reply = nlohmann::json::object();
+  reply["assignments"] = std::move(assignments);
+  auto body = std::make_shared<std::string>(reply.dump());
   ctx_->batch->OnCommit([responder, body](const Status& s) {
     if (s.ok()) {
       responder->Send({200, "application/json", *body, {}});
@@ -335,16 +340,24 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   ArmTimers();
 }
 
-nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
-                                     const std::vector<HeartbeatLease>& leases, int free) {
+std::string Dispatcher::Heartbeat(const std::string& agent,
+                                  const std::vector<HeartbeatLease>& leases, int free) {
   AgentInfo& a = agents_[agent];
-  a.name = agent;
+  if (a.name.empty()) a.name = agent;
   a.last_seen_mono = ctx_->MonoMs();
   a.last_seen_ms = ctx_->NowMs();
   (void)free;
-  nlohmann::json renewed = nlohmann::json::array(), revoked = nlohmann::json::array();
+  // The reply is written directly: at 10,000 agents this runs 2,000 times a second, and every
+  // value in it is a number or one of two fixed words.
+  std::string renewed, revoked;
+  auto item = [](std::string* out, const HeartbeatLease& l, const char* reason) {
+    if (!out->empty()) *out += ',';
+    *out += "{\"run\":" + std::to_string(l.key.run) + ",\"shard\":" + std::to_string(l.key.index) +
+            ",\"token\":" + std::to_string(l.token);
+    if (reason != nullptr) *out += std::string(",\"reason\":\"") + reason + '"';
+    *out += '}';
+  };
   for (const HeartbeatLease& l : leases) {
-    nlohmann::json item = {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}};
     auto it = leases_.find(l.key);
     if (it == leases_.end() || it->second.token != l.token || it->second.agent != agent) {
       ++ctx_->metrics->stale_token_total;
@@ -355,25 +368,22 @@ nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
                            {"token", l.token},
                            {"agent", agent},
                            {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
-      item["reason"] = "stale";
-      revoked.push_back(std::move(item));
+      item(&revoked, l, "stale");
     } else if (it->second.canceled) {
-      item["reason"] = "canceled";
-      revoked.push_back(std::move(item));
+      item(&revoked, l, "canceled");
     } else {
       it->second.expires_mono = a.last_seen_mono + ctx_->config.lease_ttl.count();
       ctx_->events->Write(
           "renewed",
           {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}, {"agent", agent}});
       lease_wheel_.Schedule(static_cast<uint64_t>(l.token), it->second.expires_mono);
-      renewed.push_back(std::move(item));
+      item(&renewed, l, nullptr);
     }
   }
   if (!renewed.empty()) ArmLeaseTimer();
-  return {{"ttl_ms", ctx_->config.lease_ttl.count()},
-          {"heartbeat_ms", ctx_->config.heartbeat.count()},
-          {"renewed", renewed},
-          {"revoked", revoked}};
+  return "{\"ttl_ms\":" + std::to_string(ctx_->config.lease_ttl.count()) +
+         ",\"heartbeat_ms\":" + std::to_string(ctx_->config.heartbeat.count()) + ",\"renewed\":[" +
+         renewed + "],\"revoked\":[" + revoked + "]}";
 }
 
 Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t token) const {

@@ -95,8 +95,9 @@ class Dispatcher {
   void Enqueue(PendingShard shard);
   void RemovePending(ShardKey key);
   void Claim(ClaimRequest request, std::shared_ptr<http::Responder> responder);
-  nlohmann::json Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
-                           int free);
+  // The reply's JSON text.
+  std::string Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
+                        int free);
   // Current token check for results and logs: kOk, or kConflict with the current state.
   Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const;
   bool Holds(ShardKey key, int64_t token) const;  // that lease is live

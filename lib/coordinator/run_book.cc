@@ -79,7 +79,7 @@ Result<std::shared_ptr<const Job>> RunBook::SpecOf(JobEntry& job) {
   if (!row.ok()) return row.status();
   nlohmann::json j = nlohmann::json::parse(row->spec_json, nullptr, false);
   Result<Job> spec = wire::JobFromJson(j);
-  if (!spec.ok()) return spec.status().WithContext("job " + job.name);
+  if (!spec.ok()) return spec.status().WithContext("job " + std::string(job.name));
   job.spec = std::make_shared<const Job>(std::move(*spec));
   return job.spec;
 }
@@ -214,7 +214,9 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
     deadlines_.insert({deadline, key});
     ArmDeadlines();
   }
-  MaybeFinish(run);  // pending -> running
+  // pending -> running. Once running, a grant cannot change the run's state (the shard it
+  // starts is open), so the O(shards) derivation is skipped: a wide run's grants stay O(1).
+  if (run.rec.state != RunState::kRunning) MaybeFinish(run);
   std::map<std::string, std::string> env = spec.env;
   if (!run.rec.env_json.empty()) {
     nlohmann::json extra = nlohmann::json::parse(run.rec.env_json, nullptr, false);

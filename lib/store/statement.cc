@@ -102,6 +102,13 @@ std::string Statement::Use::Text(int col) const {
   return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
 }
 
+std::string_view Statement::Use::View(int col) const {
+  const void* p = sqlite3_column_blob(s_->stmt_.get(), col);
+  int n = sqlite3_column_bytes(s_->stmt_.get(), col);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
+}
+
 bool Statement::Use::IsNull(int col) const {
   return sqlite3_column_type(s_->stmt_.get(), col) == SQLITE_NULL;
 }

@@ -65,6 +65,8 @@ class Statement::Use {
   int64_t Int(int col) const;
   std::optional<int64_t> OptInt(int col) const;
   std::string Text(int col) const;
+  // The column's bytes in place: valid until the next Step() or the end of this Use.
+  std::string_view View(int col) const;
   bool IsNull(int col) const;
 
  private:
