@@ -26,7 +26,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       drain_timer_(loop),
       flush_timer_(loop) {
   shipper_ = std::make_unique<LogShipper>(
-      loop, link_.get(), &spool_,
+      loop, link_.get(), &spool_, &events_,
       LogShipper::Callbacks{[this](AttemptKey k) {
                               reporter_->Release(k);
                               MaybeFinishStop();
@@ -56,6 +56,9 @@ Status Agent::Start() {
   Result<UserInfo> me = CurrentUser();
   if (!me.ok()) return me.status();
   self_info_ = *me;
+  if (Status s = events_.Open(settings_.event_log, "agent", {{"agent", settings_.identity.name}}); !s.ok()) {
+    return s;
+  }
   self_ = {me->name, geteuid() == 0};
   std::error_code ec;
   std::filesystem::create_directories(settings_.state_dir, ec);
@@ -104,6 +107,7 @@ void Agent::OnAssignments(std::vector<Assignment> list, int64_t sent_ms) {
 }
 
 void Agent::Accept(Assignment a, int64_t sent_ms) {
+  events_.Write("claimed", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard}, {"attempt", a.key.attempt}, {"token", a.token}});
   if (stopping_) {
     // Leased just as the agent began to stop: give it back at once, for another agent.
     leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
@@ -119,7 +123,7 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
   }
   AttemptKey key = a.key;
   auto shard = std::make_unique<RunningShard>(
-      loop_, &runner_, clock_, std::move(a), settings_.kill_grace,
+      loop_, &runner_, clock_, std::move(a), settings_.kill_grace, &events_,
       RunningShard::Callbacks{[this](AttemptKey k, Chunk c) { shipper_->Push(k, std::move(c)); },
                               [this](ShardResult r) { OnShardDone(std::move(r)); }});
   int64_t token = shard->assignment().token, ttl = shard->assignment().ttl_ms,
@@ -157,6 +161,7 @@ void Agent::Launch(RunningShard& shard) {
                                      {"error", s.message()}});
     return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
   }
+  events_.Write("started", {{"run", a.key.run}, {"shard", a.key.shard}, {"attempt", a.key.attempt}, {"token", a.token}, {"pid", shard.pid()}});
   log::Info("run started", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
                             {"attempt", a.key.attempt}, {"token", a.token},
                             {"user", user.name}});
@@ -180,6 +185,7 @@ void Agent::OnShardDone(ShardResult result) {
                              {"outcome", OutcomeName(result.outcome)},
                              {"exit", result.exit_code ? std::to_string(*result.exit_code) : "-"},
                              {"message", result.message}});
+  events_.Write("exited", {{"run", result.key.run}, {"shard", result.key.shard}, {"attempt", result.key.attempt}, {"token", result.token}, {"pid", it->second->pid()}, {"outcome", OutcomeName(result.outcome)}, {"exit", result.exit_code.value_or(-1)}});
   // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
   shards_.erase(it);
   if (stale_.erase(result.key) > 0) {
@@ -237,7 +243,8 @@ void Agent::OnLogsStale(AttemptKey key) {
 }
 
 void Agent::OnResultSettled(const ShardResult& result, bool accepted) {
-  (void)accepted;  // the reporter logged a refusal
+  // The reporter logged a refusal.
+  if (accepted) events_.Write("result_acked", {{"run", result.key.run}, {"shard", result.key.shard}, {"attempt", result.key.attempt}, {"token", result.token}, {"outcome", OutcomeName(result.outcome)}, {"exit", result.exit_code.value_or(-1)}});
   leases_->Remove(result.key.shard_key(), result.token);
   MaybeFinishStop();
 }

@@ -160,6 +160,11 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
   return id;
 }
 
+int UvRunner::PidOf(ChildId id) const {
+  auto it = children_.find(id);
+  return it == children_.end() ? 0 : it->second->pid;
+}
+
 void UvRunner::Terminate(ChildId id, std::chrono::milliseconds grace) {
   auto it = children_.find(id);
   if (it == children_.end()) return;

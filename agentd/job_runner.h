@@ -48,6 +48,8 @@ class Runner {
   // SIGTERM to the process group now, SIGKILL after `grace`. Ignored for unknown ids.
   virtual void Terminate(ChildId id, std::chrono::milliseconds grace) = 0;
   virtual size_t running() const = 0;
+  // The process id of a running child (0 when unknown): for logs and the event log.
+  virtual int PidOf(ChildId id) const = 0;
   // Closes every handle (children are left running) and then calls on_closed.
   virtual void Close(std::function<void()> on_closed) = 0;
 };
@@ -61,6 +63,7 @@ class UvRunner final : public Runner {
                         Callbacks callbacks) override;
   void Terminate(ChildId id, std::chrono::milliseconds grace) override;
   size_t running() const override { return children_.size(); }
+  int PidOf(ChildId id) const override;
   void Close(std::function<void()> on_closed) override;
 
  private:

@@ -13,8 +13,9 @@
 
 namespace jobctl::agentd {
 
-LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks)
-    : link_(link), spool_(spool), cb_(std::move(callbacks)), retry_timer_(loop) {}
+LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool,
+                       const EventLog* events, Callbacks callbacks)
+    : link_(link), spool_(spool), events_(events), cb_(std::move(callbacks)), retry_timer_(loop) {}
 
 void LogShipper::SetBatchLimit(size_t bytes) {
   // A batch must hold the largest single chunk, or it is no use.
@@ -199,7 +200,8 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
   Attempt& a = it->second;
   size_t carried = std::exchange(a.sending, 0);
   if (suspended_) return;
-  switch (Classify(r)) {
+  Reply reply = Classify(r);
+  switch (reply) {
     case Reply::kRejected:
       if (a.sent_as_batch) {
         // A coordinator that takes no batches (an older one, after a failover): the same
@@ -217,7 +219,7 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
       [[fallthrough]];
     case Reply::kOk:
       backoff_.Reset();
-      Acknowledge(a, carried);
+      Acknowledge(a, carried, reply == Reply::kOk);
       MaybeDrained(a);  // may erase `a`
       ShipMore();
       return;
@@ -234,10 +236,16 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
   }
 }
 
-void LogShipper::Acknowledge(Attempt& a, size_t count) {
+void LogShipper::Acknowledge(Attempt& a, size_t count, bool stored) {
   int64_t last = 0;
   for (size_t i = 0; i < count && !a.window.empty(); ++i) {
-    last = a.window.front().seq;
+    const Chunk& c = a.window.front();
+    last = c.seq;
+    if (stored) {
+      events_->Write("log_acked", {{"run", a.key.run}, {"shard", a.key.shard},
+                                   {"attempt", a.key.attempt}, {"seq", c.seq}, {"token", a.token},
+                                   {"bytes", static_cast<uint64_t>(c.data.size())}});
+    }
     a.window.pop_front();
   }
   if (a.from == From::kSpool && last > 0) spool_->Pop(a.key, last);

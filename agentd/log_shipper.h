@@ -29,6 +29,7 @@
 
 #include "assignment.h"
 #include "backoff.h"
+#include "base/event_log.h"
 #include "chunker.h"
 #include "coordinator_link.h"
 #include "spool.h"
@@ -47,7 +48,8 @@ class LogShipper {
     std::function<void(AttemptKey)> on_drained;
     std::function<void(AttemptKey)> on_stale;
   };
-  LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks);
+  LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
+             Callbacks callbacks);
 
   // Attempts left in the spool by an earlier agentd: resent, already finished.
   void Recover();
@@ -88,7 +90,8 @@ class LogShipper {
   void TakeFromMemory(Attempt& a);
   void Send(Attempt& a);
   void OnSent(AttemptKey key, Result<http::HttpResponse> r);
-  void Acknowledge(Attempt& a, size_t count);  // the window's first `count` chunks
+  // The window's first `count` chunks were answered (`stored`: accepted, not skipped).
+  void Acknowledge(Attempt& a, size_t count, bool stored);
   void Pause();
   void SpillAll(bool suspending);
   void Spill(Attempt& a, bool suspending);
@@ -98,6 +101,7 @@ class LogShipper {
 
   CoordinatorLink* link_;
   Spool* spool_;
+  const EventLog* events_;
   Callbacks cb_;
   std::map<AttemptKey, Attempt> attempts_;
   int in_flight_ = 0;

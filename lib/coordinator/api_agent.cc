@@ -86,7 +86,13 @@ void Api::AppendLog(Call& c) {
       ctx_->batch->Fail(appended.status());
       return JsonAfterCommit(c, 200, {});  // answered with the commit's error
     }
-    if (*appended == store::LogStore::AppendResult::kStored) {
+    bool fresh = *appended == store::LogStore::AppendResult::kStored;
+    ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id}, {"shard", chunk.shard},
+                                            {"attempt", chunk.attempt}, {"seq", chunk.seq},
+                                            {"token", *token},
+                                            {"bytes", static_cast<int64_t>(chunk.data.size())},
+                                            {"stored", fresh}});
+    if (fresh) {
       ++stored;
       ctx_->metrics->log_bytes_total += chunk.data.size();
     } else if (*appended == store::LogStore::AppendResult::kDuplicate) {

@@ -37,7 +37,8 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   entry.misfire_cap = job.misfire_cap;
   // Open runs keep the definition they started with; new runs load the new one.
   entry.spec = std::make_shared<const Job>(job);
-  if (timing_changed || !entry.next_fire_ms) entry.next_fire_ms = scheduler_->NextAfter(entry, now);
+  bool reschedule = timing_changed || !entry.next_fire_ms;
+  if (reschedule) entry.next_fire_ms = scheduler_->NextAfter(entry, now);
   if (existing == nullptr) {
     Result<int64_t> id = ctx_->store->InsertJob(
         {0, job.name, spec, true, false, entry.next_fire_ms, revision}, now);
@@ -48,6 +49,7 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   }
   if (entry.open_runs == 0 && existing != nullptr) entry.spec.reset();
   if (existing == nullptr) entry.spec.reset();
+  if (reschedule) ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", entry.next_fire_ms.value_or(-1)}});
   scheduler_->Track(jobs_->Put(std::move(entry)));
   return Status::Ok();
 }

@@ -57,6 +57,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig 
   ctx_.clock = clock;
   ctx_.config = std::move(config);
   ctx_.metrics = &metrics_;
+  ctx_.events = &events_;
 }
 
 Coordinator::~Coordinator() = default;
@@ -109,6 +110,8 @@ Status Coordinator::Bootstrap() {
 }
 
 Status Coordinator::Load() {
+  // Memory is rebuilt from the store here: the leases listed next are all that are live.
+  events_.Write("loading", {});
   auth_.Clear();
   if (Status s = store_->ForEachToken([this](store::TokenRow&& t) { auth_.Add(t); }); !s.ok()) {
     return s;
@@ -158,6 +161,7 @@ Status Coordinator::Load() {
   if (!load_error.ok()) return load_error;
   for (const auto& [id, job] : jobs_.all()) scheduler_->Track(job);
   loaded_ = true;
+  events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()}, {"heartbeat_ms", ctx_.config.heartbeat.count()}, {"leases", dispatcher_->active_leases()}, {"last_token", *token}});
   return Status::Ok();
 }
 
@@ -174,6 +178,7 @@ void Coordinator::Reload() {
 }
 
 Status Coordinator::Start() {
+  if (Status s = events_.Open(ctx_.config.event_log, "coord"); !s.ok()) return s;
   if (Status s = OpenStores(); !s.ok()) return s;
   if (Status s = Bootstrap(); !s.ok()) return s;
   dispatcher_ = std::make_unique<Dispatcher>(&ctx_);

@@ -105,6 +105,7 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
   leases_[key] = lease;
   lease_by_token_[token] = key;
   lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  ctx_->events->Write("lease_loaded", {{"run", key.run}, {"shard", key.index}, {"token", token}, {"agent", agent}});
   AgentInfo& a = agents_[agent];
   a.name = agent;
   a.held.insert(key);
@@ -279,6 +280,7 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
     if (!w.ok()) ctx_->batch->Fail(w);
   }
   nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
+  ctx_->EventAfterCommit("grant", {{"run", shard.key.run}, {"shard", shard.key.index}, {"attempt", a["attempt"].get<int64_t>()}, {"agent", agent.name}, {"token", token}});
   a["ttl_ms"] = ctx_->config.lease_ttl.count();
   a["heartbeat_ms"] = ctx_->config.heartbeat.count();
   assignments->push_back(std::move(a));
@@ -348,6 +350,7 @@ nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
     auto it = leases_.find(l.key);
     if (it == leases_.end() || it->second.token != l.token || it->second.agent != agent) {
       ++ctx_->metrics->stale_token_total;
+      ctx_->events->Write("refused", {{"what", "renew"}, {"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}, {"agent", agent}, {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
       item["reason"] = "stale";
       revoked.push_back(std::move(item));
     } else if (it->second.canceled) {
@@ -355,6 +358,7 @@ nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
       revoked.push_back(std::move(item));
     } else {
       it->second.expires_mono = a.last_seen_mono + ctx_->config.lease_ttl.count();
+      ctx_->events->Write("renewed", {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}, {"agent", agent}});
       lease_wheel_.Schedule(static_cast<uint64_t>(l.token), it->second.expires_mono);
       renewed.push_back(std::move(item));
     }
@@ -372,6 +376,7 @@ Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t to
     return Status::Ok();
   }
   ++ctx_->metrics->stale_token_total;
+  ctx_->events->Write("refused", {{"what", "result"}, {"run", key.run}, {"shard", key.index}, {"token", token}, {"agent", agent}, {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
   std::string current = it == leases_.end() ? "none" : std::to_string(it->second.token);
   return Status::Conflict("stale token " + std::to_string(token) + " for run " +
                           std::to_string(key.run) + " shard " + std::to_string(key.index) +
@@ -383,9 +388,10 @@ bool Dispatcher::Holds(ShardKey key, int64_t token) const {
   return it != leases_.end() && it->second.token == token;
 }
 
-void Dispatcher::Release(ShardKey key) {
+void Dispatcher::Release(ShardKey key, std::string_view why) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return;
+  ctx_->EventAfterCommit("lease_end", {{"run", key.run}, {"shard", key.index}, {"token", it->second.token}, {"agent", it->second.agent}, {"why", why}});
   lease_wheel_.Cancel(static_cast<uint64_t>(it->second.token));
   lease_by_token_.erase(it->second.token);
   if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.erase(key);
@@ -430,7 +436,7 @@ void Dispatcher::OnLeaseTimer() {
     if (kt == lease_by_token_.end()) continue;
     ShardKey key = kt->second;
     std::string agent = leases_[key].agent;
-    Release(key);
+    Release(key, "expired");
     ++ctx_->metrics->leases_expired_total;
     log::Warn("lease expired", {{"run", key.run}, {"shard", key.index}, {"agent", agent},
                                 {"token", static_cast<int64_t>(token)}});

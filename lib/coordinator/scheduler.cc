@@ -155,6 +155,7 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
   Status s = ctx_->batch->Open();
   if (s.ok()) s = ctx_->store->InsertMiss(row);
   if (!s.ok()) ctx_->batch->Fail(s);
+  ctx_->EventAfterCommit("miss", {{"job", job.name}, {"first_ms", row.first_ms}, {"last_ms", row.last_ms}, {"count", row.count}, {"why", why}});
 }
 
 void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {

@@ -72,6 +72,7 @@ Status Store::Prepare() {
        "ORDER BY idx"},
       {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
       {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
+      {&all_runs_, RunQuery("ORDER BY r.id")},
       {&list_misses_,
        "SELECT job_id, first_ms, last_ms, count, reason, at_ms FROM misses "
        "WHERE job_id = ?1 AND last_ms >= ?2 ORDER BY first_ms"},
@@ -345,9 +346,17 @@ Result<std::vector<RunRecord>> Store::ListRuns(const RunFilter& f) {
 }
 
 Status Store::ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(open_runs_, fn);
+}
+
+Status Store::ForEachRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(all_runs_, fn);
+}
+
+Status Store::ForEachRunOf(Statement& query, const std::function<void(RunRecord&&)>& fn) {
   std::vector<RunRecord> runs;
   {
-    auto use = open_runs_.Bind();
+    auto use = query.Bind();
     while (use.Step()) runs.push_back(ReadRun(use));
     if (!use.status().ok()) return use.status();
   }

@@ -118,6 +118,7 @@ class Store {
   Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key);
   Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter);  // newest first, with shards
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn);  // pending or running
+  Status ForEachRun(const std::function<void(RunRecord&&)>& fn);  // all, oldest first (audits)
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms);
   // The latest finished run per job: (job_id, state, finished_ms).
   Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn);
@@ -141,13 +142,15 @@ class Store {
   Status Prepare();
   Status LoadShards(RunRecord& run);
   RunRecord ReadRun(const Statement::Use& use);
+  Status ForEachRunOf(Statement& query, const std::function<void(RunRecord&&)>& fn);
 
   Database db_;
   Statement get_counter_, set_counter_;
   Statement current_revision_, insert_revision_;
   Statement all_jobs_, get_job_, insert_job_, update_job_spec_, set_job_paused_, set_next_fire_;
   Statement insert_run_, insert_shard_, insert_miss_, update_run_state_, update_shard_;
-  Statement get_run_, shards_of_run_, find_run_by_key_, open_runs_, list_misses_, last_results_;
+  Statement get_run_, shards_of_run_, find_run_by_key_, open_runs_, all_runs_, list_misses_,
+      last_results_;
   Statement put_lease_, delete_lease_, all_leases_;
   Statement put_agent_, all_agents_;
   Statement insert_token_, revoke_token_, all_tokens_;

@@ -55,6 +55,25 @@ TEST_F(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
   store_->Rollback();
 }
 
+TEST_F(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
+  int64_t job = AddJob("backup");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord done = NewRun(job, 60'000, 3);
+  ASSERT_TRUE(store_->InsertRun(done).ok());
+  ASSERT_TRUE(store_->UpdateRunState(done.id, RunState::kSucceeded, 61'000, "").ok());
+  RunRecord open = NewRun(job, 120'000, 1);
+  ASSERT_TRUE(store_->InsertRun(open).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<RunRecord> all;
+  ASSERT_TRUE(store_->ForEachRun([&](RunRecord&& r) { all.push_back(std::move(r)); }).ok());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, done.id);
+  EXPECT_EQ(all[0].state, RunState::kSucceeded);
+  EXPECT_EQ(all[0].shards.size(), 3u);
+  EXPECT_EQ(all[1].id, open.id);
+  EXPECT_EQ(all[1].shards.size(), 1u);
+}
+
 TEST_F(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
   int64_t job = AddJob("backup");
   ASSERT_TRUE(store_->Begin().ok());
