@@ -42,7 +42,12 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
           [this](ShardKey k, int64_t token, LeaseLoss loss) { OnLeaseLost(k, token, loss); }});
   claimer_ = std::make_unique<Claimer>(
       loop, link_.get(), clock, settings_.identity,
-      [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); });
+      [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); },
+      [this](const ClaimReplyExtras& extras) {
+        // Once a coordinator said it takes batches, the agent keeps sending them (until one
+        // is refused: then the LogShipper falls back to one chunk per request by itself).
+        if (extras.log_batch_bytes) shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
+      });
 }
 
 Agent::~Agent() = default;

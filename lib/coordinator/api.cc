@@ -5,6 +5,7 @@
 #include "coordinator/metrics.h"
 #include "http/path_pattern.h"
 #include "model/time_format.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -52,7 +53,10 @@ const std::vector<Api::Route>& Api::Routes() {
 size_t Api::BodyLimit(const http::Request& head, size_t max_jobfile) {
   // The job file travels as a JSON string: leave room for its escapes.
   if (head.path == "/v1/jobfile") return max_jobfile + max_jobfile / 4 + 4096;
-  if (head.path == "/v1/agent/logs") return 256 << 10;
+  if (head.path == "/v1/agent/logs") {
+    auto batch = head.query.find("batch");
+    return batch != head.query.end() && batch->second == "1" ? wire::kMaxLogBatchBytes : 256 << 10;
+  }
   return 1 << 20;
 }
 

@@ -9,9 +9,16 @@
 #include "coordinator/metrics.h"
 #include "coordinator/run_book.h"
 #include "wire/job_json.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
+
+// Every claim answer says that this coordinator takes log batches (wire/log_batch.h).
+std::string ClaimReply(nlohmann::json assignments) {
+  return nlohmann::json{{"assignments", std::move(assignments)},
+                        {"log_batch_bytes", wire::kMaxLogBatchBytes}}.dump();
+}
 
 // How long a shard waits for the agent its route prefers before any eligible agent may take
 // it: long enough for that agent to send its next claim, short enough not to be noticed.
@@ -56,7 +63,7 @@ void Dispatcher::Start() {
 void Dispatcher::Close() {
   for (auto& [name, a] : agents_) {
     if (a.waiting) {
-      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
       a.waiting.reset();
     }
   }
@@ -296,9 +303,7 @@ void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
   agent.waiting.reset();
   ++agent.claim_seq;
   if (!responder) return;
-  nlohmann::json reply = nlohmann::json::object();
-  reply["assignments"] = std::move(assignments);
-  auto body = std::make_shared<std::string>(reply.dump());
+  auto body = std::make_shared<std::string>(ClaimReply(std::move(assignments)));
   ctx_->batch->OnCommit([responder, body](const Status& s) {
     if (s.ok()) {
       responder->Send({200, "application/json", *body, {}});
@@ -325,7 +330,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
                                       a.last_seen_ms, a.draining});
     if (!s.ok()) ctx_->batch->Fail(s);
   }
-  if (a.waiting) a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+  if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
   a.waiting = std::move(responder);
   a.waiting_free = std::max(req.free, 0);
   a.wait_deadline_mono = a.last_seen_mono + std::clamp<int64_t>(req.wait_ms, 0, kMaxClaimWaitMs);
@@ -475,7 +480,7 @@ void Dispatcher::OnClaimTimer() {
   int64_t now = ctx_->MonoMs();
   for (auto& [name, a] : agents_) {
     if (a.waiting && a.wait_deadline_mono <= now) {
-      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
       a.waiting.reset();
       ++a.claim_seq;
     }

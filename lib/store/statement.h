@@ -88,8 +88,10 @@ class Database {
   };
   // Opens (creating) the file: WAL, synchronous=FULL, foreign_keys, busy_timeout, then
   // applies the migrations newer than PRAGMA user_version, each in its own transaction.
-  // A database newer than the newest migration is refused.
-  Status Open(const std::string& path, const std::vector<Migration>& migrations);
+  // A database newer than the newest migration is refused. `page_size` (0: SQLite's 4096)
+  // applies to a new file only: an existing one keeps the page size it was created with.
+  Status Open(const std::string& path, const std::vector<Migration>& migrations,
+              int page_size = 0);
   sqlite3* handle() const { return db_; }
   Status Exec(std::string_view sql);  // for pragmas and fixed statements
   Status Begin();                    // BEGIN IMMEDIATE
