@@ -25,13 +25,13 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       runner_(loop),
       drain_timer_(loop),
       flush_timer_(loop) {
-  shipper_ = std::make_unique<LogShipper>(
-      loop, link_.get(), &spool_,
-      LogShipper::Callbacks{[this](AttemptKey k) {
-                              reporter_->Release(k);
-                              MaybeFinishStop();
-                            },
-                            [this](AttemptKey k) { OnLogsStale(k); }});
+  shipper_ =
+      std::make_unique<LogShipper>(loop, link_.get(), &spool_, &events_,
+                                   LogShipper::Callbacks{[this](AttemptKey k) {
+                                                           reporter_->Release(k);
+                                                           MaybeFinishStop();
+                                                         },
+                                                         [this](AttemptKey k) { OnLogsStale(k); }});
   reporter_ = std::make_unique<RunReporter>(
       loop, link_.get(), settings_.state_dir + "/results", settings_.identity.name,
       [this](const ShardResult& r, bool accepted) { OnResultSettled(r, accepted); });
@@ -42,7 +42,12 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
           [this](ShardKey k, int64_t token, LeaseLoss loss) { OnLeaseLost(k, token, loss); }});
   claimer_ = std::make_unique<Claimer>(
       loop, link_.get(), clock, settings_.identity,
-      [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); });
+      [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); },
+      [this](const ClaimReplyExtras& extras) {
+        // Once a coordinator said it takes batches, the agent keeps sending them (until one
+        // is refused: then the LogShipper falls back to one chunk per request by itself).
+        if (extras.log_batch_bytes) shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
+      });
 }
 
 Agent::~Agent() = default;
@@ -51,6 +56,10 @@ Status Agent::Start() {
   Result<UserInfo> me = CurrentUser();
   if (!me.ok()) return me.status();
   self_info_ = *me;
+  if (Status s = events_.Open(settings_.event_log, "agent", {{"agent", settings_.identity.name}});
+      !s.ok()) {
+    return s;
+  }
   self_ = {me->name, geteuid() == 0};
   std::error_code ec;
   std::filesystem::create_directories(settings_.state_dir, ec);
@@ -99,6 +108,11 @@ void Agent::OnAssignments(std::vector<Assignment> list, int64_t sent_ms) {
 }
 
 void Agent::Accept(Assignment a, int64_t sent_ms) {
+  events_.Write("claimed", {{"job", a.job},
+                            {"run", a.key.run},
+                            {"shard", a.key.shard},
+                            {"attempt", a.key.attempt},
+                            {"token", a.token}});
   if (stopping_) {
     // Leased just as the agent began to stop: give it back at once, for another agent.
     leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
@@ -114,7 +128,7 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
   }
   AttemptKey key = a.key;
   auto shard = std::make_unique<RunningShard>(
-      loop_, &runner_, clock_, std::move(a), settings_.kill_grace,
+      loop_, &runner_, clock_, std::move(a), settings_.kill_grace, &events_,
       RunningShard::Callbacks{[this](AttemptKey k, Chunk c) { shipper_->Push(k, std::move(c)); },
                               [this](ShardResult r) { OnShardDone(std::move(r)); }});
   int64_t token = shard->assignment().token, ttl = shard->assignment().ttl_ms,
@@ -152,6 +166,11 @@ void Agent::Launch(RunningShard& shard) {
                                      {"error", s.message()}});
     return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
   }
+  events_.Write("started", {{"run", a.key.run},
+                            {"shard", a.key.shard},
+                            {"attempt", a.key.attempt},
+                            {"token", a.token},
+                            {"pid", shard.pid()}});
   log::Info("run started", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
                             {"attempt", a.key.attempt}, {"token", a.token},
                             {"user", user.name}});
@@ -175,6 +194,13 @@ void Agent::OnShardDone(ShardResult result) {
                              {"outcome", OutcomeName(result.outcome)},
                              {"exit", result.exit_code ? std::to_string(*result.exit_code) : "-"},
                              {"message", result.message}});
+  events_.Write("exited", {{"run", result.key.run},
+                           {"shard", result.key.shard},
+                           {"attempt", result.key.attempt},
+                           {"token", result.token},
+                           {"pid", it->second->pid()},
+                           {"outcome", OutcomeName(result.outcome)},
+                           {"exit", result.exit_code.value_or(-1)}});
   // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
   shards_.erase(it);
   if (stale_.erase(result.key) > 0) {
@@ -232,7 +258,14 @@ void Agent::OnLogsStale(AttemptKey key) {
 }
 
 void Agent::OnResultSettled(const ShardResult& result, bool accepted) {
-  (void)accepted;  // the reporter logged a refusal
+  // The reporter logged a refusal.
+  if (accepted)
+    events_.Write("result_acked", {{"run", result.key.run},
+                                   {"shard", result.key.shard},
+                                   {"attempt", result.key.attempt},
+                                   {"token", result.token},
+                                   {"outcome", OutcomeName(result.outcome)},
+                                   {"exit", result.exit_code.value_or(-1)}});
   leases_->Remove(result.key.shard_key(), result.token);
   MaybeFinishStop();
 }

@@ -45,6 +45,7 @@ struct AgentSettings {
   std::chrono::milliseconds drain_timeout{60'000};
   std::chrono::milliseconds kill_grace{10'000};
   int64_t spool_max_bytes = int64_t{256} << 20;
+  std::string event_log;  // "" = off
 };
 
 class Agent {
@@ -80,6 +81,7 @@ class Agent {
   uv_loop_t* loop_;
   const Clock* clock_;
   AgentSettings settings_;
+  EventLog events_;
   AgentUser self_;
   UserInfo self_info_;
   std::mt19937_64 rng_;

@@ -54,10 +54,15 @@ Status ParseOne(const json& j, Assignment* a) {
 
 }  // namespace
 
-Result<std::vector<Assignment>> ParseClaimReply(std::string_view body) {
+Result<std::vector<Assignment>> ParseClaimReply(std::string_view body, ClaimReplyExtras* extras) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("assignments") || !j["assignments"].is_array()) {
     return Status::InvalidArgument("claim reply: expected {\"assignments\": [...]}");
+  }
+  if (extras != nullptr) {
+    // Optional; a value that is not a positive number is as good as none.
+    int64_t bytes = 0;
+    if (Get(j, "log_batch_bytes", &bytes, false).ok() && bytes > 0) extras->log_batch_bytes = bytes;
   }
   std::vector<Assignment> out;
   for (const json& item : j["assignments"]) {

@@ -56,9 +56,17 @@ struct ShardResult {
   std::string message;
 };
 
+// What a claim reply says besides its assignments.
+struct ClaimReplyExtras {
+  // The largest log batch the coordinator takes (wire/log_batch.h); none from a coordinator
+  // that takes one chunk per request.
+  std::optional<int64_t> log_batch_bytes;
+};
+
 // The body of a 200 answer to POST /v1/agent/claim. An assignment without its identity (run,
 // shard, attempt, token) is an error of the whole reply; the rest is checked by the policy.
-Result<std::vector<Assignment>> ParseClaimReply(std::string_view body);
+Result<std::vector<Assignment>> ParseClaimReply(std::string_view body,
+                                                ClaimReplyExtras* extras = nullptr);
 
 // The body of POST /v1/agent/result, and back (results persisted in the state dir).
 std::string ResultToJson(const ShardResult& r, std::string_view agent);

@@ -42,6 +42,18 @@ TEST(AssignmentTest, NumbersOutOfRangeAreRejected) {
                    .ok());
 }
 
+TEST(AssignmentTest, ClaimReplyTellsTheLargestLogBatchWhenTheCoordinatorTakesBatches) {
+  ClaimReplyExtras extras;
+  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":4194304})", &extras).ok());
+  EXPECT_EQ(extras.log_batch_bytes, 4194304);
+  ClaimReplyExtras none;
+  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[]})", &none).ok());
+  EXPECT_FALSE(none.log_batch_bytes);
+  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":"big"})", &none).ok());
+  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":-1})", &none).ok());
+  EXPECT_FALSE(none.log_batch_bytes);
+}
+
 TEST(AssignmentTest, ResultRoundTripsThroughJson) {
   ShardResult r{{12, 0, 1}, 57, Outcome::kTimedOut, std::nullopt, "timed out after 1h"};
   std::string text = ResultToJson(r, "host-a");

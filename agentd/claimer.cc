@@ -7,11 +7,12 @@
 namespace jobctl::agentd {
 
 Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock,
-                 AgentIdentity identity, OnAssignments on_assignments)
+                 AgentIdentity identity, OnAssignments on_assignments, OnExtras on_extras)
     : link_(link),
       clock_(clock),
       identity_(std::move(identity)),
       on_assignments_(std::move(on_assignments)),
+      on_extras_(std::move(on_extras)),
       retry_timer_(loop) {}
 
 void Claimer::SetFree(int free) {
@@ -63,6 +64,13 @@ void Claimer::Claim(int free, int64_t wait_ms) {
               [this, seq, sent](Result<http::HttpResponse> r) { OnReply(seq, sent, std::move(r)); });
 }
 
+Result<std::vector<Assignment>> Claimer::Parse(const std::string& body) {
+  ClaimReplyExtras extras;
+  Result<std::vector<Assignment>> list = ParseClaimReply(body, &extras);
+  if (list.ok() && on_extras_) on_extras_(extras);
+  return list;
+}
+
 void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> r) {
   if (closed_) return;
   if (seq == seq_) open_ = false;
@@ -70,7 +78,7 @@ void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> 
   if (stopped_ && seq == seq_ && on_withdrawn_) {
     // Assignments that raced the withdrawal are still handed over (the Agent refuses them).
     if (reply == Reply::kOk) {
-      Result<std::vector<Assignment>> list = ParseClaimReply(r->body);
+      Result<std::vector<Assignment>> list = Parse(r->body);
       if (list.ok() && !list->empty()) on_assignments_(std::move(*list), sent_ms);
     }
     std::function<void()> done = std::move(on_withdrawn_);
@@ -79,7 +87,7 @@ void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> 
     return;
   }
   if (reply == Reply::kOk) {
-    Result<std::vector<Assignment>> list = ParseClaimReply(r->body);
+    Result<std::vector<Assignment>> list = Parse(r->body);
     if (!list.ok()) {
       log::Error("cannot read the claim reply", {{"error", list.status().message()}});
     } else if (!list->empty() || seq != seq_ || stopped_ ||

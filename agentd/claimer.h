@@ -36,9 +36,11 @@ class Claimer {
  public:
   static constexpr int64_t kWaitMs = 30'000;
   using OnAssignments = std::function<void(std::vector<Assignment>, int64_t sent_ms)>;
+  // What each readable claim reply says besides its assignments (before them, if any).
+  using OnExtras = std::function<void(const ClaimReplyExtras&)>;
 
   Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
-          OnAssignments on_assignments);
+          OnAssignments on_assignments, OnExtras on_extras);
 
   // The number of free slots changed; claims if it is positive and no claim is open.
   void SetFree(int free);
@@ -55,11 +57,13 @@ class Claimer {
   void MaybeClaim();
   void Claim(int free, int64_t wait_ms);
   void OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> r);
+  Result<std::vector<Assignment>> Parse(const std::string& body);
 
   CoordinatorLink* link_;
   const Clock* clock_;
   AgentIdentity identity_;
   OnAssignments on_assignments_;
+  OnExtras on_extras_;
   std::function<void()> on_withdrawn_;
   int free_ = 0;
   uint64_t seq_ = 0;       // of the last claim sent

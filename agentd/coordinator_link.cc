@@ -49,7 +49,8 @@ void CoordinatorLink::Post(std::string path, std::string body, std::string conte
   auto request = std::make_shared<Request>();
   request->path = std::move(path);
   request->options.method = "POST";
-  request->options.body = std::move(body);
+  // Shared, not copied, by the retries on other coordinators and by the transfer.
+  request->options.shared_body = std::make_shared<const std::string>(std::move(body));
   request->options.content_type = std::move(content_type);
   request->options.timeout = timeout;
   request->cb = std::move(cb);

@@ -1,20 +1,22 @@
-// How a child ends. Three things must happen, in any order: the process exits (exit_cb), and
-// each pipe reaches EOF. on_exit runs when all three have. A grandchild may keep a pipe open
-// long after the process is gone (`sleep 1000 &`), so the process's exit arms a timer that
-// force-closes the pipes after pipe_grace. Terminate's SIGKILL timer keeps going after the
-// process exits, since the rest of the process group may still be alive; it stops once the
-// child is over, so a later process can never get a signal meant for this group.
+// How a child ends. Three things must happen, in any order: the process exits (its pidfd
+// becomes readable and it is reaped), and each pipe reaches EOF. on_exit runs when all three
+// have. A grandchild may keep a pipe open long after the process is gone (`sleep 1000 &`), so
+// the process's exit arms a timer that force-closes the pipes after pipe_grace. Terminate's
+// SIGKILL timer keeps going after the process exits, since the rest of the process group may
+// still be alive; it stops once the child is over, so a later process can never get a signal
+// meant for this group.
 #include "job_runner.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cerrno>
 #include <cstring>
-#include <filesystem>
 
 #include "base/log.h"
+#include "process_spawn.h"
 #include "timer.h"
 
 namespace jobctl::agentd {
@@ -22,9 +24,12 @@ namespace jobctl::agentd {
 struct UvRunner::Child {
   UvRunner* owner = nullptr;
   ChildId id = 0;
-  uv_process_t process{};
+  pid_t pid = 0;
+  int pidfd = -1;
+  uv_poll_t exit_watch{};  // readable once the process has exited
   uv_pipe_t out{};
   uv_pipe_t err{};
+  bool watching = false;   // exit_watch is open
   bool out_open = false;
   bool err_open = false;
   bool exited = false;
@@ -38,23 +43,26 @@ struct UvRunner::Child {
 
 namespace {
 
-// Marks every descriptor above stdio close-on-exec, so a job inherits nothing of agentd:
-// not libcurl's wake-up socketpair, not descriptors agentd itself inherited from whoever
-// started it. libuv and our own code open with O_CLOEXEC already; this catches the rest.
-// One thread, so nothing can open a descriptor between this and the spawn.
-void CloseOnExecAbove2() {
-  for (const std::filesystem::directory_entry& e :
-       std::filesystem::directory_iterator("/proc/self/fd", std::filesystem::directory_options::skip_permission_denied)) {
-    int fd = std::atoi(e.path().filename().c_str());
-    if (fd <= 2) continue;
-    int flags = fcntl(fd, F_GETFD);
-    if (flags >= 0 && !(flags & FD_CLOEXEC)) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-  }
+// A pipe end on 0, 1 or 2 (agentd started with a standard descriptor closed) would be undone
+// by the child's own stdio set-up: move it above.
+Status AboveStdio(int* fd) {
+  if (*fd > 2) return Status::Ok();
+  int moved = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) return Status::Unavailable(std::string("fcntl: ") + std::strerror(errno));
+  close(*fd);
+  *fd = moved;
+  return Status::Ok();
 }
 
-Status SpawnError(const SpawnSpec& spec, int rc) {
-  return Status::Unavailable("cannot start " + (spec.argv.empty() ? "" : spec.argv[0]) + ": " +
-                             uv_strerror(rc));
+void ClosePair(uv_file fds[2]) {
+  close(fds[0]);
+  close(fds[1]);
+}
+
+// A child that was started but cannot be watched must not run unobserved.
+void KillAndReap(pid_t pid) {
+  kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 }  // namespace
@@ -68,60 +76,52 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
                                         Callbacks callbacks) {
   if (closing_all_) return Status::Unavailable("agentd is stopping");
   if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
+  auto failed = [&spec](const Status& s) { return s.WithContext("cannot start " + spec.argv[0]); };
   // Real pipes: the child's ends block, ours do not; both are close-on-exec, so no other
   // child inherits them (the child's copies on fds 1 and 2 are made by dup2).
   uv_file out_fds[2], err_fds[2];
-  if (int rc = uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0); rc != 0) return SpawnError(spec, rc);
-  if (int rc = uv_pipe(err_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
-    close(out_fds[0]);
-    close(out_fds[1]);
-    return SpawnError(spec, rc);
+  if (int rc = uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
+    return failed(Status::Unavailable(uv_strerror(rc)));
   }
-  std::vector<char*> argv, env;
-  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const std::string& e : spec.env) env.push_back(const_cast<char*>(e.c_str()));
-  env.push_back(nullptr);
-  uv_stdio_container_t stdio[3];
-  stdio[0].flags = UV_IGNORE;  // libuv opens /dev/null for it
-  stdio[1].flags = UV_INHERIT_FD;
-  stdio[1].data.fd = out_fds[1];
-  stdio[2].flags = UV_INHERIT_FD;
-  stdio[2].data.fd = err_fds[1];
-  uv_process_options_t options{};
-  options.file = argv[0];
-  options.args = argv.data();
-  options.env = env.data();
-  options.cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
-  options.flags = UV_PROCESS_DETACHED;
-  options.stdio_count = 3;
-  options.stdio = stdio;
-  options.exit_cb = [](uv_process_t* p, int64_t status, int signal) {
-    auto* c = static_cast<Child*>(p->data);
-    c->owner->OnExit(c, status, signal);
-  };
+  if (int rc = uv_pipe(err_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
+    ClosePair(out_fds);
+    return failed(Status::Unavailable(uv_strerror(rc)));
+  }
+  Status moved = AboveStdio(&out_fds[1]);
+  if (moved.ok()) moved = AboveStdio(&err_fds[1]);
+  Result<pid_t> pid = moved.ok() ? SpawnDetached(spec, out_fds[1], err_fds[1]) : moved;
+  close(out_fds[1]);
+  close(err_fds[1]);
+  Result<int> pidfd = pid.ok() ? OpenPidfd(*pid) : pid.status();
+  if (!pidfd.ok()) {
+    close(out_fds[0]);
+    close(err_fds[0]);
+    if (pid.ok()) KillAndReap(*pid);
+    return failed(pidfd.status());
+  }
 
   auto child = std::make_unique<Child>();
   Child* c = child.get();
   c->owner = this;
   c->id = next_id_++;
+  c->pid = *pid;
+  c->pidfd = *pidfd;
   c->cb = std::move(callbacks);
   c->pipe_grace = pipe_grace;
-  c->process.data = c;
-  CloseOnExecAbove2();
-  int rc = uv_spawn(loop_, &c->process, &options);
-  close(out_fds[1]);
-  close(err_fds[1]);
-  if (rc != 0) {
+  c->exit_watch.data = c;
+  if (int rc = uv_poll_init(loop_, &c->exit_watch, c->pidfd); rc != 0) {
     close(out_fds[0]);
     close(err_fds[0]);
-    // A failed uv_spawn still initialized the handle; it must be closed before it is freed.
-    uv_close(reinterpret_cast<uv_handle_t*>(&c->process),
-             [](uv_handle_t* h) { delete static_cast<Child*>(h->data); });
-    child.release();
-    return SpawnError(spec, rc);
+    close(c->pidfd);
+    KillAndReap(c->pid);
+    return failed(Status::Unavailable(std::string("uv_poll_init: ") + uv_strerror(rc)));
   }
+  c->watching = true;
   c->open_handles = 1;
+  uv_poll_start(&c->exit_watch, UV_READABLE, [](uv_poll_t* h, int, int) {
+    auto* ch = static_cast<Child*>(h->data);
+    ch->owner->OnExitReadable(ch);
+  });
   struct PipeSetup {
     uv_pipe_t* pipe;
     int fd;
@@ -160,12 +160,17 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
   return id;
 }
 
+int UvRunner::PidOf(ChildId id) const {
+  auto it = children_.find(id);
+  return it == children_.end() ? 0 : it->second->pid;
+}
+
 void UvRunner::Terminate(ChildId id, std::chrono::milliseconds grace) {
   auto it = children_.find(id);
   if (it == children_.end()) return;
   Child* c = it->second.get();
   if (c->kill_timer->active()) return;  // already terminating
-  pid_t pgid = c->process.pid;
+  pid_t pgid = c->pid;
   kill(-pgid, SIGTERM);
   c->kill_timer->Once(static_cast<uint64_t>(grace.count()), [pgid] { kill(-pgid, SIGKILL); });
   // A process that is gone while its group lingers: the pipes get the same grace.
@@ -197,13 +202,34 @@ void UvRunner::ClosePipe(Child* c, ChunkStream stream) {
   MaybeFinish(c);
 }
 
+void UvRunner::OnExitReadable(Child* c) {
+  int status = 0;
+  pid_t r = waitpid(c->pid, &status, WNOHANG);
+  if (r == 0 || (r < 0 && errno == EINTR)) return;  // not yet
+  CloseExitWatch(c);
+  if (r < 0) {
+    // Reaped by someone else (nothing in agentd does): the exit status is unknown.
+    log::Warn("lost the exit status of a shard process",
+              {{"pid", static_cast<int64_t>(c->pid)}, {"error", std::strerror(errno)}});
+    return OnExit(c, 255, 0);
+  }
+  if (WIFSIGNALED(status)) return OnExit(c, 0, WTERMSIG(status));
+  OnExit(c, WEXITSTATUS(status), 0);
+}
+
+void UvRunner::CloseExitWatch(Child* c) {
+  if (!c->watching) return;
+  c->watching = false;
+  uv_close(reinterpret_cast<uv_handle_t*>(&c->exit_watch), [](uv_handle_t* handle) {
+    auto* ch = static_cast<Child*>(handle->data);
+    close(ch->pidfd);
+    ch->owner->OnHandleClosed(ch);
+  });
+}
+
 void UvRunner::OnExit(Child* c, int64_t exit_status, int term_signal) {
   c->exited = true;
   c->exit = {exit_status, term_signal};
-  uv_close(reinterpret_cast<uv_handle_t*>(&c->process), [](uv_handle_t* handle) {
-    auto* ch = static_cast<Child*>(handle->data);
-    ch->owner->OnHandleClosed(ch);
-  });
   if ((c->out_open || c->err_open) && !c->pipe_timer->active()) {
     c->pipe_timer->Once(static_cast<uint64_t>(c->pipe_grace.count()), [this, c] {
       ClosePipe(c, ChunkStream::kStdout);
@@ -242,13 +268,9 @@ void UvRunner::CloseChild(Child* c) {
   c->kill_timer.reset();
   c->pipe_timer.reset();
   c->cb = {};
-  if (!c->exited) {
-    c->exited = true;
-    uv_close(reinterpret_cast<uv_handle_t*>(&c->process), [](uv_handle_t* handle) {
-      auto* ch = static_cast<Child*>(handle->data);
-      ch->owner->OnHandleClosed(ch);
-    });
-  }
+  // The process is left running, no longer watched.
+  c->exited = true;
+  CloseExitWatch(c);
   ClosePipe(c, ChunkStream::kStdout);
   ClosePipe(c, ChunkStream::kStderr);
 }

@@ -1,7 +1,9 @@
 // Runner starts and stops shard subprocesses; it is the seam between the agent and the OS
-// (ninja's CommandRunner). UvRunner is the real one on uv_spawn; tests may fake it.
+// (ninja's CommandRunner). UvRunner is the real one on the loop; tests may fake it.
 //
-// UvRunner starts each child detached (setsid: its own session and process group, pgid =
+// UvRunner starts each child with posix_spawn (process_spawn.h: its cost does not grow with
+// agentd's memory, as fork()'s does, which libuv 1.44's uv_spawn uses) and watches its exit
+// through a pidfd on a uv_poll_t. Each child is detached (setsid: its own session and process group, pgid =
 // pid), stdin on /dev/null, stdout and stderr on real pipes (not socketpairs, so that
 // `>/dev/stdout` works in scripts). Terminate sends SIGTERM to the whole process group and
 // SIGKILL after the grace. A child is over when its process has exited and both pipes are
@@ -46,6 +48,8 @@ class Runner {
   // SIGTERM to the process group now, SIGKILL after `grace`. Ignored for unknown ids.
   virtual void Terminate(ChildId id, std::chrono::milliseconds grace) = 0;
   virtual size_t running() const = 0;
+  // The process id of a running child (0 when unknown): for logs and the event log.
+  virtual int PidOf(ChildId id) const = 0;
   // Closes every handle (children are left running) and then calls on_closed.
   virtual void Close(std::function<void()> on_closed) = 0;
 };
@@ -59,11 +63,14 @@ class UvRunner final : public Runner {
                         Callbacks callbacks) override;
   void Terminate(ChildId id, std::chrono::milliseconds grace) override;
   size_t running() const override { return children_.size(); }
+  int PidOf(ChildId id) const override;
   void Close(std::function<void()> on_closed) override;
 
  private:
   struct Child;
+  void OnExitReadable(Child* c);
   void OnExit(Child* c, int64_t exit_status, int term_signal);
+  void CloseExitWatch(Child* c);
   void OnRead(Child* c, ChunkStream stream, ssize_t nread, const uv_buf_t* buf);
   void ClosePipe(Child* c, ChunkStream stream);
   void MaybeFinish(Child* c);

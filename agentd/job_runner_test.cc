@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 
 namespace jobctl::agentd {
 namespace {
@@ -24,6 +28,13 @@ class UvRunnerTest : public ::testing::Test {
     ASSERT_EQ(0, uv_loop_close(&loop_));
   }
 
+  static void WriteScript(const std::string& path, const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    chmod(path.c_str(), 0755);
+  }
   static SpawnSpec Shell(const std::string& script) {
     return {{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, "/"};
   }
@@ -81,6 +92,49 @@ TEST_F(UvRunnerTest, MissingProgramFailsToStart) {
   Result<Runner::ChildId> id =
       runner_->Start({{"/no/such/program"}, {}, "/"}, milliseconds(100), {});
   EXPECT_FALSE(id.ok());
+}
+
+TEST_F(UvRunnerTest, ProgramIsLookedUpInTheChildsPath) {
+  std::string dir = ::testing::TempDir() + "agentd-path-test";
+  std::filesystem::create_directories(dir);
+  WriteScript(dir + "/only-here", "#!/bin/sh\necho found\n");
+  RunToEnd({{"only-here"}, {"PATH=/nonexistent:" + dir}, "/"}, milliseconds(1000));
+  EXPECT_EQ(out_, "found\n");
+  Result<Runner::ChildId> id = runner_->Start({{"only-here"}, {"PATH=/usr/bin:/bin"}, "/"},
+                                              milliseconds(100), {});
+  EXPECT_FALSE(id.ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(UvRunnerTest, ScriptWithoutAShebangRunsUnderTheShell) {
+  std::string dir = ::testing::TempDir() + "agentd-noshebang-test";
+  std::filesystem::create_directories(dir);
+  WriteScript(dir + "/plain", "echo \"from sh: $1\"\n");
+  RunToEnd({{dir + "/plain", "arg"}, {"PATH=/usr/bin:/bin"}, "/"}, milliseconds(1000));
+  EXPECT_EQ(out_, "from sh: arg\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(UvRunnerTest, ChildGetsItsOwnSessionTheCwdDefaultSignalsAndNoOtherDescriptors) {
+  // A descriptor agentd holds without close-on-exec must not reach the job.
+  int leaky = dup(2);
+  ASSERT_GT(leaky, 2);
+  signal(SIGUSR1, SIG_IGN);
+  RunToEnd(Shell("ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; "
+                 "test \"$(ps -o sid= -p $$)\" -eq $$ && echo own-session; pwd; "
+                 "grep SigIgn /proc/self/status"),
+           milliseconds(1000));
+  signal(SIGUSR1, SIG_DFL);
+  close(leaky);
+  // The shell's own descriptors only: stdin, stdout, stderr (and the one ls opens).
+  EXPECT_EQ(out_.substr(0, out_.find('\n')), "0 1 2 3 ");
+  EXPECT_NE(out_.find("own-session\n/\n"), std::string::npos) << out_;
+  // Nothing of agentd's is ignored (SIGUSR1 here). glibc's posix_spawn leaves its two
+  // internal signals, 32 and 33, ignored: they are reserved to the C library anyway.
+  size_t at = out_.find("SigIgn:\t");
+  ASSERT_NE(at, std::string::npos) << out_;
+  uint64_t ignored = std::stoull(out_.substr(at + 8, 16), nullptr, 16);
+  EXPECT_EQ(ignored & ~((uint64_t{1} << 31) | (uint64_t{1} << 32)), 0u) << out_;
 }
 
 TEST_F(UvRunnerTest, TerminateKillsAGroupThatIgnoresSigterm) {

@@ -1,18 +1,22 @@
-// Order per attempt is head, then the spool, then memory. The head is the next chunk to send
-// (numbered, maybe in flight). Memory chunks are numbered only when they become the head or
-// are spilled, so that a backlog of small chunks can go out as one request of up to 256 KiB.
-// Invariant: memory is newer than the spool, and a head taken from memory means the spool
-// had nothing for that attempt; Spill keeps it by writing the head first.
+// Order per attempt is the window, then the spool, then memory. The window holds numbered
+// chunks awaiting acknowledgement (from the spool, from memory, or a marker for dropped
+// bytes); memory chunks are numbered only when they join the window or are spilled.
+// Invariant: memory is newer than the spool, and a window taken from memory is older than
+// anything the spool has for that attempt. Spill keeps this by writing such a window to the
+// spool first when the spool has nothing for the attempt, and otherwise leaving it the window.
 #include "log_shipper.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/log.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::agentd {
 namespace {
 
-// {"stored": false, "truncated": true}: the run is at its log cap on the coordinator.
+// {"stored": ..., "truncated": true}: the run is at its log cap on the coordinator.
 bool ReachedCap(const std::string& body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object()) return false;
@@ -22,8 +26,14 @@ bool ReachedCap(const std::string& body) {
 
 }  // namespace
 
-LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, Callbacks callbacks)
-    : link_(link), spool_(spool), cb_(std::move(callbacks)), retry_timer_(loop) {}
+LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
+                       Callbacks callbacks)
+    : link_(link), spool_(spool), events_(events), cb_(std::move(callbacks)), retry_timer_(loop) {}
+
+void LogShipper::SetBatchLimit(size_t bytes) {
+  // A batch must hold the largest single chunk, or it is no use.
+  batch_limit_ = bytes < wire::LogRecordSize(kMaxRequestBytes) ? 0 : std::min(bytes, kMaxBatchBytes);
+}
 
 void LogShipper::Recover() {
   for (const Spool::AttemptInfo& info : spool_->Attempts()) {
@@ -55,14 +65,14 @@ void LogShipper::Push(AttemptKey key, Chunk chunk) {
     return;
   }
   if (paused_ || suspended_) {
-    Spill(a);
+    Spill(a, suspended_);
     chunk.seq = a.next_seq++;
     SpoolChunk(a, chunk);
     return;
   }
   memory_bytes_ += static_cast<int64_t>(chunk.data.size());
   a.memory.push_back(std::move(chunk));
-  if (memory_bytes_ > kMemoryBytes) Spill(a);
+  if (memory_bytes_ > kMemoryBytes) Spill(a, false);
   ShipMore();
 }
 
@@ -70,10 +80,7 @@ bool LogShipper::Finish(AttemptKey key) {
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return true;
   it->second.finished = true;
-  if (it->second.in_flight || it->second.head || !it->second.memory.empty() ||
-      spool_->Has(key)) {
-    return false;
-  }
+  if (it->second.in_flight() || !it->second.empty() || spool_->Has(key)) return false;
   attempts_.erase(it);
   return true;
 }
@@ -90,78 +97,117 @@ void LogShipper::Discard(AttemptKey key) {
 void LogShipper::Suspend() {
   suspended_ = true;
   retry_timer_.Stop();
-  SpillAll();
-  // A head the spool no longer has (a marker, or a chunk whose segment was dropped while it
-  // was being sent) would vanish silently: count it for the marker of the next start.
-  for (auto& [key, a] : attempts_) {
-    if (!a.head || (a.head_spooled && spool_->Holds(key, a.head->seq))) continue;
-    spool_->AddDropped(key, a.token,
-                       a.head_marks > 0 ? a.head_marks : static_cast<int64_t>(a.head->data.size()));
-  }
+  SpillAll(/*suspending=*/true);
+  // A window the spool does not hold (a marker, chunks older than what the spool has, or
+  // spooled chunks whose segment was dropped while being sent) would vanish silently: it is
+  // counted for the marker of the next start.
+  for (auto& [key, a] : attempts_) ForgetWindow(a);
 }
 
 void LogShipper::ShipMore() {
   if (paused_ || suspended_) return;
   for (auto& [key, a] : attempts_) {
     if (in_flight_ >= kMaxInFlight) return;
-    if (!a.in_flight && LoadHead(a)) Send(a);
+    if (!a.in_flight() && LoadWindow(a)) Send(a);
   }
 }
 
-bool LogShipper::LoadHead(Attempt& a) {
-  if (a.head) return true;
+bool LogShipper::LoadWindow(Attempt& a) {
+  if (!a.window.empty()) return true;  // not acknowledged yet: sent again
   if (spool_->Has(a.key)) {
     if (int64_t dropped = spool_->TakeDropped(a.key); dropped > 0) {
-      a.head = Chunk{ChunkStream::kMarker, 0, "[agentd: " + std::to_string(dropped) +
-                     " bytes of output dropped: the spool was full]\n", a.next_seq++};
-      a.head_spooled = false;
-      a.head_marks = dropped;
+      a.window.push_back(Chunk{ChunkStream::kMarker, 0, "[agentd: " + std::to_string(dropped) +
+                               " bytes of output dropped: the spool was full]\n", a.next_seq++});
+      a.from = From::kMarker;
+      a.marks = dropped;
       return true;
     }
-    Result<std::optional<Chunk>> front = spool_->Front(a.key);
-    if (front.ok() && front->has_value()) {
-      a.head = std::move(**front);
-      a.head_spooled = true;
-      a.head_marks = 0;
+    Result<std::vector<Chunk>> front = batch_limit_ > 0
+        ? spool_->Front(a.key, batch_limit_, wire::kMaxLogRecordHeader)
+        : spool_->Front(a.key, 0);
+    if (front.ok() && !front->empty()) {
+      a.window.assign(std::make_move_iterator(front->begin()), std::make_move_iterator(front->end()));
+      a.from = From::kSpool;
+      a.marks = 0;
       return true;
     }
   }
   if (a.memory.empty()) return false;
-  // Coalesce a backlog of one stream into one request.
-  Chunk c = std::move(a.memory.front());
-  a.memory.pop_front();
-  memory_bytes_ -= static_cast<int64_t>(c.data.size());
-  while (!a.memory.empty() && a.memory.front().stream == c.stream &&
-         c.data.size() + a.memory.front().data.size() <= kMaxRequestBytes) {
-    memory_bytes_ -= static_cast<int64_t>(a.memory.front().data.size());
-    c.data += a.memory.front().data;
-    a.memory.pop_front();
-  }
-  c.seq = a.next_seq++;
-  a.head = std::move(c);
-  a.head_spooled = false;
-  a.head_marks = 0;
+  TakeFromMemory(a);
   return true;
 }
 
-void LogShipper::Send(Attempt& a) {
-  const Chunk& c = *a.head;
-  std::string path = "/v1/agent/logs?run=" + std::to_string(a.key.run) +
-                     "&shard=" + std::to_string(a.key.shard) +
-                     "&attempt=" + std::to_string(a.key.attempt) + "&seq=" + std::to_string(c.seq) +
-                     "&stream=" + std::string(ChunkStreamName(c.stream)) +
-                     "&token=" + std::to_string(a.token);
-  // A marker has no time of its own; the coordinator then uses its own clock.
-  if (c.at_ms > 0) path += "&at_ms=" + std::to_string(c.at_ms);
-  a.in_flight = true;
-  ++in_flight_;
-  AttemptKey key = a.key;
-  int64_t seq = c.seq;
-  link_->Post(std::move(path), c.data, "application/octet-stream", std::chrono::seconds(30),
-              [this, key, seq](Result<http::HttpResponse> r) { OnSent(key, seq, std::move(r)); });
+void LogShipper::TakeFromMemory(Attempt& a) {
+  auto take = [&]() {
+    Chunk c = std::move(a.memory.front());
+    a.memory.pop_front();
+    memory_bytes_ -= static_cast<int64_t>(c.data.size());
+    return c;
+  };
+  a.from = From::kMemory;
+  a.marks = 0;
+  if (batch_limit_ > 0) {
+    // The backlog as it is, chunk by chunk, up to one batch.
+    size_t total = 0;
+    while (!a.memory.empty()) {
+      size_t need = wire::LogRecordSize(a.memory.front().data.size());
+      if (!a.window.empty() && total + need > batch_limit_) break;
+      total += need;
+      a.window.push_back(take());
+      a.window.back().seq = a.next_seq++;
+    }
+    return;
+  }
+  // One chunk per request: coalesce a backlog of one stream into one.
+  Chunk c = take();
+  while (!a.memory.empty() && a.memory.front().stream == c.stream &&
+         c.data.size() + a.memory.front().data.size() <= kMaxRequestBytes) {
+    c.data += take().data;
+  }
+  c.seq = a.next_seq++;
+  a.window.push_back(std::move(c));
 }
 
-void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> r) {
+void LogShipper::Send(Attempt& a) {
+  std::string path = "/v1/agent/logs?run=" + std::to_string(a.key.run) +
+                     "&shard=" + std::to_string(a.key.shard) +
+                     "&attempt=" + std::to_string(a.key.attempt) +
+                     "&token=" + std::to_string(a.token);
+  std::string body, type;
+  if (batch_limit_ > 0) {
+    size_t total = 0;
+    a.sending = 0;
+    for (const Chunk& c : a.window) {
+      size_t need = wire::LogRecordSize(c.data.size());
+      if (a.sending > 0 && total + need > batch_limit_) break;
+      total += need;
+      ++a.sending;
+    }
+    body.reserve(total);
+    for (size_t i = 0; i < a.sending; ++i) {
+      const Chunk& c = a.window[i];
+      wire::AppendLogRecord(&body, c.seq, ChunkStreamName(c.stream), c.at_ms, c.data);
+    }
+    path += "&batch=1";
+    type = wire::kLogBatchContentType;
+    a.sent_as_batch = true;
+  } else {
+    const Chunk& c = a.window.front();
+    path += "&seq=" + std::to_string(c.seq) + "&stream=" + std::string(ChunkStreamName(c.stream));
+    // A marker has no time of its own; the coordinator then uses its own clock.
+    if (c.at_ms > 0) path += "&at_ms=" + std::to_string(c.at_ms);
+    body = c.data;
+    type = "application/octet-stream";
+    a.sending = 1;
+    a.sent_as_batch = false;
+  }
+  ++in_flight_;
+  AttemptKey key = a.key;
+  link_->Post(std::move(path), std::move(body), std::move(type), std::chrono::seconds(30),
+              [this, key](Result<http::HttpResponse> r) { OnSent(key, std::move(r)); });
+}
+
+void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
   --in_flight_;
   auto it = attempts_.find(key);
   if (it == attempts_.end()) {
@@ -169,19 +215,29 @@ void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> 
     return;
   }
   Attempt& a = it->second;
-  a.in_flight = false;
+  size_t carried = std::exchange(a.sending, 0);
   if (suspended_) return;
-  switch (Classify(r)) {
+  Reply reply = Classify(r);
+  switch (reply) {
     case Reply::kRejected:
-      log::Warn("log chunk rejected; skipping it", {{"run", key.run}, {"shard", key.shard},
-                                                     {"seq", seq}, {"error", Describe(r)}});
+      if (a.sent_as_batch) {
+        // A coordinator that takes no batches (an older one, after a failover): the same
+        // chunks go again, one per request, until a claim reply says otherwise.
+        log::Warn("log batch refused; sending one chunk per request",
+                  {{"run", key.run}, {"shard", key.shard}, {"error", Describe(r)}});
+        batch_limit_ = 0;
+        ShipMore();
+        return;
+      }
+      log::Warn("log chunk rejected; skipping it",
+                {{"run", key.run}, {"shard", key.shard},
+                 {"seq", a.window.empty() ? int64_t{0} : a.window.front().seq},
+                 {"error", Describe(r)}});
       [[fallthrough]];
     case Reply::kOk:
       backoff_.Reset();
-      if (a.head_spooled) spool_->Pop(key, seq);
-      a.head.reset();
-      a.head_spooled = false;
-      if (r.ok() && ReachedCap(r->body)) Cap(a);
+      Acknowledge(a, carried, reply == Reply::kOk);
+      if (reply == Reply::kOk && ReachedCap(r->body)) Cap(a);
       MaybeDrained(a);  // may erase `a`
       ShipMore();
       return;
@@ -198,10 +254,27 @@ void LogShipper::OnSent(AttemptKey key, int64_t seq, Result<http::HttpResponse> 
   }
 }
 
-bool LogShipper::MaybeDrained(Attempt& a) {
-  if (!a.finished || a.in_flight || a.head || !a.memory.empty() || spool_->Has(a.key)) {
-    return false;
+void LogShipper::Acknowledge(Attempt& a, size_t count, bool stored) {
+  int64_t last = 0;
+  for (size_t i = 0; i < count && !a.window.empty(); ++i) {
+    const Chunk& c = a.window.front();
+    last = c.seq;
+    if (stored) {
+      events_->Write("log_acked", {{"run", a.key.run}, {"shard", a.key.shard},
+                                   {"attempt", a.key.attempt}, {"seq", c.seq}, {"token", a.token},
+                                   {"bytes", static_cast<uint64_t>(c.data.size())}});
+    }
+    a.window.pop_front();
   }
+  if (a.from == From::kSpool && last > 0) spool_->Pop(a.key, last);
+  if (a.window.empty()) {
+    a.from = From::kNone;
+    a.marks = 0;
+  }
+}
+
+bool LogShipper::MaybeDrained(Attempt& a) {
+  if (!a.finished || a.in_flight() || !a.empty() || spool_->Has(a.key)) return false;
   AttemptKey key = a.key;
   attempts_.erase(key);
   cb_.on_drained(key);
@@ -216,6 +289,11 @@ void LogShipper::Cap(Attempt& a) {
     capped_bytes_ += static_cast<int64_t>(c.data.size());
   }
   a.memory.clear();
+  for (const Chunk& c : a.window) capped_bytes_ += static_cast<int64_t>(c.data.size());
+  if (a.from == From::kSpool) spool_->Release(a.key);
+  a.window.clear();
+  a.from = From::kNone;
+  a.marks = 0;
   spool_->Remove(a.key);
   log::Info("the run reached the coordinator's log cap; dropping the rest of its output",
             {{"run", a.key.run}, {"shard", a.key.shard}, {"attempt", a.key.attempt}});
@@ -224,7 +302,7 @@ void LogShipper::Cap(Attempt& a) {
 void LogShipper::Pause() {
   if (!paused_) {
     paused_ = true;
-    SpillAll();
+    SpillAll(/*suspending=*/false);
   }
   if (retry_timer_.active()) return;
   retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] {
@@ -233,16 +311,21 @@ void LogShipper::Pause() {
   });
 }
 
-void LogShipper::SpillAll() {
-  for (auto& [key, a] : attempts_) Spill(a);
+void LogShipper::SpillAll(bool suspending) {
+  for (auto& [key, a] : attempts_) Spill(a, suspending);
 }
 
-void LogShipper::Spill(Attempt& a) {
-  if (a.head && !a.head_spooled && !spool_->Has(a.key)) {
-    // The head goes first so that the spool keeps the order; it stays the head.
-    SpoolChunk(a, *a.head);
-    Result<std::optional<Chunk>> front = spool_->Front(a.key);
-    a.head_spooled = front.ok() && front->has_value() && (*front)->seq == a.head->seq;
+void LogShipper::Spill(Attempt& a, bool suspending) {
+  // A window in flight stays as it is (its answer decides), unless nothing will listen.
+  if (!a.window.empty() && (!a.in_flight() || suspending)) {
+    if (a.from == From::kMemory && !spool_->Has(a.key)) {
+      for (const Chunk& c : a.window) SpoolChunk(a, c);
+      a.window.clear();
+      a.from = From::kNone;
+    } else if (a.from == From::kSpool) {
+      ForgetWindow(a);  // the spool still has it, and hands it out again
+    }
+    // A marker, or memory chunks older than what the spool has: they stay the window.
   }
   while (!a.memory.empty()) {
     Chunk c = std::move(a.memory.front());
@@ -251,6 +334,25 @@ void LogShipper::Spill(Attempt& a) {
     c.seq = a.next_seq++;
     SpoolChunk(a, c);
   }
+}
+
+void LogShipper::ForgetWindow(Attempt& a) {
+  if (a.window.empty()) return;
+  int64_t lost = 0;
+  if (a.from == From::kMarker) {
+    lost = a.marks;
+  } else {
+    for (const Chunk& c : a.window) {
+      if (a.from != From::kSpool || !spool_->Holds(a.key, c.seq)) {
+        lost += static_cast<int64_t>(c.data.size());
+      }
+    }
+  }
+  if (a.from == From::kSpool) spool_->Release(a.key);
+  spool_->AddDropped(a.key, a.token, lost);
+  a.window.clear();
+  a.from = From::kNone;
+  a.marks = 0;
 }
 
 void LogShipper::SpoolChunk(Attempt& a, const Chunk& c) {

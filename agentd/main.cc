@@ -139,6 +139,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("--state-dir", flags.state_dir, "Spool and pending results (default /var/lib/agentd)");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error");
+  app.add_option("--event-log", flags.event_log,
+                 "Append every claim, start, kill, exit and acknowledgement to FILE as JSON lines");
   bool foreground = true;
   app.add_flag("--foreground", foreground, "Stay in the foreground (always; for systemd and tests)");
   app.footer(

@@ -8,8 +8,9 @@ namespace jobctl::agentd {
 
 RunningShard::RunningShard(uv_loop_t* loop, Runner* runner, const Clock* clock,
                            Assignment assignment, std::chrono::milliseconds default_grace,
-                           Callbacks callbacks)
+                           const EventLog* events, Callbacks callbacks)
     : runner_(runner),
+      events_(events),
       a_(std::move(assignment)),
       grace_(a_.kill_grace_ms ? std::chrono::milliseconds(*a_.kill_grace_ms) : default_grace),
       cb_(std::move(callbacks)),
@@ -23,6 +24,7 @@ Status RunningShard::Start(const SpawnSpec& spec) {
   Result<Runner::ChildId> id = runner_->Start(spec, grace_, std::move(callbacks));
   if (!id.ok()) return id.status();
   child_ = *id;
+  pid_ = runner_->PidOf(*id);
   if (a_.timeout_ms && *a_.timeout_ms > 0) {
     timeout_timer_.Once(static_cast<uint64_t>(*a_.timeout_ms), [this] {
       Stop(StopReason::kTimeout, "timed out after " + FormatDuration(Millis(*a_.timeout_ms)));
@@ -35,6 +37,12 @@ void RunningShard::Stop(StopReason reason, std::string why) {
   if (reason_ != StopReason::kNone || !child_) return;
   reason_ = reason;
   why_ = std::move(why);
+  events_->Write("kill", {{"run", a_.key.run},
+                          {"shard", a_.key.shard},
+                          {"attempt", a_.key.attempt},
+                          {"token", a_.token},
+                          {"pid", pid_},
+                          {"why", why_}});
   timeout_timer_.Stop();
   runner_->Terminate(*child_, grace_);
 }

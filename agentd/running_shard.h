@@ -15,6 +15,7 @@
 
 #include "assignment.h"
 #include "base/clock.h"
+#include "base/event_log.h"
 #include "job_runner.h"
 #include "output_pump.h"
 #include "timer.h"
@@ -30,7 +31,8 @@ class RunningShard {
     std::function<void(ShardResult)> on_done;  // once, after the process and its output ended
   };
   RunningShard(uv_loop_t* loop, Runner* runner, const Clock* clock, Assignment assignment,
-               std::chrono::milliseconds default_grace, Callbacks callbacks);
+               std::chrono::milliseconds default_grace, const EventLog* events,
+               Callbacks callbacks);
 
   // Starts the subprocess; on failure nothing started and no callback will run.
   Status Start(const SpawnSpec& spec);
@@ -39,6 +41,7 @@ class RunningShard {
 
   const Assignment& assignment() const { return a_; }
   bool started() const { return child_.has_value(); }
+  int pid() const { return pid_; }
   StopReason stop_reason() const { return reason_; }
 
   // How an ended attempt is reported (pure).
@@ -49,12 +52,14 @@ class RunningShard {
   void OnExit(ExitInfo exit);
 
   Runner* runner_;
+  const EventLog* events_;
   Assignment a_;
   std::chrono::milliseconds grace_;
   Callbacks cb_;
   OutputPump pump_;
   Timer timeout_timer_;
   std::optional<Runner::ChildId> child_;
+  int pid_ = 0;
   StopReason reason_ = StopReason::kNone;
   std::string why_;
 };

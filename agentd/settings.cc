@@ -96,6 +96,7 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   s.drain_timeout = c.drain_timeout;
   s.kill_grace = c.kill_grace;
   s.spool_max_bytes = c.spool_max_bytes;
+  s.event_log = !flags.event_log.empty() ? flags.event_log : c.event_log;
   Result<log::Level> level = ParseLevel(!flags.log_level.empty() ? flags.log_level : c.log_level);
   if (!level.ok()) return level.status();
   out.log_level = *level;

@@ -24,6 +24,7 @@ struct Flags {
   int slots = 0;  // 0 = not given
   std::string state_dir;
   std::string log_level;
+  std::string event_log;
 };
 
 inline constexpr const char* kDefaultConfig = "/etc/agentd/agentd.toml";

@@ -252,10 +252,10 @@ bool Spool::DropOldestSegment() {
 void Spool::DropFront(Attempt& a) {
   Segment& s = a.segments.front();
   int64_t lost = s.unsent;
-  if (a.taken_seq) {
-    // The chunk being sent is not lost: the shipper holds a copy.
-    lost -= a.taken_bytes;
-    a.taken_seq.reset();
+  // Chunks being sent are not lost: the shipper holds copies.
+  while (!a.taken.empty() && a.taken.front().segment == s.number) {
+    lost -= a.taken.front().bytes;
+    a.taken.pop_front();
   }
   a.dropped += std::max<int64_t>(lost, 0);
   bytes_ -= s.size;
@@ -279,67 +279,113 @@ int64_t Spool::TakeDropped(AttemptKey key) {
   return dropped;
 }
 
-Result<std::optional<Chunk>> Spool::Front(AttemptKey key) {
+Spool::ReadEnd Spool::ReadRecords(const Segment& s, int64_t offset, size_t max_bytes,
+                                  size_t overhead, std::vector<Chunk>* out, size_t* total,
+                                  std::deque<Taken>* taken) {
+  int fd = open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ReadEnd::kUnreadable;
+  ReadEnd end = ReadEnd::kSegmentEnd;
+  while (offset < s.size) {
+    char buf[kHeaderBytes];
+    Header h{};
+    if (!ReadAt(fd, buf, kHeaderBytes, offset) || !Decode(buf, &h)) {
+      end = ReadEnd::kUnreadable;
+      break;
+    }
+    if (!out->empty() && *total + h.length + overhead > max_bytes) {
+      end = ReadEnd::kFull;
+      break;
+    }
+    Chunk c;
+    c.stream = h.stream;
+    c.seq = h.seq;
+    c.at_ms = h.at_ms;
+    c.data.resize(h.length);
+    if (!ReadAt(fd, c.data.data(), h.length, offset + kHeaderBytes)) {
+      end = ReadEnd::kUnreadable;
+      break;
+    }
+    *total += h.length + overhead;
+    taken->push_back({c.seq, s.number, static_cast<int64_t>(h.length)});
+    out->push_back(std::move(c));
+    offset += kHeaderBytes + h.length;
+  }
+  close(fd);
+  return end;
+}
+
+Result<std::vector<Chunk>> Spool::Front(AttemptKey key, size_t max_bytes,
+                                        size_t record_overhead) {
+  std::vector<Chunk> out;
   auto it = attempts_.find(key);
-  if (it == attempts_.end()) return std::optional<Chunk>();
+  if (it == attempts_.end()) return out;
   Attempt& a = it->second;
-  while (!a.segments.empty()) {
-    Segment& s = a.segments.front();
-    if (s.read_offset >= s.size) {
+  a.taken.clear();
+  size_t total = 0;
+  for (size_t i = 0; i < a.segments.size();) {
+    Segment& s = a.segments[i];
+    if (i == 0 && s.read_offset >= s.size) {
       bytes_ -= s.size;
       Unlink(s);
       a.segments.pop_front();
-      a.taken_seq.reset();
       continue;
     }
-    int fd = open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-    char buf[kHeaderBytes];
-    Header h{};
-    Chunk c;
-    bool ok = fd >= 0 && ReadAt(fd, buf, kHeaderBytes, s.read_offset) && Decode(buf, &h);
-    if (ok) {
-      c.stream = h.stream;
-      c.seq = h.seq;
-      c.at_ms = h.at_ms;
-      c.data.resize(h.length);
-      ok = ReadAt(fd, c.data.data(), h.length, s.read_offset + kHeaderBytes);
-    }
-    if (fd >= 0) close(fd);
-    if (!ok) {
+    ReadEnd end = ReadRecords(s, i == 0 ? s.read_offset : 0, max_bytes, record_overhead, &out,
+                              &total, &a.taken);
+    if (end == ReadEnd::kUnreadable) {
+      if (!out.empty()) break;  // what was read goes first; the next call meets the damage
       // An unreadable segment: its remaining bytes are lost, the rest of the spool is not.
+      a.taken.clear();
       DropFront(a);
       SaveDropped(key, a);
       continue;
     }
-    a.taken_seq = c.seq;
-    a.taken_bytes = static_cast<int64_t>(c.data.size());
-    return std::optional<Chunk>(std::move(c));
+    if (end == ReadEnd::kFull) break;
+    ++i;  // read to its end: the next segment may add more
   }
-  if (a.dropped == 0) attempts_.erase(it);
-  return std::optional<Chunk>();
+  if (out.empty() && a.segments.empty() && a.dropped == 0) attempts_.erase(it);
+  return out;
+}
+
+Result<std::optional<Chunk>> Spool::Front(AttemptKey key) {
+  Result<std::vector<Chunk>> chunks = Front(key, 0);
+  if (!chunks.ok()) return chunks.status();
+  if (chunks->empty()) return std::optional<Chunk>();
+  return std::optional<Chunk>(std::move(chunks->front()));
 }
 
 void Spool::Pop(AttemptKey key, int64_t seq) {
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return;
   Attempt& a = it->second;
-  if (!a.taken_seq || *a.taken_seq != seq || a.segments.empty()) return;
-  Segment& s = a.segments.front();
-  s.read_offset += kHeaderBytes + a.taken_bytes;
-  s.unsent -= a.taken_bytes;
-  a.taken_seq.reset();
-  if (s.read_offset >= s.size) {
-    bytes_ -= s.size;
-    Unlink(s);
-    a.segments.pop_front();
+  while (!a.taken.empty() && a.taken.front().seq <= seq) {
+    Taken t = a.taken.front();
+    a.taken.pop_front();
+    if (a.segments.empty() || a.segments.front().number != t.segment) continue;  // dropped
+    Segment& s = a.segments.front();
+    s.read_offset += kHeaderBytes + t.bytes;
+    s.unsent -= t.bytes;
+    if (s.read_offset >= s.size) {
+      bytes_ -= s.size;
+      Unlink(s);
+      a.segments.pop_front();
+    }
   }
   if (a.segments.empty() && a.dropped == 0) attempts_.erase(it);
 }
 
 bool Spool::Holds(AttemptKey key, int64_t seq) const {
   auto it = attempts_.find(key);
-  return it != attempts_.end() && !it->second.segments.empty() && it->second.taken_seq &&
-         *it->second.taken_seq == seq;
+  if (it == attempts_.end()) return false;
+  for (const Taken& t : it->second.taken) {
+    if (t.seq == seq) return true;
+  }
+  return false;
+}
+
+void Spool::Release(AttemptKey key) {
+  auto it = attempts_.find(key);
+  if (it != attempts_.end()) it->second.taken.clear();
 }
 
 void Spool::AddDropped(AttemptKey key, int64_t token, int64_t bytes) {

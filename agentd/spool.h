@@ -53,12 +53,20 @@ class Spool {
   bool Has(AttemptKey key) const;
   // Bytes of this attempt dropped since the last call.
   int64_t TakeDropped(AttemptKey key);
-  // The attempt's oldest spooled chunk (nullopt: none). The chunk counts as being sent: a
-  // drop of its segment does not count it, and Pop(seq) removes it once acknowledged.
+  // The attempt's oldest spooled chunks, in order: the first one, and after it as many more
+  // as fit in `max_bytes` together, each counted as its bytes plus `record_overhead` (empty:
+  // none spooled). They count as being sent: a drop of their segment does not count them as
+  // dropped (the caller holds copies), and Pop removes them once acknowledged. Each call
+  // hands them out anew from the oldest one.
+  Result<std::vector<Chunk>> Front(AttemptKey key, size_t max_bytes, size_t record_overhead = 0);
+  // Front(key, 0): the oldest chunk alone.
   Result<std::optional<Chunk>> Front(AttemptKey key);
+  // The chunks handed out by Front() up to and including `seq` were acknowledged.
   void Pop(AttemptKey key, int64_t seq);
   // Whether the record `seq` handed out by Front() is still on disk.
   bool Holds(AttemptKey key, int64_t seq) const;
+  // The caller no longer holds the chunks Front() handed out: a drop counts them again.
+  void Release(AttemptKey key);
   // Counts bytes lost elsewhere (a chunk held only in memory at shutdown) for the marker.
   void AddDropped(AttemptKey key, int64_t token, int64_t bytes);
   // Deletes the attempt's files (its lease is gone).
@@ -75,13 +83,18 @@ class Spool {
     int64_t read_offset = 0;  // start of the first record not yet acknowledged
     int64_t unsent = 0;       // chunk bytes from read_offset on
   };
+  // A record Front() handed out; they follow each other from the first segment's read_offset.
+  struct Taken {
+    int64_t seq = 0;
+    uint64_t segment = 0;  // its segment's number
+    int64_t bytes = 0;     // chunk bytes (the record is kHeaderBytes more)
+  };
   struct Attempt {
     int64_t token = 0;
     int64_t next_seq = 1;
     std::deque<Segment> segments;
     int64_t dropped = 0;
-    std::optional<int64_t> taken_seq;  // Front() handed out the record at read_offset
-    int64_t taken_bytes = 0;
+    std::deque<Taken> taken;
   };
 
   std::string PathFor(AttemptKey key, int64_t token, uint64_t number) const;
@@ -89,6 +102,10 @@ class Spool {
   void SaveDropped(AttemptKey key, const Attempt& a);
   bool DropOldestSegment();  // false: nothing left to drop
   void DropFront(Attempt& a);
+  // Reads the records of `s` from `offset` on into `out` while they fit.
+  enum class ReadEnd { kSegmentEnd, kFull, kUnreadable };
+  ReadEnd ReadRecords(const Segment& s, int64_t offset, size_t max_bytes, size_t overhead,
+                      std::vector<Chunk>* out, size_t* total, std::deque<Taken>* taken);
   void Unlink(const Segment& s);
   Status Scan(const std::string& path, Segment* s, int64_t* max_seq);
 

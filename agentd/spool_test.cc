@@ -56,8 +56,57 @@ TEST_F(SpoolTest, FrontWithoutPopReturnsTheSameChunk) {
   ASSERT_TRUE(s.Append(key_, 57, Make(1, 10)).ok());
   ASSERT_TRUE(s.Append(key_, 57, Make(2, 10)).ok());
   EXPECT_EQ((*s.Front(key_))->seq, 1);
-  s.Pop(key_, 2);  // not the front: ignored
   EXPECT_EQ((*s.Front(key_))->seq, 1);
+}
+
+TEST_F(SpoolTest, PopAcknowledgesOnlyWhatWasHandedOut) {
+  Spool s(dir_, 1 << 20);
+  ASSERT_TRUE(s.Open().ok());
+  for (int64_t i = 1; i <= 3; ++i) ASSERT_TRUE(s.Append(key_, 57, Make(i, 10)).ok());
+  EXPECT_EQ((*s.Front(key_))->seq, 1);
+  s.Pop(key_, 3);  // only 1 was handed out
+  EXPECT_EQ((*s.Front(key_))->seq, 2);
+}
+
+TEST_F(SpoolTest, FrontHandsOutABatchWithinItsBudgetAcrossSegments) {
+  Spool s(dir_, 1 << 20);  // segments of 128 KiB
+  ASSERT_TRUE(s.Open().ok());
+  const size_t chunk = 40 * 1024;
+  for (int64_t i = 1; i <= 10; ++i) ASSERT_TRUE(s.Append(key_, 57, Make(i, chunk)).ok());
+  Result<std::vector<Chunk>> batch = s.Front(key_, 7 * chunk);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->size(), 7u);
+  for (size_t i = 0; i < batch->size(); ++i) EXPECT_EQ((*batch)[i].seq, static_cast<int64_t>(i + 1));
+  // A budget smaller than the first chunk still hands out that chunk.
+  EXPECT_EQ(s.Front(key_, 1)->size(), 1u);
+  // Handed out anew: the earlier batch no longer counts as being sent.
+  batch = s.Front(key_, 7 * chunk);
+  ASSERT_EQ(batch->size(), 7u);
+  s.Pop(key_, 4);  // a prefix of the batch was acknowledged
+  EXPECT_FALSE(s.Holds(key_, 4));
+  EXPECT_TRUE(s.Holds(key_, 5));
+  batch = s.Front(key_, 100 * chunk);
+  ASSERT_EQ(batch->size(), 6u);
+  EXPECT_EQ(batch->front().seq, 5);
+  s.Pop(key_, 10);
+  EXPECT_FALSE(s.Has(key_));
+  EXPECT_EQ(s.bytes(), 0);
+  EXPECT_EQ(FilesBytes(), 0);
+}
+
+TEST_F(SpoolTest, BatchBeingSentIsNotCountedAsDroppedWhenItsSegmentsAre) {
+  Spool s(dir_, 1 << 20);
+  ASSERT_TRUE(s.Open().ok());
+  const size_t chunk = 64 * 1024;
+  for (int64_t i = 1; i <= 4; ++i) ASSERT_TRUE(s.Append(key_, 57, Make(i, chunk)).ok());
+  ASSERT_EQ(s.Front(key_, 3 * chunk)->size(), 3u);  // in flight, over two segments
+  AttemptKey other{13, 0, 1};
+  for (int64_t i = 1; i <= 40; ++i) ASSERT_TRUE(s.Append(other, 58, Make(i, chunk)).ok());
+  // Only chunk 4, never handed out, was lost with the segments.
+  EXPECT_EQ(s.TakeDropped(key_), static_cast<int64_t>(chunk));
+  EXPECT_FALSE(s.Holds(key_, 1));
+  s.Pop(key_, 3);  // their segments are gone: harmless
+  EXPECT_FALSE(s.Has(key_));
 }
 
 TEST_F(SpoolTest, StaysWithinItsBoundByDroppingTheOldestAndCountsTheDrop) {

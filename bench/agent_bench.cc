@@ -7,9 +7,11 @@
 //   logs     one shard writes B MiB of pseudo-random bytes: trigger -> run succeeded (every
 //            chunk durable), MB/s, then the stored output is read back and compared byte by byte
 //   idle     an agent with nothing to do for T seconds: CPU and RSS
+//   spawncost  agentd's runner in this process, grown by 0 and M MiB of ballast: children
+//            started per second and CPU per child, against libuv's fork-based uv_spawn
 //
 //   build/release/bench/agent_bench [--rates 10,100,500] [--seconds 20] [--shards 2000]
-//       [--mib 256] [--idle 60] [--slots 64] [--only PHASE]
+//       [--mib 256] [--idle 60] [--slots 64] [--ballast 0,512] [--only PHASE]
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,6 +32,7 @@
 #include "bench/probe_stream.h"
 #include "model/time_format.h"
 #include "bench/bench_util.h"
+#include "bench/spawn_cost.h"
 #include "testlib/cluster.h"
 
 namespace {
@@ -186,7 +189,7 @@ void IdlePhase(int seconds, int slots) {
 int main(int argc, char** argv) {
   jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
-  std::vector<int> rates = {10, 100, 500};
+  std::vector<int> rates = {10, 100, 500}, ballast = {0, 512};
   int seconds = 20, shards = 2000, mib = 256, idle = 60, slots = 64;
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -197,10 +200,11 @@ int main(int argc, char** argv) {
     else if (flag == "--mib") mib = std::stoi(value);
     else if (flag == "--idle") idle = std::stoi(value);
     else if (flag == "--slots") slots = std::stoi(value);
+    else if (flag == "--ballast") ballast = ParseList(value);
     else if (flag == "--only") only = value;
     else {
       std::fprintf(stderr, "usage: %s [--rates R,R] [--seconds D] [--shards S] [--mib B] [--idle T] "
-                           "[--slots N] [--only latency|spawn|logs|idle]\n", argv[0]);
+                           "[--slots N] [--ballast MIB,MIB] [--only latency|spawn|logs|idle|spawncost]\n", argv[0]);
       return 64;
     }
   }
@@ -212,5 +216,6 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "spawn") SpawnPhase(shards, slots);
   if (only.empty() || only == "logs") LogsPhase(mib, slots);
   if (only.empty() || only == "idle") IdlePhase(idle, slots);
+  if (only.empty() || only == "spawncost") jobctl::bench::SpawnCostPhase(shards, ballast);
   return 0;
 }

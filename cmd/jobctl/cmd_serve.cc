@@ -20,6 +20,7 @@ struct ServeOptions {
   std::string listen;
   std::string data;
   std::string log_level;
+  std::string event_log;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -40,6 +41,7 @@ int RunServe(const ServeOptions& opt) {
   config->listen = FirstOf(opt.listen, "JOBCTL_LISTEN", config->listen);
   config->data_dir = FirstOf(opt.data, "JOBCTL_DATA_DIR", config->data_dir);
   config->log_level = FirstOf(opt.log_level, "JOBCTL_LOG_LEVEL", config->log_level);
+  if (!opt.event_log.empty()) config->event_log = opt.event_log;
   log::Configure({config->log_level == "debug" ? log::Level::kDebug : log::Level::kInfo,
                   log::Format::kAuto, "jobctl-serve"});
 
@@ -118,6 +120,9 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
   sub->add_option("--data", opt->data,
                   "Data directory (env JOBCTL_DATA_DIR, default /var/lib/jobctl)");
   sub->add_option("--log-level", opt->log_level, "info or debug (env JOBCTL_LOG_LEVEL)");
+  sub->add_option("--event-log", opt->event_log,
+                  "Append every fire, lease and accepted result to FILE as JSON lines (key "
+                  "event_log; off by default)");
   sub->footer(
       "On first start with an empty data directory, serve writes an admin token and an agent\n"
       "join token to DATA/admin.token and DATA/agent.token (mode 0600).\n"

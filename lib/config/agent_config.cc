@@ -83,6 +83,8 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     if (l != "debug" && l != "info" && l != "warn" && l != "error") {
       c.Fail(node, key, "one of debug, info, warn, error");
     }
+  } else if (key == "event_log") {
+    c.Str(node, key, &cfg->event_log);
   } else if (key == "slots") {
     auto v = node.value<int64_t>();
     if (v && *v >= 1 && *v <= kMaxSlots) cfg->slots = static_cast<int>(*v);
@@ -116,7 +118,7 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     else c.Fail(node, key, "a size of at least 1MiB like \"256MiB\"");
   } else {
     c.Fail(node, key,
-           "one of coordinator, token_file, name, labels, slots, state_dir, log_level, "
+           "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
            "allow_run_as, allow_commands, drain_timeout, kill_grace, spool_max (unknown key)");
   }
 }

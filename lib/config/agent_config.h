@@ -26,6 +26,7 @@ struct AgentConfig {
   int slots = 0;  // max concurrent shards; 0 = the number of CPUs
   std::string state_dir = "/var/lib/agentd";
   std::string log_level = "info";
+  std::string event_log;                    // "" = off; see lib/base/event_log.h
   std::vector<std::string> allow_run_as;    // users jobs may run as; root only when listed
   std::vector<std::string> allow_commands;  // program path prefixes; empty = any program
   Millis drain_timeout = std::chrono::seconds(60);

@@ -31,6 +31,7 @@ allow_commands = ["/usr/local/bin/", "/opt/jobs"]
 drain_timeout = "2m"
 kill_grace = "5s"
 spool_max = "64MiB"
+event_log = "/var/log/agentd-events.jsonl"
 )",
                                            "agentd.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -45,6 +46,7 @@ spool_max = "64MiB"
   EXPECT_EQ(c->drain_timeout, std::chrono::minutes(2));
   EXPECT_EQ(c->kill_grace, std::chrono::seconds(5));
   EXPECT_EQ(c->spool_max_bytes, int64_t{64} << 20);
+  EXPECT_EQ(c->event_log, "/var/log/agentd-events.jsonl");
 }
 
 TEST(AgentConfigTest, SingleCoordinatorMayBeAString) {

@@ -36,6 +36,7 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     if (key == "listen") str(node, key, &c.listen);
     else if (key == "data_dir") str(node, key, &c.data_dir);
     else if (key == "log_level") str(node, key, &c.log_level);
+    else if (key == "event_log") str(node, key, &c.event_log);
     else if (key == "lease_ttl") dur(node, key, &c.lease_ttl);
     else if (key == "heartbeat") dur(node, key, &c.heartbeat);
     else if (key == "misfire_grace") dur(node, key, &c.misfire_grace);
@@ -48,8 +49,9 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
       if (auto v = ParseSize(node); v && *v > 0) c.max_jobfile_bytes = *v;
       else fail(node, key, "a size like \"8MiB\"");
     } else {
-      fail(node, key, "one of listen, data_dir, log_level, lease_ttl, heartbeat, misfire_grace, "
-                      "timeout_grace, header_timeout, idle_timeout, log_cap, max_jobfile (unknown key)");
+      fail(node, key, "one of listen, data_dir, log_level, event_log, lease_ttl, heartbeat, "
+                      "misfire_grace, timeout_grace, header_timeout, idle_timeout, log_cap, "
+                      "max_jobfile (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {

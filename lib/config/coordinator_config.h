@@ -30,6 +30,7 @@ struct CoordinatorConfig {
   int64_t log_cap_bytes = 64LL << 20;  // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";
+  std::string event_log;  // "" = off; see lib/base/event_log.h
 };
 
 // Parses the TOML text; errors read "coordinator.toml:3:9: leases.ttl: expected a duration ...".

@@ -31,7 +31,9 @@ idle_timeout = "3m"
 log_cap = "256MiB"
 max_jobfile = "128MiB"
 log_level = "debug"
-)", "coordinator.toml");
+event_log = "/var/log/jobctl-events.jsonl"
+)",
+                                                       "coordinator.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->listen, "0.0.0.0:9000");
   EXPECT_EQ(c->data_dir, "/srv/jobctl");
@@ -44,6 +46,7 @@ log_level = "debug"
   EXPECT_EQ(c->log_cap_bytes, int64_t{256} << 20);
   EXPECT_EQ(c->max_jobfile_bytes, int64_t{128} << 20);
   EXPECT_EQ(c->log_level, "debug");
+  EXPECT_EQ(c->event_log, "/var/log/jobctl-events.jsonl");
 }
 
 TEST(CoordinatorConfigTest, ErrorsNameFileLineKeyAndWhatWasExpected) {

@@ -3,38 +3,14 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "coordinator/metrics.h"
+#include "http/path_pattern.h"
 #include "model/time_format.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
 
 using nlohmann::json;
-
-std::vector<std::string_view> Split(std::string_view path) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
-bool MatchRoute(std::string_view pattern, std::string_view path,
-                std::map<std::string, std::string>* params) {
-  std::vector<std::string_view> p = Split(pattern), s = Split(path);
-  if (p.size() != s.size()) return false;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i].size() > 2 && p[i].front() == '{' && p[i].back() == '}') {
-      (*params)[std::string(p[i].substr(1, p[i].size() - 2))] = std::string(s[i]);
-    } else if (p[i] != s[i]) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // What a 507 says: the store reports only "database or disk is full".
 std::string DiskFullMessage(const Status& s) {
@@ -82,23 +58,34 @@ const std::vector<Api::Route>& Api::Routes() {
 size_t Api::BodyLimit(const http::Request& head, size_t max_jobfile) {
   // The job file travels as a JSON string: leave room for its escapes.
   if (head.path == "/v1/jobfile") return max_jobfile + max_jobfile / 4 + 4096;
-  if (head.path == "/v1/agent/logs") return 256 << 10;
+  if (head.path == "/v1/agent/logs") {
+    auto batch = head.query.find("batch");
+    return batch != head.query.end() && batch->second == "1" ? wire::kMaxLogBatchBytes : 256 << 10;
+  }
   return 1 << 20;
 }
 
 void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  // The route table's patterns, split once (matching then allocates nothing).
+  static const std::vector<http::PathPattern> kPatterns = [] {
+    std::vector<http::PathPattern> out;
+    for (const Route& r : Routes()) out.emplace_back(r.pattern);
+    return out;
+  }();
   Call c{std::move(req), std::move(res), {}, {}};
   const Route* route = nullptr;
   bool path_known = false;
-  for (const Route& r : Routes()) {
-    std::map<std::string, std::string> params;
-    if (!MatchRoute(r.pattern, c.req.path, &params)) continue;
-    path_known = true;
-    if (c.req.method == r.method) {
-      route = &r;
-      c.params = std::move(params);
-      break;
+  const std::vector<Route>& routes = Routes();
+  for (size_t i = 0; i < routes.size() && route == nullptr; ++i) {
+    http::PathPattern::Params params;
+    if (c.req.method != routes[i].method || !kPatterns[i].Match(c.req.path, &params)) continue;
+    route = &routes[i];
+    for (size_t p = 0; p < params.size; ++p) {
+      c.params.emplace(std::string(params.items[p].first), std::string(params.items[p].second));
     }
+  }
+  for (size_t i = 0; i < routes.size() && route == nullptr && !path_known; ++i) {
+    path_known = kPatterns[i].Match(c.req.path);  // another method's path: 405, not 404
   }
   if (route == nullptr) {
     // Which paths exist is only told to callers with a valid token.
@@ -255,7 +242,7 @@ void Api::GetMetrics(Call& c) {
   m.active_leases = p_.dispatcher->active_leases();
   m.open_runs = p_.book->open_runs();
   m.jobs = 0;
-  for (const auto& [id, j] : p_.jobs->all()) m.jobs += j.active ? 1 : 0;
+  p_.jobs->ForEach([&m](const JobEntry& j) { m.jobs += j.active ? 1 : 0; });
   m.agents_connected = 0;
   for (const auto& [name, a] : p_.dispatcher->agents()) {
     m.agents_connected += p_.dispatcher->AgentAlive(a) ? 1 : 0;

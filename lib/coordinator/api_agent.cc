@@ -4,6 +4,7 @@
 #include "coordinator/api.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -34,44 +35,82 @@ void Api::Heartbeat(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
-  Json(c, 200, p_.dispatcher->Heartbeat(req->agent, req->leases, req->free));
+  c.res->Send({200, "application/json", p_.dispatcher->Heartbeat(req->agent, req->leases, req->free),
+               {}});
 }
 
 void Api::AppendLog(Call& c) {
   const auto& q = c.req.query;
+  bool batch = q.count("batch") > 0 && q.at("batch") == "1";
   std::optional<int64_t> run = QueryInt(q, "run"), shard = QueryInt(q, "shard"),
-                         attempt = QueryInt(q, "attempt"), seq = QueryInt(q, "seq"),
-                         token = QueryInt(q, "token"), at = QueryInt(q, "at_ms");
-  auto stream_it = q.find("stream");
-  if (!run || !shard || !attempt || !seq || !token || stream_it == q.end()) {
+                         attempt = QueryInt(q, "attempt"), token = QueryInt(q, "token");
+  if (!run || !shard || !attempt || !token) {
     return FailWith(c, 400, "bad_request",
                     "run, shard, attempt, seq, token and stream are required query parameters");
   }
-  store::LogStream stream;
-  if (stream_it->second == "stdout") stream = store::LogStream::kStdout;
-  else if (stream_it->second == "stderr") stream = store::LogStream::kStderr;
-  else if (stream_it->second == "marker") stream = store::LogStream::kMarker;
-  else return FailWith(c, 400, "bad_request", "stream is stdout, stderr or marker");
+  // One chunk in the query and the body, or a batch of them in the body (wire/log_batch.h).
+  std::vector<wire::LogRecord> records;
+  if (batch) {
+    Result<std::vector<wire::LogRecord>> parsed = wire::ParseLogBatch(c.req.body);
+    if (!parsed.ok()) return FailWith(c, 400, "bad_request", parsed.status().message());
+    records = std::move(*parsed);
+  } else {
+    std::optional<int64_t> seq = QueryInt(q, "seq"), at = QueryInt(q, "at_ms");
+    auto stream_it = q.find("stream");
+    if (!seq || stream_it == q.end()) {
+      return FailWith(c, 400, "bad_request",
+                      "run, shard, attempt, seq, token and stream are required query parameters");
+    }
+    const std::string& name = stream_it->second;
+    if (name != "stdout" && name != "stderr" && name != "marker") {
+      return FailWith(c, 400, "bad_request", "stream is stdout, stderr or marker");
+    }
+    records.push_back({*seq, name, at.value_or(0), c.req.body});
+  }
   ShardKey key{*run, static_cast<int>(*shard)};
   if (Status s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token); !s.ok()) {
     return Fail(c, s);
   }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
-  store::LogChunk chunk{0, *run, key.index, static_cast<int>(*attempt), *seq, stream,
-                        at.value_or(ctx_->NowMs()), std::move(c.req.body)};
-  Result<store::LogStore::AppendResult> r = ctx_->logs->Append(chunk);
-  if (!r.ok()) {
-    ctx_->batch->Fail(r.status());
-    return JsonAfterCommit(c, 200, {});  // answered with the commit's error
+  int64_t stored = 0, duplicates = 0;
+  bool truncated = false;
+  for (const wire::LogRecord& r : records) {
+    store::LogStream stream = r.stream == "stdout"   ? store::LogStream::kStdout
+                              : r.stream == "stderr" ? store::LogStream::kStderr
+                                                     : store::LogStream::kMarker;
+    // A single chunk is the whole body: it moves rather than copies.
+    std::string data = batch ? std::string(r.data) : std::move(c.req.body);
+    store::LogChunk chunk{0, *run, key.index, static_cast<int>(*attempt), r.seq, stream,
+                          r.at_ms > 0 ? r.at_ms : ctx_->NowMs(), std::move(data)};
+    Result<store::LogStore::AppendResult> appended = ctx_->logs->Append(chunk);
+    if (!appended.ok()) {
+      ctx_->batch->Fail(appended.status());
+      return JsonAfterCommit(c, 200, {});  // answered with the commit's error
+    }
+    bool fresh = *appended == store::LogStore::AppendResult::kStored;
+    ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id}, {"shard", chunk.shard},
+                                            {"attempt", chunk.attempt}, {"seq", chunk.seq},
+                                            {"token", *token},
+                                            {"bytes", static_cast<int64_t>(chunk.data.size())},
+                                            {"stored", fresh}});
+    if (fresh) {
+      ++stored;
+      ctx_->metrics->log_bytes_total += chunk.data.size();
+    } else if (*appended == store::LogStore::AppendResult::kDuplicate) {
+      ++duplicates;
+    } else {
+      truncated = true;
+    }
   }
-  bool stored = *r == store::LogStore::AppendResult::kStored;
-  if (stored) ctx_->metrics->log_bytes_total += chunk.data.size();
   int64_t run_id = *run;
   ctx_->batch->OnCommit([this, run_id](const Status& s) {
     if (s.ok()) p_.log_hub->Notify(run_id);
   });
-  JsonAfterCommit(c, 200, {{"stored", stored},
-                           {"truncated", *r == store::LogStore::AppendResult::kTruncated}});
+  if (batch) {
+    return JsonAfterCommit(c, 200, {{"stored", stored}, {"duplicates", duplicates},
+                                    {"truncated", truncated}});
+  }
+  JsonAfterCommit(c, 200, {{"stored", stored > 0}, {"truncated", truncated}});
 }
 
 void Api::PostResult(Call& c) {

@@ -31,9 +31,9 @@ void Api::GetJobFile(Call& c) {
 
 void Api::ListJobs(Call& c) {
   std::vector<const JobEntry*> jobs;
-  for (const auto& [id, j] : p_.jobs->all()) {
+  p_.jobs->ForEach([&jobs](const JobEntry& j) {
     if (j.active) jobs.push_back(&j);
-  }
+  });
   std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
   json out = json::array();
   for (const JobEntry* j : jobs) {
@@ -59,9 +59,11 @@ void Api::ShowJob(Call& c) {
   out["definition"] = json::parse(row->spec_json, nullptr, false);
   json next = json::array();
   std::optional<int64_t> t = job->next_fire_ms;
-  for (int i = 0; i < 5 && t && job->schedulable(); ++i) {
-    next.push_back(*FormatInZone(FromUnixMs(*t), job->schedule->zone().name()));
-    t = p_.scheduler->NextAfter(*job, *t);
+  Result<std::shared_ptr<const Schedule>> schedule = p_.jobs->ScheduleOf(*job);
+  for (int i = 0; i < 5 && t && job->schedulable() && schedule.ok(); ++i) {
+    next.push_back(*FormatInZone(FromUnixMs(*t), (*schedule)->zone().name()));
+    std::optional<WallTime> after = (*schedule)->Next(FromUnixMs(*t));
+    t = after ? std::optional<int64_t>(ToUnixMs(*after)) : std::nullopt;
   }
   out["next_fires"] = next;
   store::RunFilter filter;

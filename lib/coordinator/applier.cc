@@ -1,6 +1,6 @@
 #include "coordinator/applier.h"
 
-#include <set>
+#include <vector>
 
 #include "base/log.h"
 #include "config/job_file.h"
@@ -12,43 +12,61 @@ namespace jobctl::coordinator {
 using nlohmann::json;
 
 Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now) {
-  Result<std::shared_ptr<const Schedule>> schedule = jobs_->CompileSchedule(job);
+  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(job));
   if (!schedule.ok()) return schedule.status();
+  store::JobTiming timing = store::JobTiming::Of(job);
   std::string spec = wire::JobToJson(job).dump();
-  JobEntry entry;
+  // Keep the next fire unless something that decides it changed.
   bool timing_changed = true;
   if (existing != nullptr) {
-    entry = *existing;
     const Job* before = existing->spec.get();
-    // Keep the next fire unless something that decides it changed.
-    timing_changed = !existing->active || !existing->schedule || before == nullptr ||
+    timing_changed = !existing->active || existing->timing == 0 || before == nullptr ||
                      before->schedule != job.schedule || before->dialect != job.dialect ||
-                     before->timezone != job.timezone || before->enabled != job.enabled;
-    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, true, revision, now); !s.ok()) {
+                     before->timezone != job.timezone || before->anchor_ms != job.anchor_ms ||
+                     before->enabled != job.enabled;
+    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, timing, revision, now);
+        !s.ok()) {
       return s;
     }
   }
-  entry.name = job.name;
-  entry.schedule = *schedule;
-  entry.active = true;
-  entry.enabled = job.enabled;
-  entry.misfire = job.misfire;
-  entry.overlap = job.overlap;
-  entry.misfire_cap = job.misfire_cap;
-  // Open runs keep the definition they started with; new runs load the new one.
-  entry.spec = std::make_shared<const Job>(job);
-  if (timing_changed || !entry.next_fire_ms) entry.next_fire_ms = scheduler_->NextAfter(entry, now);
+  std::optional<int64_t> next_fire;
+  bool reschedule = timing_changed || !existing->next_fire_ms;
+  if (reschedule) {
+    std::optional<WallTime> next = schedule->Next(FromUnixMs(now));
+    if (next) next_fire = ToUnixMs(*next);
+  } else {
+    next_fire = existing->next_fire_ms;
+  }
+  JobEntry* entry = existing;
   if (existing == nullptr) {
-    Result<int64_t> id = ctx_->store->InsertJob(
-        {0, job.name, spec, true, false, entry.next_fire_ms, revision}, now);
+    Result<int64_t> id =
+        ctx_->store->InsertJob({0, job.name, spec, true, false, next_fire, revision, timing}, now);
     if (!id.ok()) return id.status();
-    entry.id = *id;
-  } else if (Status s = ctx_->store->SetNextFire(entry.id, entry.next_fire_ms); !s.ok()) {
+    entry = jobs_->Add(*id, job.name);
+    if (entry == nullptr) {
+      return Status::Corrupt("job " + job.name + " got id " + std::to_string(*id) +
+                             ", which the coordinator cannot hold");
+    }
+  } else if (Status s = ctx_->store->SetNextFire(entry->id, next_fire); !s.ok()) {
     return s;
   }
-  if (entry.open_runs == 0 && existing != nullptr) entry.spec.reset();
-  if (existing == nullptr) entry.spec.reset();
-  scheduler_->Track(jobs_->Put(std::move(entry)));
+  entry->next_fire_ms = next_fire;
+  entry->active = true;
+  entry->enabled = job.enabled;
+  entry->misfire = job.misfire;
+  entry->overlap = job.overlap;
+  entry->misfire_cap = job.misfire_cap;
+  jobs_->SetTiming(*entry, job.schedule, job.dialect, job.timezone, job.anchor_ms);
+  // Open runs keep the definition they started with; new runs load the new one.
+  if (entry->open_runs > 0) {
+    entry->spec = std::make_shared<const Job>(job);
+  } else {
+    entry->spec.reset();
+  }
+  if (reschedule) {
+    ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", next_fire.value_or(-1)}});
+  }
+  scheduler_->Track(*entry);
   return Status::Ok();
 }
 
@@ -80,11 +98,11 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
   // Diff against the jobs the coordinator has now.
   json created = json::array(), changed = json::array(), removed = json::array(),
        unchanged = json::array();
-  std::set<std::string> in_file;
+  std::vector<bool> in_file(static_cast<size_t>(jobs_->id_limit()));  // by job id
   std::vector<std::pair<const Job*, JobEntry*>> upserts;
   for (const Job& job : parsed.file.jobs) {
-    in_file.insert(job.name);
     JobEntry* entry = jobs_->FindByName(job.name);
+    if (entry != nullptr) in_file[static_cast<size_t>(entry->id)] = true;
     if (entry == nullptr || !entry->active) {
       created.push_back(job.name);
       upserts.push_back({&job, entry});
@@ -104,9 +122,9 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
     }
   }
   std::vector<JobEntry*> removals;
-  for (const auto& [id, entry] : jobs_->all()) {
-    if (entry.active && !in_file.count(entry.name)) removals.push_back(jobs_->Find(id));
-  }
+  jobs_->ForEach([&](JobEntry& entry) {
+    if (entry.active && !in_file[static_cast<size_t>(entry.id)]) removals.push_back(&entry);
+  });
   for (JobEntry* e : removals) removed.push_back(e->name);
   json body = {{"dry_run", req.dry_run}, {"created", created}, {"changed", changed},
                {"removed", removed}, {"unchanged", unchanged}, {"revision", current->id}};
@@ -126,9 +144,7 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
   }
   for (JobEntry* e : removals) {
     if (!s.ok()) break;
-    Result<store::JobRow> row = ctx_->store->GetJob(e->id);
-    s = row.status();
-    if (s.ok()) s = ctx_->store->UpdateJobSpec(e->id, row->spec_json, false, *revision, now);
+    s = ctx_->store->DeactivateJob(e->id, *revision, now);
     e->active = false;
     scheduler_->Track(*e);
   }

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "base/clock.h"
+#include "base/event_log.h"
 #include "config/coordinator_config.h"
 #include "coordinator/write_batch.h"
 #include "store/log_store.h"
@@ -23,8 +24,17 @@ struct Context {
   store::LogStore* logs = nullptr;
   WriteBatch* batch = nullptr;
   Metrics* metrics = nullptr;
+  const EventLog* events = nullptr;  // disabled unless --event-log
 
   int64_t NowMs() const { return ToUnixMs(clock->Now()); }
+  // Appends an event once this turn's commit succeeded, never before: the event log only
+  // says what the store already holds. Free when the event log is off.
+  void EventAfterCommit(std::string_view ev, EventFields fields) const {
+    if (!events->enabled()) return;
+    batch->OnCommit([log = events, line = events->Render(ev, fields)](const Status& s) {
+      if (s.ok()) log->WriteRendered(line);
+    });
+  }
   int64_t MonoMs() const { return clock->MonotonicMs(); }
 };
 

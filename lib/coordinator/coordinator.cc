@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "wire/job_json.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -57,6 +56,7 @@ Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig 
   ctx_.clock = clock;
   ctx_.config = std::move(config);
   ctx_.metrics = &metrics_;
+  ctx_.events = &events_;
 }
 
 Coordinator::~Coordinator() = default;
@@ -109,35 +109,40 @@ Status Coordinator::Bootstrap() {
 }
 
 Status Coordinator::Load() {
+  // Memory is rebuilt from the store here: the leases listed next are all that are live.
+  events_.Write("loading", {});
   auth_.Clear();
   if (Status s = store_->ForEachToken([this](store::TokenRow&& t) { auth_.Add(t); }); !s.ok()) {
     return s;
   }
   Status bad;
-  Status s = store_->ForEachJob([&](store::JobRow&& row) {
-    JobEntry e;
-    e.id = row.id;
-    e.name = row.name;
-    e.active = row.active;
-    e.paused = row.paused;
-    e.next_fire_ms = row.next_fire_ms;
-    Result<Job> job = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
-    if (job.ok()) {
-      e.enabled = job->enabled;
-      e.misfire = job->misfire;
-      e.overlap = job->overlap;
-      e.misfire_cap = job->misfire_cap;
-      if (e.active) {
-        Result<std::shared_ptr<const Schedule>> sched = jobs_.CompileSchedule(*job);
-        if (sched.ok()) e.schedule = *sched;
-      }
-    } else if (bad.ok()) {
-      bad = job.status();
-    }
-    jobs_.Put(std::move(e));
-  });
+  int64_t unreadable = 0;
+  Status s = store_->ForEachJobHead(
+      [&](const store::JobHead& h) {
+        JobEntry* e = jobs_.Add(h.id, h.name);
+        if (e == nullptr) {
+          if (bad.ok()) {
+            bad = Status::Corrupt("job " + std::to_string(h.id) + " (" + std::string(h.name) +
+                                  "): id out of range or name held by another job");
+          }
+          return;
+        }
+        e->active = h.active;
+        e->paused = h.paused;
+        e->next_fire_ms = h.next_fire_ms;
+        e->enabled = h.enabled;
+        e->misfire = h.misfire;
+        e->overlap = h.overlap;
+        e->misfire_cap = h.misfire_cap;
+        if (h.active) jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
+      },
+      &unreadable);
   if (!s.ok()) return s;
-  if (!bad.ok()) log::Error("a stored job definition is unreadable", {{"error", bad.ToString()}});
+  if (!bad.ok()) return bad;
+  if (unreadable > 0) {
+    log::Error("stored job timings name an unknown dialect, misfire or overlap; defaults used",
+               {{"jobs", unreadable}});
+  }
   s = store_->ForEachLastResult([this](int64_t job, RunState state, int64_t at) {
     if (JobEntry* e = jobs_.Find(job)) {
       e->last_state = state;
@@ -156,8 +161,12 @@ Status Coordinator::Load() {
   });
   if (!s.ok()) return s;
   if (!load_error.ok()) return load_error;
-  for (const auto& [id, job] : jobs_.all()) scheduler_->Track(job);
+  scheduler_->TrackAll();
   loaded_ = true;
+  events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
+                           {"heartbeat_ms", ctx_.config.heartbeat.count()},
+                           {"leases", dispatcher_->active_leases()},
+                           {"last_token", *token}});
   return Status::Ok();
 }
 
@@ -174,6 +183,7 @@ void Coordinator::Reload() {
 }
 
 Status Coordinator::Start() {
+  if (Status s = events_.Open(ctx_.config.event_log, "coord"); !s.ok()) return s;
   if (Status s = OpenStores(); !s.ok()) return s;
   if (Status s = Bootstrap(); !s.ok()) return s;
   dispatcher_ = std::make_unique<Dispatcher>(&ctx_);

@@ -49,6 +49,7 @@ class Coordinator {
 
   Context ctx_;
   Metrics metrics_;
+  EventLog events_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::LogStore> logs_;
   std::unique_ptr<WriteBatch> batch_;

@@ -9,9 +9,16 @@
 #include "coordinator/metrics.h"
 #include "coordinator/run_book.h"
 #include "wire/job_json.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
+
+// Every claim answer says that this coordinator takes log batches (wire/log_batch.h).
+std::string ClaimReply(nlohmann::json assignments) {
+  return nlohmann::json{{"assignments", std::move(assignments)},
+                        {"log_batch_bytes", wire::kMaxLogBatchBytes}}.dump();
+}
 
 // How long a shard waits for the agent its route prefers before any eligible agent may take
 // it: long enough for that agent to send its next claim, short enough not to be noticed.
@@ -56,7 +63,7 @@ void Dispatcher::Start() {
 void Dispatcher::Close() {
   for (auto& [name, a] : agents_) {
     if (a.waiting) {
-      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
       a.waiting.reset();
     }
   }
@@ -98,6 +105,8 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
   leases_[key] = lease;
   lease_by_token_[token] = key;
   lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  ctx_->events->Write("lease_loaded",
+                      {{"run", key.run}, {"shard", key.index}, {"token", token}, {"agent", agent}});
   AgentInfo& a = agents_[agent];
   a.name = agent;
   a.held.insert(key);
@@ -248,6 +257,9 @@ void Dispatcher::TryDispatch() {
     --room;
     it = pending_.erase(it);
   }
+  if (!granted.empty() && ctx_->batch->Open().ok()) {
+    if (Status w = ctx_->store->SetCounter("token", last_token_); !w.ok()) ctx_->batch->Fail(w);
+  }
   for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));
   if (retry_in >= 0 && started_) {
     uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
@@ -267,11 +279,16 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   if (Status s = ctx_->batch->Open(); s.ok()) {
+    // The token counter is written once per dispatch pass, after its last grant.
     Status w = ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
-    if (w.ok()) w = ctx_->store->SetCounter("token", last_token_);
     if (!w.ok()) ctx_->batch->Fail(w);
   }
   nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
+  ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
+                                   {"shard", shard.key.index},
+                                   {"attempt", a["attempt"].get<int64_t>()},
+                                   {"agent", agent.name},
+                                   {"token", token}});
   a["ttl_ms"] = ctx_->config.lease_ttl.count();
   a["heartbeat_ms"] = ctx_->config.heartbeat.count();
   assignments->push_back(std::move(a));
@@ -286,7 +303,7 @@ void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
   agent.waiting.reset();
   ++agent.claim_seq;
   if (!responder) return;
-  auto body = std::make_shared<std::string>(nlohmann::json{{"assignments", assignments}}.dump());
+  auto body = std::make_shared<std::string>(ClaimReply(std::move(assignments)));
   ctx_->batch->OnCommit([responder, body](const Status& s) {
     if (s.ok()) {
       responder->Send({200, "application/json", *body, {}});
@@ -313,7 +330,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
                                       a.last_seen_ms, a.draining});
     if (!s.ok()) ctx_->batch->Fail(s);
   }
-  if (a.waiting) a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+  if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
   a.waiting = std::move(responder);
   a.waiting_free = std::max(req.free, 0);
   a.wait_deadline_mono = a.last_seen_mono + std::clamp<int64_t>(req.wait_ms, 0, kMaxClaimWaitMs);
@@ -328,35 +345,50 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   ArmTimers();
 }
 
-nlohmann::json Dispatcher::Heartbeat(const std::string& agent,
-                                     const std::vector<HeartbeatLease>& leases, int free) {
+std::string Dispatcher::Heartbeat(const std::string& agent,
+                                  const std::vector<HeartbeatLease>& leases, int free) {
   AgentInfo& a = agents_[agent];
-  a.name = agent;
+  if (a.name.empty()) a.name = agent;
   a.last_seen_mono = ctx_->MonoMs();
   a.last_seen_ms = ctx_->NowMs();
   (void)free;
-  nlohmann::json renewed = nlohmann::json::array(), revoked = nlohmann::json::array();
+  // The reply is written directly: at 10,000 agents this runs 2,000 times a second, and every
+  // value in it is a number or one of two fixed words.
+  std::string renewed, revoked;
+  auto item = [](std::string* out, const HeartbeatLease& l, const char* reason) {
+    if (!out->empty()) *out += ',';
+    *out += "{\"run\":" + std::to_string(l.key.run) + ",\"shard\":" + std::to_string(l.key.index) +
+            ",\"token\":" + std::to_string(l.token);
+    if (reason != nullptr) *out += std::string(",\"reason\":\"") + reason + '"';
+    *out += '}';
+  };
   for (const HeartbeatLease& l : leases) {
-    nlohmann::json item = {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}};
     auto it = leases_.find(l.key);
     if (it == leases_.end() || it->second.token != l.token || it->second.agent != agent) {
       ++ctx_->metrics->stale_token_total;
-      item["reason"] = "stale";
-      revoked.push_back(std::move(item));
+      ctx_->events->Write("refused",
+                          {{"what", "renew"},
+                           {"run", l.key.run},
+                           {"shard", l.key.index},
+                           {"token", l.token},
+                           {"agent", agent},
+                           {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
+      item(&revoked, l, "stale");
     } else if (it->second.canceled) {
-      item["reason"] = "canceled";
-      revoked.push_back(std::move(item));
+      item(&revoked, l, "canceled");
     } else {
       it->second.expires_mono = a.last_seen_mono + ctx_->config.lease_ttl.count();
+      ctx_->events->Write(
+          "renewed",
+          {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}, {"agent", agent}});
       lease_wheel_.Schedule(static_cast<uint64_t>(l.token), it->second.expires_mono);
-      renewed.push_back(std::move(item));
+      item(&renewed, l, nullptr);
     }
   }
   if (!renewed.empty()) ArmLeaseTimer();
-  return {{"ttl_ms", ctx_->config.lease_ttl.count()},
-          {"heartbeat_ms", ctx_->config.heartbeat.count()},
-          {"renewed", renewed},
-          {"revoked", revoked}};
+  return "{\"ttl_ms\":" + std::to_string(ctx_->config.lease_ttl.count()) +
+         ",\"heartbeat_ms\":" + std::to_string(ctx_->config.heartbeat.count()) + ",\"renewed\":[" +
+         renewed + "],\"revoked\":[" + revoked + "]}";
 }
 
 Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t token) const {
@@ -365,6 +397,13 @@ Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t to
     return Status::Ok();
   }
   ++ctx_->metrics->stale_token_total;
+  ctx_->events->Write("refused",
+                      {{"what", "result"},
+                       {"run", key.run},
+                       {"shard", key.index},
+                       {"token", token},
+                       {"agent", agent},
+                       {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
   std::string current = it == leases_.end() ? "none" : std::to_string(it->second.token);
   return Status::Conflict("stale token " + std::to_string(token) + " for run " +
                           std::to_string(key.run) + " shard " + std::to_string(key.index) +
@@ -376,9 +415,14 @@ bool Dispatcher::Holds(ShardKey key, int64_t token) const {
   return it != leases_.end() && it->second.token == token;
 }
 
-void Dispatcher::Release(ShardKey key) {
+void Dispatcher::Release(ShardKey key, std::string_view why) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return;
+  ctx_->EventAfterCommit("lease_end", {{"run", key.run},
+                                       {"shard", key.index},
+                                       {"token", it->second.token},
+                                       {"agent", it->second.agent},
+                                       {"why", why}});
   lease_wheel_.Cancel(static_cast<uint64_t>(it->second.token));
   lease_by_token_.erase(it->second.token);
   if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.erase(key);
@@ -423,7 +467,7 @@ void Dispatcher::OnLeaseTimer() {
     if (kt == lease_by_token_.end()) continue;
     ShardKey key = kt->second;
     std::string agent = leases_[key].agent;
-    Release(key);
+    Release(key, "expired");
     ++ctx_->metrics->leases_expired_total;
     log::Warn("lease expired", {{"run", key.run}, {"shard", key.index}, {"agent", agent},
                                 {"token", static_cast<int64_t>(token)}});
@@ -443,7 +487,7 @@ void Dispatcher::OnClaimTimer() {
   int64_t now = ctx_->MonoMs();
   for (auto& [name, a] : agents_) {
     if (a.waiting && a.wait_deadline_mono <= now) {
-      a.waiting->Send({200, "application/json", R"({"assignments":[]})", {}});
+      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
       a.waiting.reset();
       ++a.claim_seq;
     }

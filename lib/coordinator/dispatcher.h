@@ -95,12 +95,14 @@ class Dispatcher {
   void Enqueue(PendingShard shard);
   void RemovePending(ShardKey key);
   void Claim(ClaimRequest request, std::shared_ptr<http::Responder> responder);
-  nlohmann::json Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
-                           int free);
+  // The reply's JSON text.
+  std::string Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
+                        int free);
   // Current token check for results and logs: kOk, or kConflict with the current state.
   Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const;
   bool Holds(ShardKey key, int64_t token) const;  // that lease is live
-  void Release(ShardKey key);            // result accepted: the lease ends
+  // The lease ends; `why` (result, expired, released) goes to the event log.
+  void Release(ShardKey key, std::string_view why);
   void MarkCanceled(ShardKey key);       // tell the holder at its next heartbeat
   Status SetDraining(const std::string& agent, bool draining);
   // The agents with the labels matching `on` that were seen within one TTL, by name.

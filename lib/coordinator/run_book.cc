@@ -79,7 +79,7 @@ Result<std::shared_ptr<const Job>> RunBook::SpecOf(JobEntry& job) {
   if (!row.ok()) return row.status();
   nlohmann::json j = nlohmann::json::parse(row->spec_json, nullptr, false);
   Result<Job> spec = wire::JobFromJson(j);
-  if (!spec.ok()) return spec.status().WithContext("job " + job.name);
+  if (!spec.ok()) return spec.status().WithContext("job " + std::string(job.name));
   job.spec = std::make_shared<const Job>(std::move(*spec));
   return job.spec;
 }
@@ -144,6 +144,11 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
   }
   if (Status s = ctx_->batch->Open(); !s.ok()) return s;
   if (Status s = ctx_->store->InsertRun(rec); !s.ok()) return s;
+  ctx_->EventAfterCommit("fire", {{"job", rec.job},
+                                  {"run", rec.id},
+                                  {"scheduled_ms", rec.scheduled_ms},
+                                  {"reason", RunReasonName(reason)},
+                                  {"shards", rec.shard_total}});
   if (rec.shard_total == 0) return rec;
   OpenRun& open = open_[rec.id];
   open.rec = rec;
@@ -166,7 +171,10 @@ Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::st
   rec.shard_total = 0;
   if (Status s = ctx_->batch->Open(); !s.ok()) return s;
   ++ctx_->metrics->skipped_total;
-  return ctx_->store->InsertRun(rec);
+  if (Status s = ctx_->store->InsertRun(rec); !s.ok()) return s;
+  ctx_->EventAfterCommit(
+      "skip", {{"job", rec.job}, {"run", rec.id}, {"scheduled_ms", scheduled_ms}, {"why", note}});
+  return Status::Ok();
 }
 
 void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
@@ -206,7 +214,9 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
     deadlines_.insert({deadline, key});
     ArmDeadlines();
   }
-  MaybeFinish(run);  // pending -> running
+  // pending -> running. Once running, a grant cannot change the run's state (the shard it
+  // starts is open), so the O(shards) derivation is skipped: a wide run's grants stay O(1).
+  if (run.rec.state != RunState::kRunning) MaybeFinish(run);
   std::map<std::string, std::string> env = spec.env;
   if (!run.rec.env_json.empty()) {
     nlohmann::json extra = nlohmann::json::parse(run.rec.env_json, nullptr, false);
@@ -288,7 +298,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     }
     const ShardRecord& s = rec.shards[static_cast<size_t>(r.key.index)];
     if (s.token == r.token && IsTerminal(s.state)) {
-      if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key);
+      if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key, "released");
       return s.state;
     }
     return dispatcher_->CheckToken(r.key, r.agent, r.token);
@@ -299,7 +309,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   }
   ShardRecord& shard = run.rec.shards[static_cast<size_t>(r.key.index)];
   if (shard.token == r.token && IsTerminal(shard.state)) {
-    if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key);
+    if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key, "released");
     return shard.state;
   }
   if (auto a = answered_.find(r.key); a != answered_.end() && a->second.first == r.token) {
@@ -307,13 +317,26 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   }
   if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
   if (shard.attempt != r.attempt || shard.state != RunState::kRunning) {
+    ctx_->events->Write("refused", {{"what", "result"},
+                                    {"run", r.key.run},
+                                    {"shard", r.key.index},
+                                    {"token", r.token},
+                                    {"agent", r.agent},
+                                    {"current", shard.token}});
     return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
                             " but the shard is at attempt " + std::to_string(shard.attempt));
   }
   int64_t now = ctx_->NowMs();
-  dispatcher_->Release(r.key);
-  EraseDeadline(r.key);
   RunState state = StateFor(r);
+  ctx_->EventAfterCommit("result_accepted", {{"run", r.key.run},
+                                             {"shard", r.key.index},
+                                             {"attempt", r.attempt},
+                                             {"token", r.token},
+                                             {"agent", r.agent},
+                                             {"outcome", OutcomeName(r.outcome)},
+                                             {"state", RunStateName(state)}});
+  dispatcher_->Release(r.key, "result");
+  EraseDeadline(r.key);
   answered_[r.key] = {r.token, state};
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
@@ -359,6 +382,11 @@ Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {
   if (shard == nullptr) return Status::NotFound("no such run or shard");
   if (shard->token == token && shard->attempt == attempt) return Status::Ok();
   ++ctx_->metrics->stale_token_total;
+  ctx_->events->Write("refused", {{"what", "log"},
+                                  {"run", key.run},
+                                  {"shard", key.index},
+                                  {"token", token},
+                                  {"current", shard->token}});
   return Status::Conflict("stale token " + std::to_string(token) + " for run " +
                           std::to_string(key.run) + " shard " + std::to_string(key.index) +
                           " (current: attempt " + std::to_string(shard->attempt) + ", token " +

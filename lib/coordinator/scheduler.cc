@@ -52,11 +52,29 @@ void Scheduler::Track(const JobEntry& job) {
   Arm();
 }
 
-std::optional<int64_t> Scheduler::NextAfter(const JobEntry& job, int64_t after_ms) const {
-  if (!job.schedule) return std::nullopt;
-  std::optional<WallTime> next = job.schedule->Next(FromUnixMs(after_ms));
+void Scheduler::TrackAll() {
+  jobs_->ForEach([this](const JobEntry& job) {
+    if (job.schedulable() && job.next_fire_ms) {
+      wheel_.Schedule(static_cast<uint64_t>(job.id), *job.next_fire_ms);
+    }
+  });
+  Arm();
+}
+
+namespace {
+
+std::optional<int64_t> Next(const Schedule& schedule, int64_t after_ms) {
+  std::optional<WallTime> next = schedule.Next(FromUnixMs(after_ms));
   if (!next) return std::nullopt;
   return ToUnixMs(*next);
+}
+
+}  // namespace
+
+std::optional<int64_t> Scheduler::NextAfter(const JobEntry& job, int64_t after_ms) const {
+  Result<std::shared_ptr<const Schedule>> schedule = jobs_->ScheduleOf(job);
+  if (!schedule.ok()) return std::nullopt;
+  return Next(**schedule, after_ms);
 }
 
 void Scheduler::RunDue() {
@@ -81,25 +99,33 @@ void Scheduler::RunDue() {
       early_.insert({*job->next_fire_ms, job->id});  // never fire before the instant
       continue;
     }
-    FireDue(*job, now);
+    Result<std::shared_ptr<const Schedule>> schedule = jobs_->ScheduleOf(*job);
+    if (!schedule.ok()) {
+      // Stored and valid once, so its zone (or the tz data) went away: it stays out of the
+      // wheel, with its next fire kept, until the job file or the machine is fixed.
+      log::Error("a job's schedule no longer compiles; it does not fire",
+                 {{"job", job->name}, {"error", schedule.status().ToString()}});
+      continue;
+    }
+    FireDue(*job, **schedule, now);
   }
   Arm();
 }
 
-void Scheduler::FireDue(JobEntry& job, int64_t now) {
+void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now) {
   std::vector<int64_t> instants;
   std::optional<int64_t> t = job.next_fire_ms;
   while (t && *t <= now && instants.size() < kMaxListed) {
     instants.push_back(*t);
-    t = NextAfter(job, *t);
+    t = Next(schedule, *t);
   }
   // A very long outage of a very frequent job: count the rest instead of listing them.
   int64_t extra = 0;
   while (t && *t <= now && extra < kMaxCounted) {
     ++extra;
-    t = NextAfter(job, *t);
+    t = Next(schedule, *t);
   }
-  if (t && *t <= now) t = NextAfter(job, now);  // beyond counting: jump to the future
+  if (t && *t <= now) t = Next(schedule, now);  // beyond counting: jump to the future
 
   const int64_t grace = ctx_->config.misfire_grace.count();
   auto first_on_time = std::find_if(instants.begin(), instants.end(),
@@ -159,6 +185,11 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
   Status s = ctx_->batch->Open();
   if (s.ok()) s = ctx_->store->InsertMiss(row);
   if (!s.ok()) ctx_->batch->Fail(s);
+  ctx_->EventAfterCommit("miss", {{"job", job.name},
+                                  {"first_ms", row.first_ms},
+                                  {"last_ms", row.last_ms},
+                                  {"count", row.count},
+                                  {"why", why}});
 }
 
 void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {

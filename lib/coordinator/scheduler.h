@@ -33,7 +33,10 @@ class Scheduler {
 
   // Puts the job in the wheel at its next_fire_ms if it is schedulable, else takes it out.
   void Track(const JobEntry& job);
-  // The first instant strictly after `after_ms` for this job (nullopt when it has ended).
+  // Puts every schedulable job of the index in the (empty) wheel: the load at start.
+  void TrackAll();
+  // The first instant strictly after `after_ms` for this job (nullopt when it has ended or
+  // its schedule no longer compiles).
   std::optional<int64_t> NextAfter(const JobEntry& job, int64_t after_ms) const;
   // Fires what is due now, at most kSlice jobs per call; the rest follow on the next loop
   // turns, so a burst commits in slices (the first runs are durable within milliseconds,
@@ -44,7 +47,7 @@ class Scheduler {
   static constexpr size_t kSlice = 512;
 
  private:
-  void FireDue(JobEntry& job, int64_t now);
+  void FireDue(JobEntry& job, const Schedule& schedule, int64_t now);
   void FireOne(JobEntry& job, int64_t instant, int64_t now);
   void RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
                     const char* why, int64_t now);

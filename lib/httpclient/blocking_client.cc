@@ -59,7 +59,8 @@ namespace internal {
 Transfer::Transfer(std::string url, std::string_view token, const RequestOptions& options)
     : url_(std::move(url)),
       method_(options.method),
-      body_(options.body),
+      body_(options.shared_body ? options.shared_body
+                                : std::make_shared<const std::string>(options.body)),
       timeout_ms_(static_cast<long>(options.timeout.count())),
       connect_timeout_ms_(static_cast<long>(options.connect_timeout.count())) {
   std::vector<std::string> lines;
@@ -82,7 +83,7 @@ Transfer::Transfer(std::string url, std::string_view token, const RequestOptions
 Transfer::~Transfer() { curl_slist_free_all(header_list_); }
 
 bool Transfer::SendsBody() const {
-  return !body_.empty() || method_ == "POST" || method_ == "PUT" || method_ == "PATCH";
+  return !body_->empty() || method_ == "POST" || method_ == "PUT" || method_ == "PATCH";
 }
 
 Status Transfer::Apply(CURL* easy) {
@@ -113,8 +114,8 @@ Status Transfer::Apply(CURL* easy) {
   set(CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
   set(CURLOPT_HEADERDATA, static_cast<void*>(this));
   if (SendsBody()) {
-    set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_.size()));
-    set(CURLOPT_POSTFIELDS, body_.data());
+    set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_->size()));
+    set(CURLOPT_POSTFIELDS, body_->data());
     if (method_ != "POST") set(CURLOPT_CUSTOMREQUEST, method_.c_str());
   } else if (method_ == "HEAD") {
     set(CURLOPT_NOBODY, 1L);

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,9 @@ struct HttpResponse {
 struct RequestOptions {
   std::string method = "GET";
   std::string body;  // sent with Content-Length (POST, PUT and PATCH always send one)
+  // Sent instead of `body` when set, without a copy: kept alive until the request ends, and
+  // shared by its retries (large bodies such as agentd's log batches).
+  std::shared_ptr<const std::string> shared_body;
   std::string content_type = "application/json";             // only sent with a body
   std::vector<std::pair<std::string, std::string>> headers;  // extra, e.g. {"X-Seq", "7"}
   std::chrono::milliseconds timeout{30'000};                 // whole request; 0 = none
@@ -89,7 +93,8 @@ class Transfer {
 
   std::string url_;
   std::string method_;
-  std::string body_;  // curl reads the request body from here (CURLOPT_POSTFIELDS, no copy)
+  // curl reads the request body from here (CURLOPT_POSTFIELDS, no copy).
+  std::shared_ptr<const std::string> body_;
   curl_slist* header_list_ = nullptr;
   bool headers_complete_ = true;
   HttpResponse response_;

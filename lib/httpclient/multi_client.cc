@@ -90,7 +90,8 @@ uint64_t MultiClient::Start(std::string url, std::string token, RequestOptions o
     Defer(std::move(cb), Status::Internal("curl_easy_init failed for " + url));
     return id;
   }
-  auto request = std::make_unique<Request>(id, easy, std::move(url), token, options, std::move(cb));
+  auto request = std::make_unique<Request>(id, easy, std::move(url), token, std::move(options),
+                                           std::move(cb));
   Status status = request->transfer.Apply(easy);
   curl_easy_setopt(easy, CURLOPT_PRIVATE, static_cast<void*>(request.get()));
   if (status.ok()) {

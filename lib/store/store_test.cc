@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "store/log_store.h"
+#include "store/migrations.h"
 
 namespace jobctl::store {
 namespace {
@@ -53,6 +54,25 @@ TEST_F(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
   RunRecord again = NewRun(job, 60'000);
   EXPECT_EQ(store_->InsertRun(again).code(), Status::Code::kConflict);
   store_->Rollback();
+}
+
+TEST_F(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
+  int64_t job = AddJob("backup");
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord done = NewRun(job, 60'000, 3);
+  ASSERT_TRUE(store_->InsertRun(done).ok());
+  ASSERT_TRUE(store_->UpdateRunState(done.id, RunState::kSucceeded, 61'000, "").ok());
+  RunRecord open = NewRun(job, 120'000, 1);
+  ASSERT_TRUE(store_->InsertRun(open).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<RunRecord> all;
+  ASSERT_TRUE(store_->ForEachRun([&](RunRecord&& r) { all.push_back(std::move(r)); }).ok());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, done.id);
+  EXPECT_EQ(all[0].state, RunState::kSucceeded);
+  EXPECT_EQ(all[0].shards.size(), 3u);
+  EXPECT_EQ(all[1].id, open.id);
+  EXPECT_EQ(all[1].shards.size(), 1u);
 }
 
 TEST_F(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
@@ -152,6 +172,114 @@ TEST_F(StoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
   EXPECT_EQ((*chunks)[1].stream, LogStream::kMarker);
   EXPECT_NE((*chunks)[1].data.find("truncated"), std::string::npos);
   EXPECT_EQ((*chunks)[2].data, "");  // later chunks are counted, not stored again
+}
+
+}  // namespace
+}  // namespace jobctl::store
+
+namespace jobctl::store {
+namespace {
+
+TEST(StoreMigrationTest, JobsStoredBeforeTimingColumnsGetThemFromTheirSpec) {
+  char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string path = dir + "/jobctl.db";
+  {
+    // A database as the first release left it: migration 1 only.
+    std::vector<Database::Migration> first(SchedulerMigrations().begin(),
+                                           SchedulerMigrations().begin() + 1);
+    Database db;
+    ASSERT_TRUE(db.Open(path, first).ok());
+    ASSERT_TRUE(db.Exec(R"sql(
+INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms) VALUES
+ (1, 'tokyo', '{"name":"tokyo","schedule":"0 9 * * *","dialect":"quartz","timezone":"Asia/Tokyo",
+   "anchor_ms":0,"enabled":false,"misfire":"fire-all","overlap":"replace","misfire_cap":7}',
+   1, 0, 5000, 1, 1),
+ (2, 'every', '{"name":"every","schedule":"@every 90s","dialect":"cron","timezone":"",
+   "anchor_ms":1500,"enabled":true,"misfire":"skip","overlap":"allow","misfire_cap":100}',
+   0, 1, NULL, 1, 1),
+ (3, 'broken', 'not json', 1, 0, 7000, 1, 1);
+)sql").ok());
+  }
+  Result<std::unique_ptr<Store>> store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<JobHead> heads;
+  std::vector<std::string> texts;
+  int64_t unreadable = 0;
+  ASSERT_TRUE((*store)
+                  ->ForEachJobHead(
+                      [&](const JobHead& h) {
+                        heads.push_back(h);
+                        texts.push_back(std::string(h.name) + "|" + std::string(h.schedule) + "|" +
+                                        std::string(h.timezone));
+                        heads.back().name = heads.back().schedule = heads.back().timezone = {};
+                      },
+                      &unreadable)
+                  .ok());
+  ASSERT_EQ(heads.size(), 3u);
+  EXPECT_EQ(unreadable, 0);
+  EXPECT_EQ(texts[0], "tokyo|0 9 * * *|Asia/Tokyo");
+  EXPECT_EQ(heads[0].dialect, Dialect::kQuartz);
+  EXPECT_FALSE(heads[0].enabled);
+  EXPECT_EQ(heads[0].misfire, Misfire::kFireAll);
+  EXPECT_EQ(heads[0].overlap, Overlap::kReplace);
+  EXPECT_EQ(heads[0].misfire_cap, 7);
+  EXPECT_EQ(heads[0].next_fire_ms, 5000);
+  EXPECT_TRUE(heads[0].active);
+  EXPECT_EQ(texts[1], "every|@every 90s|");
+  EXPECT_EQ(heads[1].anchor_ms, 1500);
+  EXPECT_EQ(heads[1].misfire, Misfire::kSkip);
+  EXPECT_EQ(heads[1].overlap, Overlap::kAllow);
+  EXPECT_FALSE(heads[1].active);
+  EXPECT_TRUE(heads[1].paused);
+  EXPECT_EQ(heads[1].next_fire_ms, std::nullopt);
+  // An unreadable spec keeps the defaults and no schedule: it cannot fire.
+  EXPECT_EQ(texts[2], "broken||");
+  EXPECT_EQ(heads[2].misfire, Misfire::kFireOnce);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) {
+  JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0, true,
+                   Misfire::kSkip, Overlap::kAllow, 3};
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<int64_t> id =
+      store_->InsertJob({0, "five", "{}", true, false, 1000, 1, timing}, 1);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  Result<JobRow> row = store_->GetJob(*id);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->timing, timing);
+  EXPECT_EQ(row->spec_json, "{}");
+
+  JobTiming changed{"@every 1h", Dialect::kCron, "", 42, false,
+                    Misfire::kFireAll, Overlap::kReplace, 9};
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->DeactivateJob(*id, 2, 2).ok());
+  ASSERT_TRUE(store_->UpdateJobSpec(*id, "{\"x\":1}", changed, 3, 3).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<std::string> names;
+  int64_t unreadable = 0;
+  ASSERT_TRUE(store_
+                  ->ForEachJobHead(
+                      [&](const JobHead& h) {
+                        names.push_back(std::string(h.name));
+                        EXPECT_TRUE(h.active);  // an update brings a removed job back
+                        EXPECT_EQ(h.schedule, "@every 1h");
+                        EXPECT_EQ(h.anchor_ms, 42);
+                        EXPECT_FALSE(h.enabled);
+                        EXPECT_EQ(h.misfire, Misfire::kFireAll);
+                        EXPECT_EQ(h.overlap, Overlap::kReplace);
+                        EXPECT_EQ(h.misfire_cap, 9);
+                      },
+                      &unreadable)
+                  .ok());
+  EXPECT_EQ(names, std::vector<std::string>{"five"});
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->DeactivateJob(*id, 4, 4).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_FALSE(store_->GetJob(*id)->active);
 }
 
 }  // namespace

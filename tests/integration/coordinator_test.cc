@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <thread>
@@ -320,6 +324,34 @@ TEST_F(CoordinatorTest, MetricsCountFiresCommitsAndGrants) {
   EXPECT_GE(value("jobctl_grants_total"), 1) << m;
   EXPECT_GE(value("jobctl_claim_latency_seconds_count"), 1) << m;
   EXPECT_NE(m.find("jobctl_runs_finished_total{state=\"succeeded\"} 1"), std::string::npos) << m;
+}
+
+// promtool's own linter on a live /metrics page with every family populated.
+TEST_F(CoordinatorTest, MetricsPassPromtoolCheck) {
+  std::string promtool = std::getenv("PROMTOOL") ? std::getenv("PROMTOOL") : PROMTOOL_BIN;
+  if (::access(promtool.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "promtool not found at " << promtool
+                 << " (packaging/install-deps extracts it from Debian's prometheus package; "
+                    "or set PROMTOOL)";
+  }
+  Start();
+  coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n");
+  TestAgent agent(*coord_, "a");
+  std::vector<json> a;
+  while (a.empty()) a = agent.Claim(1, 5000);
+  ASSERT_EQ(agent.Finish(a[0], 0).status, 200);
+  http::HttpResponse reply = coord_->Request("GET", "/metrics");
+  ASSERT_EQ(reply.status, 200);
+  std::string page = dir_.Write("metrics.txt", reply.body);
+  std::string cmd = "'" + promtool + "' check metrics < '" + page + "' 2>&1";
+  std::string said;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) said.append(buf, n);
+  int rc = ::pclose(p);
+  EXPECT_EQ(rc, 0) << said << "\n---- /metrics ----\n" << reply.body;
+  EXPECT_EQ(said, "") << reply.body;  // no lint findings either
 }
 
 TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {

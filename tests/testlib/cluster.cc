@@ -15,17 +15,6 @@
 extern char** environ;
 
 namespace jobctl::testing {
-namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 Daemon::Daemon(std::vector<std::string> argv, std::string log_path,
                std::map<std::string, std::string> env)
     : log_path_(std::move(log_path)) {
@@ -90,7 +79,7 @@ int Daemon::Wait(std::chrono::milliseconds timeout) {
 }
 
 bool Daemon::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
-  return Coordinator::Eventually([&] { return ReadAll(log_path_).find(text) != std::string::npos; },
+  return Coordinator::Eventually([&] { return ReadFile(log_path_).find(text) != std::string::npos; },
                                  timeout);
 }
 
@@ -111,7 +100,7 @@ Coordinator::~Coordinator() {
 void Coordinator::Start() {
   std::string log = dir_.path() + "/coordinator.log";
   std::string marker = "jobctl serve: listening on " + host_ + ":";
-  size_t seen = ReadAll(log).size();
+  size_t seen = ReadFile(log).size();
   ++starts_;
   std::string listen = host_ + ":" + std::to_string(port_);
   std::vector<std::string> argv = launch_.prefix;
@@ -123,14 +112,14 @@ void Coordinator::Start() {
   daemon_ = std::make_unique<Daemon>(argv, log, launch_.env);
   bool up = Eventually(
       [&] {
-        std::string text = ReadAll(log);
+        std::string text = ReadFile(log);
         size_t at = text.find(marker, seen);
         if (at == std::string::npos) return false;
         port_ = std::stoi(text.substr(at + marker.size()));
         return true;
       },
       std::chrono::seconds(20));
-  if (!up) throw std::runtime_error("coordinator did not start:\n" + ReadAll(log));
+  if (!up) throw std::runtime_error("coordinator did not start:\n" + ReadFile(log));
 }
 
 void Coordinator::Kill9() {
@@ -145,16 +134,16 @@ void Coordinator::Stop() {
 }
 
 std::string Coordinator::admin_token() const {
-  std::string t = ReadAll(data_dir_ + "/admin.token");
+  std::string t = ReadFile(data_dir_ + "/admin.token");
   return t.substr(0, t.find('\n'));
 }
 
 std::string Coordinator::agent_token() const {
-  std::string t = ReadAll(data_dir_ + "/agent.token");
+  std::string t = ReadFile(data_dir_ + "/agent.token");
   return t.substr(0, t.find('\n'));
 }
 
-std::string Coordinator::Logs() const { return ReadAll(dir_.path() + "/coordinator.log"); }
+std::string Coordinator::Logs() const { return ReadFile(dir_.path() + "/coordinator.log"); }
 
 http::HttpResponse Coordinator::Request(const std::string& method, const std::string& path,
                                         const std::string& body, const std::string& token) {
@@ -223,7 +212,7 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
   daemon_ = std::make_unique<Daemon>(argv, dir.path() + "/agent-" + name_ + ".log", launch.env);
 }
 
-std::string AgentProcess::Logs() const { return ReadAll(daemon_->log_path()); }
+std::string AgentProcess::Logs() const { return ReadFile(daemon_->log_path()); }
 
 TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels)
     : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(c.agent_token()),

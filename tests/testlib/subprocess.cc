@@ -140,8 +140,10 @@ std::string TempDir::Write(const std::string& name, const std::string& text) con
   return p;
 }
 
-std::string TempDir::Read(const std::string& name) const {
-  std::ifstream in(path_ + "/" + name, std::ios::binary);
+std::string TempDir::Read(const std::string& name) const { return ReadFile(path_ + "/" + name); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

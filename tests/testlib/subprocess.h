@@ -26,6 +26,9 @@ struct RunOptions {
 
 ProcessResult Run(const std::vector<std::string>& argv, const RunOptions& options = {});
 
+// The whole file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 // A fresh directory under $TMPDIR removed (recursively) when the object goes away.
 class TempDir {
  public:

@@ -27,13 +27,6 @@ std::string Sha256Hex(const std::string& data) {
   return out;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 long RssKib(pid_t pid) {
   std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
   size_t at = status.find("VmRSS:");

@@ -20,7 +20,6 @@
 namespace jobctl::testing {
 
 std::string Sha256Hex(const std::string& data);
-std::string ReadFile(const std::string& path);
 // Resident set size of a process in KiB (VmRSS), or -1 when it is gone.
 long RssKib(pid_t pid);
 // CPU time (user + system) a process has used so far, in seconds; -1 when it is gone.

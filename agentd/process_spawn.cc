@@ -1,0 +1,137 @@
+#include "process_spawn.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace jobctl::agentd {
+namespace {
+
+// execvp's path when the environment has no PATH.
+constexpr const char* kExecvpDefaultPath = "/bin:/usr/bin";
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// The spec's PATH, or nullptr.
+const std::string* EnvPath(const SpawnSpec& spec) {
+  for (const std::string& e : spec.env) {
+    if (e.rfind("PATH=", 0) == 0) return &e;
+  }
+  return nullptr;
+}
+
+// Owns what posix_spawn needs, so every return path frees it.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions_);
+    posix_spawnattr_init(&attr_);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+
+  int Prepare(int stdout_fd, int stderr_fd, const std::string& cwd) {
+    int rc = posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
+    if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions_, stdout_fd, 1);
+    if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions_, stderr_fd, 2);
+    // Nothing of agentd's leaks into a job: not libcurl's sockets, not what agentd inherited.
+    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions_, 3);
+    if (rc == 0 && !cwd.empty()) rc = posix_spawn_file_actions_addchdir_np(&actions_, cwd.c_str());
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attr_, &none);
+    if (rc == 0) rc = posix_spawnattr_setsigdefault(&attr_, &all);
+    if (rc == 0) {
+      rc = posix_spawnattr_setflags(
+          &attr_, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    }
+    return rc;
+  }
+  int Spawn(pid_t* pid, const std::string& file, const std::vector<char*>& argv,
+            const std::vector<char*>& env) {
+    return posix_spawn(pid, file.c_str(), &actions_, &attr_, argv.data(), env.data());
+  }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+};
+
+}  // namespace
+
+Result<std::string> FindProgram(const std::string& program, const std::string& path) {
+  if (program.empty()) return Status::NotFound(ErrnoText(ENOENT));
+  if (program.find('/') != std::string::npos) return program;
+  std::string_view dirs = path.empty() ? std::string_view(kExecvpDefaultPath) : path;
+  bool denied = false;
+  while (true) {
+    size_t colon = dirs.find(':');
+    std::string_view dir = dirs.substr(0, colon);
+    // An empty entry is the current directory, as for execvp.
+    std::string file = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + program;
+    struct stat st {};
+    if (stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (access(file.c_str(), X_OK) == 0) return file;
+      denied = true;
+    }
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return denied ? Status::PermissionDenied(ErrnoText(EACCES)) : Status::NotFound(ErrnoText(ENOENT));
+}
+
+Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd) {
+  if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
+  if (stdout_fd <= 2 || stderr_fd <= 2) return Status::InvalidArgument("pipe on a stdio descriptor");
+  const std::string* env_path = EnvPath(spec);
+  Result<std::string> file =
+      FindProgram(spec.argv[0], env_path ? env_path->substr(5) : std::string());
+  if (!file.ok()) return file.status();
+  std::vector<char*> argv, env;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const std::string& e : spec.env) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  SpawnSetup setup;
+  if (int rc = setup.Prepare(stdout_fd, stderr_fd, spec.cwd); rc != 0) {
+    return Status::Internal("posix_spawn setup: " + ErrnoText(rc));
+  }
+  pid_t pid = 0;
+  int rc = setup.Spawn(&pid, *file, argv, env);
+  if (rc == ENOEXEC) {
+    // No "#!" line: the shell runs it, as execvp would.
+    std::vector<char*> sh = {const_cast<char*>("/bin/sh"), const_cast<char*>(file->c_str())};
+    sh.insert(sh.end(), argv.begin() + 1, argv.end());
+    rc = setup.Spawn(&pid, "/bin/sh", sh, env);
+  }
+  if (rc != 0) {
+    return rc == ENOENT ? Status::NotFound(ErrnoText(rc)) : Status::Unavailable(ErrnoText(rc));
+  }
+  return pid;
+}
+
+Result<int> OpenPidfd(pid_t pid) {
+  // Through syscall(): glibc's wrapper is from 2.36, and the binary should run on older ones.
+  long fd = syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0) {
+    int err = errno;
+    return Status::Unavailable("pidfd_open: " + ErrnoText(err) +
+                               (err == ENOSYS ? " (agentd needs Linux 5.3 or later)" : ""));
+  }
+  return static_cast<int>(fd);
+}
+
+}  // namespace jobctl::agentd

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# jobctl in the peer scheduler benchmark: one measurement on the harness's workload; prints
+# ONE JSON line on stdout (the fields of the harness's lib/analyze.py), progress on stderr.
+#
+#   bench/peers/run.sh PEER N S ACTION DURATION
+#     PEER      jobctl        coordinator + one local agentd; ACTION must be spawn: each fire
+#                             is a run whose child (bench_probe peer) records when it started
+#               jobctl-coord  the coordinator alone; ACTION must be noop: a fire is a run made
+#                             and committed by the coordinator (read from its store afterwards)
+#     N         number of schedules; S: period in seconds; DURATION: measured window (s)
+#
+# Registration is one `jobctl apply` (jobs s0..s<N-1>, "@every <S>s", each with the anchor
+# that puts it on the harness's grid) into the running coordinator; a job fires from the next
+# grid point after the apply, long before the window (WARMUP after the apply) opens.
+#
+# The harness (run.sh, lib/analyze.py, lib/sampler.py, README.md) lives outside this
+# repository, in PEERS_DIR. Environment knobs (defaults in brackets), as the harness's:
+#   PEERS_DIR [/work/shared/peers]  JOBCTL_BUILD [<repo>/build/release]
+#   WARMUP [max(10,S)]  GRACE [max(5,S)]  SPREAD [uniform]  KEEP_RUN [0]
+#   JOBCTL_SLOTS [64] agent slots   JOBCTL_LOG_LEVEL [info] coordinator and agent log level
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+PY=/usr/bin/python3
+
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
+  exit 2
+}
+log() { echo "[jobctl run.sh $(date +%T)] $*" >&2; }
+ERROR=""
+die() { ERROR="$*"; log "ERROR: $*"; exit 1; }
+now_ms() { date +%s%3N; }
+is_uint() { [[ "$1" =~ ^[0-9]+$ ]]; }
+
+[[ $# -eq 5 ]] || usage
+PEER=$1 N=$2 S=$3 ACTION=$4 DURATION=$5
+is_uint "$N" && (( N > 0 )) || { log "N must be a positive integer"; exit 2; }
+is_uint "$S" && (( S > 0 )) || { log "S must be a positive integer"; exit 2; }
+is_uint "$DURATION" && (( DURATION > 0 )) || { log "DURATION must be a positive integer"; exit 2; }
+case "$PEER:$ACTION" in
+  jobctl:spawn|jobctl-coord:noop) ;;
+  jobctl:*|jobctl-coord:*)
+    log "$PEER does not run ACTION '$ACTION': jobctl runs spawn (every run is a child process), jobctl-coord runs noop (no agent)"
+    exit 2 ;;
+  *) log "unknown PEER '$PEER' (jobctl | jobctl-coord; the other peers are run by \$PEERS_DIR/run.sh)"; exit 2 ;;
+esac
+
+PEERS_DIR=${PEERS_DIR:-/work/shared/peers}
+for f in lib/analyze.py lib/sampler.py; do
+  [[ -f $PEERS_DIR/$f ]] || { log "ERROR: $PEERS_DIR/$f not found: jobctl is measured with the peer harness's own analyzer and sampler; set PEERS_DIR to the harness folder (the one with run.sh and lib/)"; exit 2; }
+done
+BUILD=${JOBCTL_BUILD:-$REPO/build/release}
+JOBCTL=$BUILD/cmd/jobctl/jobctl AGENTD=$BUILD/agentd/agentd PROBE=$BUILD/bench/bench_probe
+for b in "$JOBCTL" "$AGENTD" "$PROBE"; do
+  [[ -x $b ]] || { log "ERROR: $b missing: build first (cmake --workflow --preset release), or set JOBCTL_BUILD"; exit 2; }
+done
+
+WARMUP=${WARMUP:-$(( S > 10 ? S : 10 ))}
+GRACE=${GRACE:-$(( S > 5 ? S : 5 ))}
+SPREAD=${SPREAD:-uniform}
+KEEP_RUN=${KEEP_RUN:-0}
+SLOTS=${JOBCTL_SLOTS:-64}
+LOG_LEVEL=${JOBCTL_LOG_LEVEL:-info}
+case "$SPREAD" in uniform|seconds|aligned) ;; *) log "SPREAD must be uniform|seconds|aligned"; exit 2;; esac
+
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/jobctl-peers-run.XXXXXX")
+chmod 755 "$RUN"
+: > "$RUN/roots"
+SAMPLER_PID="" COORD_PID="" AGENT_PID=""
+URL="" TOKEN=""
+T_REG_START="" T_REG_END="" REGISTER_S=null WS="" WE="" T_STOP=""
+EXTRA_CPU=0 MAX_JOBFILE=0
+PRINTED=0
+
+alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+wait_gone() { # pid timeout_s
+  local pid=$1 t=$(( $2 * 10 ))
+  while alive "$pid" && (( t-- > 0 )); do sleep 0.1; done
+  ! alive "$pid"
+}
+stop_pid() { # pid signal timeout_s  (only processes this script started)
+  local pid=$1 sig=$2 to=$3
+  alive "$pid" || return 0
+  kill "-$sig" "$pid" 2>/dev/null || true
+  wait_gone "$pid" "$to" || { log "pid $pid did not exit on SIG$sig; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; }
+  wait "$pid" 2>/dev/null || true
+}
+add_root() { echo "$1" >> "$RUN/roots"; }
+metrics() { # FILE: the coordinator's /metrics now
+  curl -sf --max-time 5 -H "Authorization: Bearer $TOKEN" "$URL/metrics" > "$1" || : > "$1"
+}
+# "self_ticks children_ticks" of a process (utime+stime, cutime+cstime), for the CPU split
+ticks() { [[ -n ${1:-} && -r /proc/$1/stat ]] && awk '{ sub(/^.*\) /, ""); print $12 + $13, $14 + $15 }' "/proc/$1/stat" || echo "0 0"; }
+snapshot() { # SUFFIX: metrics and CPU ticks of the servers
+  metrics "$RUN/metrics.$1"
+  echo "$(ticks "$COORD_PID") $(ticks "$AGENT_PID")" > "$RUN/ticks.$1"
+}
+
+# The JSON line, from what the run left: records, samples and the coordinator's store.
+emit_line() {
+  local recs=() stats='{}' window='{}'
+  [[ -n $T_REG_END ]] || T_REG_END=$(now_ms)
+  [[ -n $WS ]] || { WS=$(( T_REG_END + WARMUP * 1000 )); WE=$(( WS + DURATION * 1000 )); T_STOP=$(( WE + GRACE * 1000 )); }
+  if [[ -f $RUN/data/jobctl.db ]]; then
+    stats=$("$PY" "$HERE/jobctl_peer.py" records "$RUN/data/jobctl.db" "$RUN/store.rec" 2>"$RUN/records.log") || stats='{}'
+  fi
+  if [[ $PEER == jobctl-coord ]]; then recs+=("$RUN/store.rec"); else recs+=("$RUN/jobctl.rec"); fi
+  if [[ -s $RUN/metrics.start && -s $RUN/metrics.end ]]; then
+    window=$("$PY" "$HERE/jobctl_peer.py" window "$RUN/metrics.start" "$RUN/metrics.end" \
+      "$(cat "$RUN/ticks.start") $(cat "$RUN/ticks.end") $(getconf CLK_TCK)") || window='{}'
+  fi
+  local version commit
+  version=$("$JOBCTL" --version 2>/dev/null | head -n1 || echo unknown)
+  commit=$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)
+  P_PEER=$PEER P_N=$N P_S=$S P_ACTION=$ACTION P_DURATION=$DURATION P_WARMUP=$WARMUP P_GRACE=$GRACE \
+  P_SPREAD=$SPREAD P_WS=$WS P_WE=$WE P_T_STOP=$T_STOP P_REGISTER_S=$REGISTER_S P_EXTRA_CPU=$EXTRA_CPU \
+  P_VERSION=$version P_COMMIT=$commit P_BUILD=$BUILD P_MAX_JOBFILE=$MAX_JOBFILE \
+  P_LOG_LEVEL=$LOG_LEVEL P_SLOTS=$SLOTS P_STATS=$stats P_WINDOW=$window P_ERROR=$ERROR \
+  "$PY" "$HERE/jobctl_peer.py" params > "$RUN/params.json"
+  "$PY" "$PEERS_DIR/lib/analyze.py" "$RUN/params.json" "$RUN/samples" "${recs[@]}"
+  PRINTED=1
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  stop_pid "$AGENT_PID" TERM 90
+  stop_pid "$COORD_PID" TERM 60
+  if [[ -n $SAMPLER_PID ]]; then kill -USR1 "$SAMPLER_PID" 2>/dev/null; stop_pid "$SAMPLER_PID" TERM 5; fi
+  if (( rc != 0 )); then
+    for f in "$RUN"/*.log; do
+      [[ -s $f ]] && { echo "---- tail $f" >&2; tail -n 20 "$f" >&2; }
+    done
+    # A failed run still prints its line: what was recorded, the rest counted as missed.
+    (( PRINTED )) || { [[ -n $ERROR ]] || ERROR="stopped (exit $rc)"; emit_line || true; }
+  fi
+  if [[ $KEEP_RUN == 1 ]]; then log "run dir kept: $RUN"; else rm -rf "$RUN"; fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'ERROR="interrupted"; exit 130' INT TERM
+
+# Sleeps until the epoch ms given, checking every second that the servers are alive.
+sleep_until() {
+  local until=$1 now left p
+  while :; do
+    now=$(now_ms); left=$(( until - now ))
+    (( left <= 0 )) && return 0
+    for p in "$COORD_PID" ${AGENT_PID:+"$AGENT_PID"}; do
+      alive "$p" || die "process $p died during the measurement"
+    done
+    sleep "$( (( left > 1000 )) && echo 1 || printf '0.%03d' "$left")"
+  done
+}
+
+# ---------------------------------------------------------------- setup (not measured)
+if [[ $PEER == jobctl ]]; then
+  COMMAND="[\"$PROBE\", \"peer\", \"$RUN/jobctl.rec\"]"
+else
+  COMMAND='["/bin/true"]'
+fi
+"$PY" "$HERE/jobctl_peer.py" jobfile "$PEERS_DIR/lib/analyze.py" "$N" "$S" "$SPREAD" "$COMMAND" "$RUN/jobs.toml"
+# the job file must fit: max_jobfile, twice its size and at least the 8 MiB default
+MAX_JOBFILE=$(( $(stat -c %s "$RUN/jobs.toml") * 2 ))
+(( MAX_JOBFILE > 8 << 20 )) || MAX_JOBFILE=$(( 8 << 20 ))
+printf 'max_jobfile = %d\nlog_level = "%s"\n' "$MAX_JOBFILE" "$LOG_LEVEL" > "$RUN/coordinator.toml"
+
+"$PY" "$PEERS_DIR/lib/sampler.py" "$RUN/roots" "$RUN/samples" 0.25 &
+SAMPLER_PID=$!
+
+# ---------------------------------------------------------------- servers
+"$JOBCTL" serve --config "$RUN/coordinator.toml" --listen 127.0.0.1:0 --data "$RUN/data" \
+  >"$RUN/coordinator.log" 2>&1 &
+COORD_PID=$!
+add_root "$COORD_PID"
+for (( t = 300; ; t-- )); do
+  port=$(sed -n 's/^jobctl serve: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$RUN/coordinator.log" | head -n1)
+  [[ -n $port ]] && break
+  alive "$COORD_PID" || die "the coordinator exited at start"
+  (( t > 0 )) || die "the coordinator did not start listening"
+  sleep 0.1
+done
+URL="http://127.0.0.1:$port"
+TOKEN=$(head -n1 "$RUN/data/admin.token")
+cli() { HOME="$RUN" XDG_STATE_HOME="$RUN/state" XDG_CONFIG_HOME="$RUN/config" \
+        JOBCTL_COORDINATOR="$URL" JOBCTL_TOKEN="$TOKEN" "$JOBCTL" --no-color "$@"; }
+log "coordinator pid $COORD_PID on $URL"
+
+if [[ $PEER == jobctl ]]; then
+  printf 'allow_run_as = ["root"]\n' > "$RUN/agentd.toml"
+  "$AGENTD" --config "$RUN/agentd.toml" --coordinator "$URL" --token-file "$RUN/data/agent.token" \
+    --name bench --slots "$SLOTS" --state-dir "$RUN/agent" --log-level "$LOG_LEVEL" \
+    >"$RUN/agentd.log" 2>&1 &
+  AGENT_PID=$!
+  add_root "$AGENT_PID"
+  for (( t = 300; ; t-- )); do
+    cli -o json agents 2>/dev/null | "$PY" -c 'import json, sys; sys.exit(not any(a["connected"] for a in json.load(sys.stdin)))' && break
+    alive "$AGENT_PID" || die "agentd exited at start"
+    (( t > 0 )) || die "agentd did not connect"
+    sleep 0.1
+  done
+  log "agentd pid $AGENT_PID connected, $SLOTS slots"
+fi
+
+# ---------------------------------------------------------------- registration
+T_REG_START=$(now_ms)
+# bash's `times` after the command: the CPU of the jobctl CLI (a child of this subshell)
+apply_cpu=$( { cli apply "$RUN/jobs.toml" >"$RUN/apply.log" 2>&1 || echo failed > "$RUN/apply.failed"; times; } | tail -n1 )
+T_REG_END=$(now_ms)
+[[ ! -e $RUN/apply.failed ]] || die "jobctl apply failed: $(tail -n3 "$RUN/apply.log" | tr '\n' ' ')"
+EXTRA_CPU=$(awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } } END { printf "%.3f", s }' <<<"$apply_cpu")
+REGISTER_S=$("$PY" -c "print(($T_REG_END - $T_REG_START) / 1000.0)")
+
+# ---------------------------------------------------------------- window
+WS=$(( T_REG_END + WARMUP * 1000 ))
+WE=$(( WS + DURATION * 1000 ))
+T_STOP=$(( WE + GRACE * 1000 ))
+log "$PEER n=$N S=$S $ACTION: registered in ${REGISTER_S}s; window $(date -d @$(( WS / 1000 )) +%T)..$(date -d @$(( WE / 1000 )) +%T), stop at $(date -d @$(( T_STOP / 1000 )) +%T)"
+sleep_until "$WS"; snapshot start
+sleep_until "$WE"; snapshot end
+sleep_until "$T_STOP"
+kill -USR1 "$SAMPLER_PID"; wait "$SAMPLER_PID" || true; SAMPLER_PID=""
+stop_pid "$AGENT_PID" TERM 90; AGENT_PID=""
+stop_pid "$COORD_PID" TERM 60; COORD_PID=""
+
+emit_line

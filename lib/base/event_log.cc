@@ -1,0 +1,120 @@
+#include "base/event_log.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace jobctl {
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  out->push_back('"');
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          *out += "\\u00";
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 15]);
+        } else {
+          out->push_back(ch);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+namespace {
+
+void AppendField(std::string* out, const EventField& f) {
+  AppendJsonString(out, f.key);
+  out->push_back(':');
+  if (f.is_text) {
+    AppendJsonString(out, f.text);
+  } else if (f.is_bool) {
+    *out += f.number != 0 ? "true" : "false";
+  } else {
+    *out += std::to_string(f.number);
+  }
+}
+
+}  // namespace
+
+int64_t MonotonicNs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+EventLog::~EventLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status EventLog::Open(const std::string& path, std::string_view src, EventFields fixed) {
+  if (path.empty()) return Status::Ok();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Io("cannot open event log " + path + ": " + std::strerror(errno));
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+  prefix_ = "{\"src\":";
+  AppendJsonString(&prefix_, src);
+  prefix_ += ",\"pid\":" + std::to_string(::getpid()) + ",";
+  for (const EventField& f : fixed) {
+    AppendField(&prefix_, f);
+    prefix_.push_back(',');
+  }
+  return Status::Ok();
+}
+
+std::string EventLog::Render(std::string_view ev, EventFields fields) const {
+  std::string out = "\"ev\":";
+  AppendJsonString(&out, ev);
+  for (const EventField& f : fields) {
+    out.push_back(',');
+    AppendField(&out, f);
+  }
+  return out;
+}
+
+void EventLog::WriteRendered(std::string_view rendered) const {
+  if (fd_ < 0) return;
+  struct timespec wall {};
+  clock_gettime(CLOCK_REALTIME, &wall);
+  int64_t wall_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
+  std::string line = prefix_;
+  line.reserve(prefix_.size() + rendered.size() + 64);
+  line += "\"mono_ns\":" + std::to_string(MonotonicNs()) +
+          ",\"wall_ms\":" + std::to_string(wall_ms) + ",";
+  line += rendered;
+  line += "}\n";
+  // One write: O_APPEND makes it one atomic append of the whole line.
+  ssize_t n = ::write(fd_, line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size()) && !warned_) {
+    warned_ = true;
+    log::Warn("cannot write the event log",
+              {{"error", n < 0 ? std::strerror(errno) : "short write"}});
+  }
+}
+
+}  // namespace jobctl

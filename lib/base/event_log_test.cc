@@ -1,0 +1,107 @@
+#include "base/event_log.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace jobctl {
+namespace {
+
+std::string TempPath() {
+  std::string path = ::testing::TempDir() + "event_log_test_" + std::to_string(::getpid()) + "_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::remove(path.c_str());
+  return path;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(EventLogTest, ADisabledLogWritesNothing) {
+  EventLog log;
+  EXPECT_FALSE(log.enabled());
+  log.Write("grant", {{"run", 1}});
+  ASSERT_TRUE(log.Open("", "coord").ok());
+  EXPECT_FALSE(log.enabled());
+}
+
+TEST(EventLogTest, EachEventIsOneJsonLineWithSourceClocksAndFields) {
+  std::string path = TempPath();
+  EventLog log;
+  ASSERT_TRUE(log.Open(path, "agent", {{"agent", "web-1"}}).ok());
+  int64_t before = MonotonicNs();
+  log.Write("claimed",
+            {{"run", int64_t{7}}, {"shard", 2}, {"why", "a \"quoted\"\nline"}, {"ok", true}});
+  std::vector<std::string> lines = Lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  const std::string& l = lines[0];
+  EXPECT_EQ(l.rfind("{\"src\":\"agent\",\"pid\":" + std::to_string(::getpid()) +
+                        ",\"agent\":\"web-1\",\"mono_ns\":",
+                    0),
+            0u)
+      << l;
+  EXPECT_NE(l.find(",\"ev\":\"claimed\",\"run\":7,\"shard\":2,"
+                   "\"why\":\"a \\\"quoted\\\"\\nline\",\"ok\":true}"),
+            std::string::npos)
+      << l;
+  int64_t mono = std::stoll(l.substr(l.find("\"mono_ns\":") + 10));
+  EXPECT_GE(mono, before);
+  EXPECT_LE(mono, MonotonicNs());
+  std::remove(path.c_str());
+}
+
+TEST(EventLogTest, RenderedEventsAreStampedWhenWritten) {
+  std::string path = TempPath();
+  EventLog log;
+  ASSERT_TRUE(log.Open(path, "coord").ok());
+  std::string rendered = log.Render("grant", {{"token", 5}});
+  int64_t after_render = MonotonicNs();
+  log.WriteRendered(rendered);
+  std::vector<std::string> lines = Lines(path);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_GE(std::stoll(lines[0].substr(lines[0].find("\"mono_ns\":") + 10)), after_render);
+  std::remove(path.c_str());
+}
+
+TEST(EventLogTest, LinesOfProcessesSharingTheFileNeverInterleave) {
+  std::string path = TempPath();
+  const int kChildren = 4, kLines = 500;
+  std::vector<pid_t> pids;
+  for (int c = 0; c < kChildren; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      EventLog log;
+      if (!log.Open(path, "probe").ok()) _exit(1);
+      std::string pad(200, 'x');
+      for (int i = 0; i < kLines; ++i) log.Write("tick", {{"i", i}, {"pad", pad}});
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::vector<std::string> lines = Lines(path);
+  EXPECT_EQ(lines.size(), static_cast<size_t>(kChildren * kLines));
+  for (const std::string& l : lines) {
+    EXPECT_EQ(l.front(), '{');
+    EXPECT_EQ(l.back(), '}');
+    EXPECT_EQ(l.find('{', 1), std::string::npos) << l;
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace jobctl

@@ -1,0 +1,390 @@
+// The checker must have teeth: each test starts from a small consistent history (a job that
+// fired three times, each run's one shard leased, run by a probe, logged and reported), which
+// must pass, breaks one invariant by hand, and expects that violation to be reported, naming
+// what it is about.
+#include "fault/checker.h"
+
+#include <gtest/gtest.h>
+
+#include "fault/probe_output.h"
+
+namespace jobctl::fault {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kT0 = 1'700'000'000'000;  // a whole second (Unix ms)
+constexpr int kLines = 3;
+
+struct Line {
+  std::string src;
+  std::string ev;
+  int64_t t_ms;  // test time: mono = t ms, wall = kT0 + t
+  json fields;
+};
+
+class Scenario {
+ public:
+  Scenario() {
+    Job job;
+    job.name = "tick";
+    job.schedule = "@every 1s";
+    job.overlap = Overlap::kAllow;
+    Result<JobView> view = MakeJobView(1, job, kT0 + 3000);
+    EXPECT_TRUE(view.ok()) << view.status().ToString();
+    store.jobs["tick"] = *view;
+    Coord("loading", 0, {});
+    Coord("loaded", 1,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 0}});
+    Coord("scheduled", 2, {{"job", "tick"}, {"next_fire_ms", kT0}});
+    for (int i = 0; i < 3; ++i) FireAndRun(i + 1, kT0 + i * 1000, i * 1000);
+    Coord("stopping", 3500, {});
+  }
+
+  // Run `run` for `instant`: fired at t, granted token = run to agent a, probe, logs, result.
+  void FireAndRun(int64_t run, int64_t instant, int64_t t) {
+    RunRecord rec;
+    rec.id = run;
+    rec.job_id = 1;
+    rec.job = "tick";
+    rec.scheduled_ms = instant;
+    rec.state = RunState::kSucceeded;
+    ShardRecord shard;
+    shard.run_id = run;
+    shard.state = RunState::kSucceeded;
+    shard.agent = "a";
+    shard.token = run;
+    shard.exit_code = 0;
+    rec.shards.push_back(shard);
+    store.runs.push_back(rec);
+    json id = {{"run", run}, {"shard", 0}};
+    json tok = {{"run", run}, {"shard", 0}, {"attempt", 1}, {"token", run}};
+    Coord("fire", t + 5,
+          {{"job", "tick"},
+           {"run", run},
+           {"scheduled_ms", instant},
+           {"reason", "schedule"},
+           {"shards", 1}});
+    Coord("grant", t + 10, Merge(tok, {{"agent", "a"}}));
+    Agent("a", "claimed", t + 11, tok);
+    Agent("a", "started", t + 12, Merge(tok, {{"pid", 100 + run}}));
+    Probe("start", t + 13, Merge(tok, {{"lines", kLines}}));
+    Coord("renewed", t + 100, Merge(tok, {{"agent", "a"}}));
+    std::string out = ProbeOutput(run, 0, 1, kLines);
+    Coord("log_accepted", t + 200, Merge(tok, {{"seq", 1}, {"bytes", out.size()}}));
+    Agent("a", "log_acked", t + 201, Merge(tok, {{"seq", 1}, {"bytes", out.size()}}));
+    store::LogChunk chunk;
+    chunk.run_id = run;
+    chunk.seq = 1;
+    chunk.data = out;
+    store.chunks[{run, 0, 1}][1] = chunk;
+    Probe("end", t + 300, Merge(tok, {{"bytes", out.size()}, {"exit", 0}}));
+    Agent("a", "exited", t + 301, Merge(tok, {{"outcome", "exited"}, {"exit", 0}}));
+    Coord("result_accepted", t + 310,
+          Merge(tok, {{"agent", "a"}, {"outcome", "exited"}, {"state", "succeeded"}}));
+    Coord("lease_end", t + 311, Merge(id, {{"token", run}, {"agent", "a"}, {"why", "result"}}));
+    Agent("a", "result_acked", t + 312, Merge(tok, {{"outcome", "exited"}, {"exit", 0}}));
+  }
+
+  static json Merge(json a, const json& b) {
+    for (auto it = b.begin(); it != b.end(); ++it) a[it.key()] = it.value();
+    return a;
+  }
+  void Coord(const std::string& ev, int64_t t, json f) {
+    lines.push_back({"coord", ev, t, std::move(f)});
+  }
+  void Agent(const std::string& name, const std::string& ev, int64_t t, json f) {
+    f["agent"] = name;
+    lines.push_back({"agent", ev, t, std::move(f)});
+  }
+  void Probe(const std::string& ev, int64_t t, json f) {
+    lines.push_back({"probe", ev, t, std::move(f)});
+  }
+  // Removes the first line with this event and these fields.
+  void Drop(const std::string& ev, const json& match) {
+    for (auto it = lines.begin(); it != lines.end(); ++it) {
+      bool same = it->ev == ev;
+      for (auto m = match.begin(); same && m != match.end(); ++m) {
+        same = it->fields.contains(m.key()) && it->fields[m.key()] == m.value();
+      }
+      if (same) {
+        lines.erase(it);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no " << ev << " " << match.dump();
+  }
+
+  Report Run(const CheckOptions& options = {}) {
+    // Each source's lines in time order, as its file would have them.
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const Line& a, const Line& b) { return a.t_ms < b.t_ms; });
+    std::string text;
+    for (const Line& l : lines) {
+      json j = {{"src", l.src},
+                {"pid", 1},
+                {"mono_ns", l.t_ms * 1'000'000},
+                {"wall_ms", kT0 + l.t_ms},
+                {"ev", l.ev}};
+      for (auto it = l.fields.begin(); it != l.fields.end(); ++it) j[it.key()] = it.value();
+      text += j.dump() + "\n";
+    }
+    History h;
+    Status s = ParseEvents(text, "test", &h);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    Report r = Check(h, store, options);
+    text_ = r.ToString();
+    return r;
+  }
+  const std::string& text() const { return text_; }
+
+  std::vector<Line> lines;
+  StoreView store;
+
+ private:
+  std::string text_;
+};
+
+TEST(CheckerTest, AConsistentHistoryPasses) {
+  Scenario s;
+  Report r = s.Run();
+  EXPECT_TRUE(r.ok()) << s.text();
+  EXPECT_TRUE(r.notes.empty()) << s.text();
+}
+
+TEST(CheckerTest, ADueInstantWithNeitherRunNorMissIsALostTrigger) {
+  Scenario s;
+  s.store.runs.erase(s.store.runs.begin() + 1);
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I1")) << s.text();
+  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0 + 1000)), std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, ARecordedMissAccountsForAnInstant) {
+  Scenario s;
+  s.store.runs.erase(s.store.runs.begin() + 1);
+  s.store.misses.push_back({1, kT0 + 1000, kT0 + 1000, 1, "misfire=skip", kT0 + 1500});
+  s.Drop("fire", {{"run", 2}});
+  Report r = s.Run();
+  EXPECT_FALSE(r.Has("I1")) << s.text();
+  EXPECT_FALSE(r.Has("I2")) << s.text();
+}
+
+TEST(CheckerTest, AnInstantBothRunAndMissedIsReported) {
+  Scenario s;
+  s.store.misses.push_back({1, kT0 + 1000, kT0 + 1000, 1, "misfire=skip", kT0 + 1500});
+  EXPECT_TRUE(s.Run().Has("I1")) << s.text();
+}
+
+TEST(CheckerTest, ASchedulerFarBehindAtTheEndIsALostTrigger) {
+  Scenario s;
+  s.Coord("stopping", 20'000, {});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I1")) << s.text();
+  EXPECT_NE(s.text().find("still not fired"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, TwoRunsForOneInstantAreADuplicateTrigger) {
+  Scenario s;
+  RunRecord dup = s.store.runs[0];
+  dup.id = 9;
+  s.store.runs.push_back(dup);
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I2")) << s.text();
+  EXPECT_NE(s.text().find("2 runs: 1 9"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, TwoFireEventsForOneInstantAreADuplicateTrigger) {
+  Scenario s;
+  s.Coord("fire", 50, {{"job", "tick"}, {"run", 1}, {"scheduled_ms", kT0}, {"reason", "schedule"}});
+  EXPECT_TRUE(s.Run().Has("I2")) << s.text();
+}
+
+TEST(CheckerTest, ARunAtAnInstantOutsideTheScheduleIsReported) {
+  Scenario s;
+  s.store.runs[2].scheduled_ms = kT0 + 2500;
+  s.Drop("fire", {{"run", 3}});
+  Report r = s.Run();
+  EXPECT_TRUE(r.Has("I2")) << s.text();
+  EXPECT_TRUE(r.Has("I1")) << s.text();  // and kT0 + 2000 went without a run
+}
+
+TEST(CheckerTest, AGrantWhileTheShardIsLeasedIsTwoLiveLeases) {
+  Scenario s;
+  s.Coord("grant", 150, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 7}, {"agent", "b"}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I3")) << s.text();
+  EXPECT_NE(s.text().find("run 1 shard 0: token 7 granted to b"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, TokensThatDoNotGrowAreReported) {
+  Scenario s;
+  // Run 3's lease gets token 2 again.
+  for (Line& l : s.lines) {
+    if (l.fields.is_object() && l.fields.value("run", 0) == 3 && l.fields.contains("token")) {
+      l.fields["token"] = 2;
+    }
+  }
+  s.store.runs[2].shards[0].token = 2;
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I3")) << s.text();
+  EXPECT_NE(s.text().find("tokens must strictly increase"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, ARestartWithATokenCounterBelowAGrantedTokenIsReported) {
+  Scenario s;
+  s.Coord("loading", 3000, {});
+  s.Coord("loaded", 3001,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 1}});
+  EXPECT_TRUE(s.Run().Has("I3")) << s.text();
+}
+
+TEST(CheckerTest, ARestartClosesLeasesTheStoreNoLongerHoldsAndReopensTheOnesItHolds) {
+  Scenario s;
+  // Run 2's lease_end line was lost in a kill -9; run 3's grant line too.
+  s.Drop("lease_end", {{"run", 2}});
+  s.Drop("grant", {{"run", 3}});
+  s.Coord("loading", 1900, {});
+  s.Coord("loaded", 1902,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 0}, {"last_token", 2}});
+  s.Coord("loading", 2008, {});
+  s.Coord("lease_loaded", 2009, {{"run", 3}, {"shard", 0}, {"token", 3}, {"agent", "a"}});
+  s.Coord("loaded", 2009,
+          {{"ttl_ms", 3000}, {"heartbeat_ms", 1000}, {"leases", 1}, {"last_token", 3}});
+  Report r = s.Run();
+  EXPECT_TRUE(r.ok()) << s.text();
+  EXPECT_EQ(r.notes.size(), 1u) << s.text();  // the lost grant line
+}
+
+TEST(CheckerTest, AResultAcceptedAfterTheLeaseExpiredIsAStaleToken) {
+  Scenario s;
+  s.Drop("lease_end", {{"run", 1}});
+  s.Coord("lease_end", 150,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("grant", 160, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 11}, {"agent", "b"}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I4")) << s.text();
+  EXPECT_NE(s.text().find("job tick instant " + FormatInstant(kT0) +
+                          " run 1 shard 0 token 1: result accepted"),
+            std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, ALogChunkWithAnOldTokenAfterANewGrantIsAStaleToken) {
+  Scenario s;
+  s.Coord("lease_end", 320, {{"run", 1}, {"shard", 0}, {"token", 1}, {"why", "expired"}});
+  s.Drop("lease_end", {{"run", 1}, {"why", "result"}});
+  s.Coord("grant", 330, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 12}, {"agent", "b"}});
+  s.Coord("log_accepted", 340,
+          {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"seq", 2}, {"bytes", 3}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I4")) << s.text();
+  EXPECT_NE(s.text().find("log chunk seq 2 accepted"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, ARenewalOfAnEndedLeaseIsAStaleToken) {
+  Scenario s;
+  s.Coord("renewed", 400, {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}});
+  EXPECT_TRUE(s.Run().Has("I4")) << s.text();
+}
+
+TEST(CheckerTest, TwoResultsForOneAttemptAreReported) {
+  Scenario s;
+  s.Drop("lease_end", {{"run", 1}});
+  s.Coord("result_accepted", 311,
+          {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"token", 1}, {"outcome", "exited"}});
+  s.Coord("lease_end", 312, {{"run", 1}, {"shard", 0}, {"token", 1}, {"why", "result"}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I5")) << s.text();
+  EXPECT_NE(s.text().find("a second result accepted"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, AnAcknowledgedLogChunkMissingFromTheStoreIsLost) {
+  Scenario s;
+  s.store.chunks.erase({2, 0, 1});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I6")) << s.text();
+  EXPECT_NE(s.text().find("agent a saw log chunk seq 1"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, AnAcknowledgedResultTheStoreDoesNotHoldIsLost) {
+  Scenario s;
+  s.store.runs[0].shards[0].state = RunState::kRunning;
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I6")) << s.text();
+  EXPECT_NE(s.text().find("saw its result (exited) acknowledged"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, StoredOutputThatIsNotWhatTheProbePrintedIsReportedWithHashes) {
+  Scenario s;
+  s.store.chunks[{3, 0, 1}][1].data[5] = 'X';
+  s.Drop("log_acked", {{"run", 3}});  // still a violation without the chunk's acknowledgement
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I6")) << s.text();
+  EXPECT_NE(s.text().find("sha256 " + Sha256Hex(ProbeOutput(3, 0, 1, kLines))), std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, AFireTheStoreDoesNotHoldIsLost) {
+  Scenario s;
+  s.Coord("fire", 2500,
+          {{"job", "tick"}, {"run", 44}, {"scheduled_ms", kT0 + 2500}, {"reason", "manual"}});
+  EXPECT_TRUE(s.Run().Has("I6")) << s.text();
+}
+
+TEST(CheckerTest, AKilledAgentsShardGrantedAgainTooLateIsSlowFailover) {
+  Scenario s;
+  // Agent a dies at 150 holding run 1; the lease expires at 3200 and b gets it at 5400.
+  s.Drop("lease_end", {{"run", 1}});
+  s.Drop("result_accepted", {{"run", 1}});
+  s.Drop("result_acked", {{"run", 1}});
+  s.Coord("lease_end", 3200,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("grant", 5400, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"agent", "b"}});
+  CheckOptions o;
+  o.kills.push_back({"a", 150 * 1'000'000});
+  Report r = s.Run(o);
+  ASSERT_TRUE(r.Has("I8")) << s.text();
+  ASSERT_EQ(r.failovers.size(), 1u);
+  EXPECT_EQ(r.failovers[0].ended_ms, 3050);
+  EXPECT_EQ(r.failovers[0].regranted_ms, 5250);
+  EXPECT_NE(s.text().find("granted again 5250 ms after the kill (bound 5000 ms)"),
+            std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, AKilledAgentsShardGrantedAgainInTimeIsAFailoverFigure) {
+  Scenario s;
+  s.Drop("lease_end", {{"run", 1}});
+  s.Drop("result_accepted", {{"run", 1}});
+  s.Drop("result_acked", {{"run", 1}});
+  s.Coord("lease_end", 3200,
+          {{"run", 1}, {"shard", 0}, {"token", 1}, {"agent", "a"}, {"why", "expired"}});
+  s.Coord("grant", 3210, {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"agent", "b"}});
+  s.Coord("result_accepted", 3400,
+          {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 13}, {"outcome", "exited"}});
+  s.Coord("lease_end", 3401, {{"run", 1}, {"shard", 0}, {"token", 13}, {"why", "result"}});
+  s.store.runs[0].shards[0].attempt = 2;
+  s.store.runs[0].shards[0].token = 13;
+  CheckOptions o;
+  o.kills.push_back({"a", 150 * 1'000'000});
+  Report r = s.Run(o);
+  EXPECT_TRUE(r.ok()) << s.text();
+  ASSERT_EQ(r.failovers.size(), 1u);
+  EXPECT_EQ(r.failovers[0].regranted_ms, 3060);
+}
+
+TEST(CheckerTest, TwoAttemptsAliveAtOnceAreMeasuredAsAnOverlap) {
+  Scenario s;
+  s.Probe("start", 250,
+          {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
+  Report r = s.Run();
+  ASSERT_EQ(r.overlaps.size(), 1u) << s.text();
+  EXPECT_EQ(r.overlaps[0].old_attempt, 1);
+  EXPECT_EQ(r.overlaps[0].new_attempt, 2);
+  EXPECT_EQ(r.overlaps[0].ms, 50);  // attempt 1's probe ended at 300
+}
+
+}  // namespace
+}  // namespace jobctl::fault

@@ -1,0 +1,203 @@
+// The fault suite: real coordinator and agents on loopback, faults injected into the real
+// processes (kill -9, SIGSTOP), and the checker over everything they wrote. Each test prints
+// the checker's report, with its figures (kill cycles, failover times, overlap windows).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "base/event_log.h"
+#include "fault/fault_cluster.h"
+
+namespace jobctl::fault {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr std::chrono::seconds kTtl{3};
+constexpr const char* kShortLeases =
+    "lease_ttl = \"3s\"\nheartbeat = \"1s\"\nmisfire_grace = \"1s\"\n";
+
+int64_t Ms(int64_t ns) { return ns / 1'000'000; }
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) std::cerr << cluster_->Logs();
+  }
+  std::unique_ptr<FaultCluster> cluster_;
+};
+
+// A trigger for a job that fires once (by hand).
+int64_t Trigger(FaultCluster& c, const std::string& job) {
+  return c.coord()
+      .PostJson("/v1/jobs/" + job + "/trigger", nlohmann::json::object())["id"]
+      .get<int64_t>();
+}
+
+bool Is(const Event& e, const char* ev, int64_t run, int attempt) {
+  return e.ev == ev && e.Int("run") == run && e.Int("attempt") == attempt;
+}
+
+TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
+  c.WaitForAgents(3);
+  const std::string every = "schedule = \"* * * * * *\"\n";
+  c.coord().Apply("[[job]]\nname = \"once\"\n" + every +
+                  "misfire = \"fire-once\"\noverlap = \"allow\"\n"
+                  "shards = 2\n" +
+                  c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
+                  "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
+                  "[[job]]\nname = \"all\"\n" + every +
+                  "misfire = \"fire-all\"\nmisfire_cap = 2\n"
+                  "overlap = \"allow\"\n" +
+                  c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every +
+                  "overlap = \"forbid\"\n" + c.ProbeJob({4, 1500, 0}) +
+                  "[[job]]\nname = \"fragile\"\n" + every +
+                  "on_lost = \"fail\"\noverlap = \"allow\"\n"
+                  "shards = 3\n" +
+                  c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
+                  "overlap = \"allow\"\n"
+                  "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
+                  c.ProbeJob({2, 50, 3}));
+
+  std::mt19937_64 rng(std::random_device{}());
+  const int kCycles = 20;
+  int64_t started_ns = 0;
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    // Each cycle the restarted coordinator fires and leases again (the agents are back from
+    // their backoff) before it is killed again, so that every kill hits live leases.
+    std::optional<Event> granted = c.WaitForCoord(
+        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
+    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
+    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
+    c.coord().Kill9();
+    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
+    started_ns = MonotonicNs();
+    c.coord().Start();
+  }
+  ASSERT_TRUE(c.Quiesce({"once", "skip", "all", "forbid", "fragile", "flaky"}, seconds(60)));
+  c.StopAll();
+  Report r = c.Check({});
+  std::cout << "coordinator kill -9 cycles: " << kCycles << "\n" << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  int64_t restarts = 0;
+  for (const auto& [what, n] : r.counts) {
+    if (what == "restarts") restarts = n;
+  }
+  EXPECT_GE(restarts, kCycles + 1);
+}
+
+TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSecond) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 1);
+  c.WaitForAgents(3);
+  c.coord().Apply("[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n" +
+                  c.ProbeJob({200, 60'000, 0}));
+  int64_t run = Trigger(c, "long");
+  CheckOptions options;
+  std::map<int, int64_t> tokens;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    std::optional<Event> started =
+        c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, attempt); }, seconds(15));
+    ASSERT_TRUE(started) << "attempt " << attempt << " never started";
+    std::optional<Event> grant =
+        c.WaitForCoord([&](const Event& e) { return Is(e, "grant", run, attempt); }, seconds(1));
+    ASSERT_TRUE(grant);
+    std::string holder = grant->Str("agent");
+    tokens[attempt] = grant->Int("token");
+    c.agent(holder).process().Signal(SIGKILL);
+    options.kills.push_back({holder, MonotonicNs()});
+    c.agent(holder).process().Wait(seconds(5));
+    std::optional<Event> again = c.WaitForCoord(
+        [&](const Event& e) { return Is(e, "grant", run, attempt + 1); }, seconds(10));
+    ASSERT_TRUE(again) << "attempt " << attempt + 1 << " was never granted";
+    EXPECT_NE(again->Str("agent"), holder);
+    std::cout << "agent " << holder << " killed; shard granted again to " << again->Str("agent")
+              << " after " << Ms(again->mono_ns - options.kills.back().mono_ns) << " ms\n";
+  }
+  // What the dead agents' attempts send with their old tokens is refused: by hand, and by
+  // the first killed agent itself, restarted on its state dir with its spool and results.
+  testing::TestAgent ghost(c.coord(), options.kills[0].agent);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    nlohmann::json old = {
+        {"run", run}, {"shard", 0}, {"attempt", attempt}, {"token", tokens[attempt]}};
+    EXPECT_EQ(ghost.Finish(old, 0).status, 409);
+    EXPECT_EQ(ghost.Log(old, 999, "stdout", "late\n").status, 409);
+  }
+  c.StartAgent(options.kills[0].agent, 1);
+  c.coord().PostJson("/v1/runs/" + std::to_string(run) + "/cancel", nlohmann::json::object());
+  ASSERT_TRUE(c.Quiesce({"long"}, seconds(30)));
+  c.StopAll();
+  Report r = c.Check(options);
+  std::cout << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  History h = c.Read();
+  size_t refused = std::count_if(h.coordinator.begin(), h.coordinator.end(), [&](const Event& e) {
+    return e.ev == "refused" && (e.Int("token") == tokens[1] || e.Int("token") == tokens[2]);
+  });
+  EXPECT_GE(refused, 4u) << "the old tokens' result and log chunk were not all refused";
+  ASSERT_EQ(r.failovers.size(), 2u) << r.ToString();
+  for (const Failover& f : r.failovers) {
+    EXPECT_GE(f.regranted_ms, 0);
+    EXPECT_LE(f.regranted_ms, 3000 + 1000 + 1000);
+  }
+}
+
+TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b"}) c.StartAgent(name, 1);
+  c.WaitForAgents(2);
+  c.coord().Apply("[[job]]\nname = \"ticker\"\nschedule = \"@yearly\"\nroute = \"failover\"\n" +
+                  c.ProbeJob({300, 60'000, 0}));
+  int64_t run = Trigger(c, "ticker");
+  ASSERT_TRUE(c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, 1); }, seconds(15)));
+  std::optional<Event> first =
+      c.WaitForCoord([&](const Event& e) { return Is(e, "grant", run, 1); }, seconds(1));
+  ASSERT_TRUE(first);
+  std::string holder = first->Str("agent");
+  c.agent(holder).process().Signal(SIGSTOP);
+  auto stopped_at = std::chrono::steady_clock::now();
+  CheckOptions options;
+  options.kills.push_back({holder, MonotonicNs()});
+  // Past its TTL the shard runs elsewhere while the old process, whose agent cannot stop it,
+  // still runs: the overlap window opens.
+  std::optional<Event> second =
+      c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, 2); }, seconds(15));
+  ASSERT_TRUE(second) << "the shard never ran elsewhere";
+  // The agent stays stopped for two TTLs in all (the fault's length), then resumes.
+  std::this_thread::sleep_until(stopped_at + 2 * kTtl);
+  c.agent(holder).process().Signal(SIGCONT);
+  int64_t cont_ns = MonotonicNs();
+  // The resumed agent finds its lease's deadline passed and kills its shard.
+  std::optional<Event> exited =
+      c.WaitFor([&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
+                [&](const Event& e) { return Is(e, "exited", run, 1); }, seconds(15));
+  ASSERT_TRUE(exited) << "attempt 1 still running after SIGCONT";
+  c.coord().PostJson("/v1/runs/" + std::to_string(run) + "/cancel", nlohmann::json::object());
+  ASSERT_TRUE(c.Quiesce({"ticker"}, seconds(30)));
+  c.StopAll();
+  Report r = c.Check(options);
+  std::cout << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  ASSERT_EQ(r.overlaps.size(), 1u) << r.ToString();
+  const AttemptOverlap& o = r.overlaps[0];
+  int64_t stopped_after_new_start = Ms(cont_ns - second->mono_ns);
+  std::cout << "SIGSTOP overlap window: " << o.ms << " ms (the new holder ran "
+            << stopped_after_new_start << " ms before SIGCONT; the old process ended "
+            << Ms(exited->mono_ns - cont_ns) << " ms after it)\n";
+  EXPECT_TRUE(o.old_end_known);
+  // Bounded: the old process ends within a second of its agent running again.
+  EXPECT_LE(o.ms, stopped_after_new_start + 1000);
+  EXPECT_LE(Ms(exited->mono_ns - cont_ns), 1000);
+}
+
+}  // namespace
+}  // namespace jobctl::fault

@@ -1,0 +1,43 @@
+// History is what the processes of a fault test wrote to their event logs (see
+// lib/base/event_log.h), read back for the checker: the coordinator's lines in the order it
+// wrote them (one file across restarts), each agent's lines, and the probe jobs' lines.
+// Value types; any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace jobctl::fault {
+
+struct Event {
+  std::string src;  // "coord", "agent", "probe"
+  std::string ev;
+  int64_t pid = 0;
+  int64_t mono_ns = 0;
+  int64_t wall_ms = 0;
+  nlohmann::json fields;  // the whole line
+  std::string where;      // "FILE:LINE", for reports
+
+  int64_t Int(const char* key, int64_t fallback = 0) const;
+  std::string Str(const char* key) const;
+  bool Has(const char* key) const { return fields.contains(key); }
+};
+
+struct History {
+  std::vector<Event> coordinator;                    // in file order
+  std::map<std::string, std::vector<Event>> agents;  // by agent name, in file order
+  std::vector<Event> probes;                         // in file order
+};
+
+// Parses JSON lines (`name` is used in Event::where). A line that is not a JSON object with
+// src, ev and mono_ns is an error naming it; a torn last line (no newline) is ignored.
+Status ParseEvents(const std::string& text, const std::string& name, History* into);
+// Reads and parses each file; a missing file is an error.
+Result<History> ReadHistory(const std::vector<std::string>& paths);
+
+}  // namespace jobctl::fault

@@ -1,0 +1,96 @@
+#include "fault/store_view.h"
+
+#include <nlohmann/json.hpp>
+
+#include "wire/job_json.h"
+
+namespace jobctl::fault {
+
+const RunRecord* StoreView::FindRun(int64_t id) const {
+  // Runs are read in id order; hand-made views may not be, hence the fallback scan.
+  auto it = std::lower_bound(runs.begin(), runs.end(), id,
+                             [](const RunRecord& r, int64_t v) { return r.id < v; });
+  if (it != runs.end() && it->id == id) return &*it;
+  for (const RunRecord& r : runs) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+const JobView* StoreView::FindJob(int64_t id) const {
+  for (const auto& [name, job] : jobs) {
+    if (job.id == id) return &job;
+  }
+  return nullptr;
+}
+
+std::string StoreView::Output(AttemptId attempt, store::LogStream stream) const {
+  std::string out;
+  auto it = chunks.find(attempt);
+  if (it == chunks.end()) return out;
+  for (const auto& [seq, chunk] : it->second) {
+    if (chunk.stream == stream) out += chunk.data;
+  }
+  return out;
+}
+
+Result<JobView> MakeJobView(int64_t id, Job spec, std::optional<int64_t> next_fire_ms) {
+  JobView v;
+  v.id = id;
+  v.spec = std::move(spec);
+  v.next_fire_ms = next_fire_ms;
+  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(v.spec));
+  if (!schedule.ok()) return schedule.status().WithContext("job " + v.spec.name);
+  v.schedule = std::make_shared<const Schedule>(std::move(*schedule));
+  return v;
+}
+
+Result<StoreView> ReadStores(const std::string& data_dir) {
+  Result<std::unique_ptr<store::Store>> db = store::Store::Open(data_dir + "/jobctl.db");
+  if (!db.ok()) return db.status();
+  StoreView view;
+  Status bad;
+  Status s = (*db)->ForEachJob([&](store::JobRow&& row) {
+    Result<Job> spec = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
+    if (!spec.ok()) {
+      if (bad.ok()) bad = spec.status().WithContext("job " + row.name);
+      return;
+    }
+    Result<JobView> v = MakeJobView(row.id, std::move(*spec), row.next_fire_ms);
+    if (!v.ok()) {
+      if (bad.ok()) bad = v.status();
+      return;
+    }
+    v->active = row.active;
+    v->paused = row.paused;
+    view.jobs[row.name] = std::move(*v);
+  });
+  if (!s.ok()) return s;
+  if (!bad.ok()) return bad;
+  s = (*db)->ForEachRun([&](RunRecord&& run) { view.runs.push_back(std::move(run)); });
+  if (!s.ok()) return s;
+  for (const auto& [name, job] : view.jobs) {
+    Result<std::vector<store::MissRow>> misses = (*db)->ListMisses(job.id, 0);
+    if (!misses.ok()) return misses.status();
+    view.misses.insert(view.misses.end(), misses->begin(), misses->end());
+  }
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::LogStore::Open(data_dir + "/logs.db", int64_t{1} << 40);
+  if (!logs.ok()) return logs.status();
+  for (const RunRecord& run : view.runs) {
+    store::LogQuery q;
+    q.run_id = run.id;
+    while (true) {
+      Result<std::vector<store::LogChunk>> page = (*logs)->Read(q);
+      if (!page.ok()) return page.status();
+      if (page->empty()) break;
+      for (store::LogChunk& c : *page) {
+        q.after_id = c.id;
+        view.chunks[{c.run_id, c.shard, c.attempt}][c.seq] = std::move(c);
+      }
+    }
+  }
+  return view;
+}
+
+}  // namespace jobctl::fault
