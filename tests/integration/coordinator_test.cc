@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "testlib/cluster.h"
@@ -108,6 +109,59 @@ TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
     EXPECT_TRUE(jobs.insert(r["job"].get<std::string>()).second) << "fired twice: " << r.dump();
   }
   EXPECT_EQ(jobs.size(), static_cast<size_t>(n));
+}
+
+// Each slice of a burst is committed before the next slice's runs are created: the event
+// log's `commit` lines are each followed by at most one slice of `fire` lines, and every run
+// was created after the previous commit of the burst was durable.
+TEST_F(CoordinatorTest, EachBurstSliceIsDurableBeforeTheNextIsFired) {
+  std::string events = dir_.path() + "/events.jsonl";
+  Start("event_log = \"" + events + "\"\n");
+  const int n = 1500;  // three slices of 512
+  int64_t now = std::chrono::duration_cast<milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t due = (now / 1000 + 3) * 1000;
+  std::time_t secs = due / 1000;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    toml += "[[job]]\nname = \"s" + std::to_string(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            stamp + "\"\nshell = \"true\"\n";
+  }
+  coord_->Apply(toml);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->GetJson("/v1/runs?limit=5000").size() >= static_cast<size_t>(n); },
+      seconds(20)));
+  std::map<int64_t, int64_t> created;  // run -> created_ms
+  for (const auto& r : coord_->GetJson("/v1/runs?limit=5000")) {
+    created[r["id"].get<int64_t>()] = Ms(r["created_at"]);
+  }
+  // Group the burst's fires by the commit line before them.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> commits;  // commit wall_ms, runs
+  std::istringstream in(ReadFile(events));
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line);
+    if (e["ev"] == "commit") commits.push_back({e["wall_ms"].get<int64_t>(), {}});
+    if (e["ev"] == "fire" && e["scheduled_ms"] == due) {
+      ASSERT_FALSE(commits.empty()) << line;
+      commits.back().second.push_back(e["run"].get<int64_t>());
+    }
+  }
+  std::erase_if(commits, [](const auto& c) { return c.second.empty(); });
+  size_t fired = 0;
+  for (size_t i = 0; i < commits.size(); ++i) {
+    fired += commits[i].second.size();
+    EXPECT_LE(commits[i].second.size(), 512u) << "commit " << i << " holds more than one slice";
+    if (i == 0) continue;
+    for (int64_t run : commits[i].second) {
+      EXPECT_GE(created.at(run), commits[i - 1].first)
+          << "run " << run << " of commit " << i << " was created before commit " << i - 1
+          << " was durable";
+    }
+  }
+  EXPECT_EQ(fired, static_cast<size_t>(n));
+  EXPECT_GE(commits.size(), 3u);
 }
 
 TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
