@@ -251,6 +251,66 @@ TEST_F(CoordinatorTest, StaleTokensAreRefused) {
   EXPECT_EQ(json::parse(first.body)["state"], json::parse(again.body)["state"]);
 }
 
+double Metric(Coordinator& c, const std::string& name) {
+  std::string m = c.Request("GET", "/metrics").body;
+  size_t at = m.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+}
+
+// An agent lists a lease in its heartbeats until its result is acknowledged, so a heartbeat
+// that crosses the result names a lease that just ended. The coordinator answers "finished"
+// (for a finished run, an open run and an attempt being retried) and counts no stale token;
+// a lease that expired, or a token that was never granted, is still stale.
+TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
+  Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"one\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"two\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 2\n"
+      "[[job]]\nname = \"retry\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "retry = { max = 1, initial = \"1m\", max_delay = \"1m\" }\n"
+      "[[job]]\nname = \"lapse\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  TestAgent agent(*coord_, "a");
+  auto claim = [&](const std::string& job, size_t n) {
+    coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object());
+    std::vector<json> got;
+    while (got.size() < n) {
+      std::vector<json> more = agent.Claim(static_cast<int>(n - got.size()), 5000);
+      if (more.empty()) break;
+      got.insert(got.end(), more.begin(), more.end());
+    }
+    return got;
+  };
+  std::vector<json> one = claim("one", 1), two = claim("two", 2), retry = claim("retry", 1);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(two.size(), 2u);
+  ASSERT_EQ(retry.size(), 1u);
+  ASSERT_EQ(agent.Finish(one[0], 0).status, 200);    // its run is finished
+  ASSERT_EQ(agent.Finish(two[0], 0).status, 200);    // its run is still open
+  ASSERT_EQ(agent.Finish(retry[0], 1).status, 200);  // failed: waits for its retry
+  json hb = json::parse(agent.Heartbeat({one[0], two[0], two[1], retry[0]}).body);
+  ASSERT_EQ(hb["revoked"].size(), 3u) << hb.dump();
+  for (const json& r : hb["revoked"]) EXPECT_EQ(r["reason"], "finished") << hb.dump();
+  ASSERT_EQ(hb["renewed"].size(), 1u) << hb.dump();
+  EXPECT_EQ(hb["renewed"][0]["shard"], two[1]["shard"]);
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 0);
+
+  // A token never granted, and a lease that expired: stale, and counted.
+  json made_up = one[0];
+  made_up["token"] = one[0]["token"].get<int64_t>() + 1000;
+  hb = json::parse(agent.Heartbeat({made_up}).body);
+  ASSERT_EQ(hb["revoked"].size(), 1u);
+  EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 1);
+  std::vector<json> lapse = claim("lapse", 1);
+  ASSERT_EQ(lapse.size(), 1u);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return Metric(*coord_, "jobctl_leases_expired_total") >= 2; }, seconds(10)));
+  hb = json::parse(agent.Heartbeat({lapse[0]}).body);
+  ASSERT_EQ(hb["revoked"].size(), 1u);
+  EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 2);
+}
+
 TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlusOneSecond) {
   Start("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
