@@ -237,9 +237,13 @@ void Agent::OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss) {
   RunningShard* shard = Find(key, token);
   if (shard == nullptr) return;  // already ended; its result tells the coordinator
   Outcome outcome = loss == LeaseLoss::kCanceled ? Outcome::kCanceled : Outcome::kLeaseLost;
+  // kFinished with the shard still here: the coordinator holds a result for this lease
+  // (its timeout backstop, say), so the process must not go on.
   std::string why = loss == LeaseLoss::kCanceled ? "canceled by the coordinator"
                     : loss == LeaseLoss::kStale  ? "lease revoked by the coordinator (stale token)"
-                                                 : "lease not renewed before its deadline";
+                    : loss == LeaseLoss::kFinished
+                        ? "the coordinator already holds a result for this lease"
+                        : "lease not renewed before its deadline";
   log::Warn("lease lost; stopping the shard", {{"run", key.run}, {"shard", key.shard},
                                               {"token", token}, {"reason", LeaseLossName(loss)}});
   if (!shard->started()) return EndUnstarted(shard->assignment().key, outcome, why);

@@ -14,6 +14,7 @@ std::string_view LeaseLossName(LeaseLoss l) {
     case LeaseLoss::kStale: return "stale";
     case LeaseLoss::kCanceled: return "canceled";
     case LeaseLoss::kExpired: return "expired";
+    case LeaseLoss::kFinished: return "finished";
   }
   return "expired";
 }
@@ -136,10 +137,17 @@ void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
     for (const auto& e : *revoked) {
       if (!item(e, &key, &token) || !table_.Remove(key, token)) continue;
       auto reason = e.find("reason");
-      bool canceled = reason != e.end() && reason->is_string() && *reason == "canceled";
-      LeaseLoss loss = canceled ? LeaseLoss::kCanceled : LeaseLoss::kStale;
-      log::Info("lease revoked", {{"run", key.run}, {"shard", key.shard}, {"token", token},
-                                  {"reason", LeaseLossName(loss)}});
+      std::string_view why = reason != e.end() && reason->is_string()
+                                 ? std::string_view(reason->get_ref<const std::string&>())
+                                 : std::string_view("stale");
+      LeaseLoss loss = why == "canceled"   ? LeaseLoss::kCanceled
+                       : why == "finished" ? LeaseLoss::kFinished
+                                           : LeaseLoss::kStale;
+      // A finished lease is the normal end of a shard whose result is still being
+      // acknowledged: not worth a line at the default level.
+      (loss == LeaseLoss::kFinished ? log::Debug : log::Info)(
+          "lease revoked",
+          {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"reason", LeaseLossName(loss)}});
       cb_.on_lost(key, token, loss);
     }
   }

@@ -4,8 +4,8 @@
 // while leases are held: an idle agent sends nothing but its claim.
 //
 // Loop thread only; owned by the Agent. on_lost fires exactly once per lost lease (revoked by
-// the coordinator as stale or canceled, or past its deadline), after which the lease is no
-// longer held; Remove() after a result was accepted is silent.
+// the coordinator as stale, canceled or finished, or past its deadline), after which the
+// lease is no longer held; Remove() after a result was accepted is silent.
 #pragma once
 
 #include <uv.h>
@@ -22,7 +22,9 @@
 
 namespace jobctl::agentd {
 
-enum class LeaseLoss { kStale, kCanceled, kExpired };
+// kFinished: the coordinator already accepted a result for the lease (a heartbeat crossed
+// the result): harmless, the lease simply ends.
+enum class LeaseLoss { kStale, kCanceled, kExpired, kFinished };
 std::string_view LeaseLossName(LeaseLoss l);
 
 class LeaseKeeper {

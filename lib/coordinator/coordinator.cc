@@ -197,7 +197,11 @@ Status Coordinator::Start() {
     log_hub_->Notify(-run);
   };
   batch_->on_failure = [this](const Status&) { Reload(); };
-  batch_->on_commit_seconds = [this](double s) { ctx_.metrics->commit_latency.Observe(s); };
+  batch_->on_commit_seconds = [this](double s) {
+    ctx_.metrics->commit_latency.Observe(s);
+    // Before the events of this commit (they are written by its callbacks, which follow).
+    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}});
+  };
   batch_->Start();
   dispatcher_->Start();
   book_->Start();

@@ -365,6 +365,13 @@ std::string Dispatcher::Heartbeat(const std::string& agent,
   for (const HeartbeatLease& l : leases) {
     auto it = leases_.find(l.key);
     if (it == leases_.end() || it->second.token != l.token || it->second.agent != agent) {
+      // An agent keeps listing a lease until its result is acknowledged, so a heartbeat
+      // crossing a result names a lease that just ended: not stale, and the agent is told
+      // so. Only the rest is staleness (a lease that expired or was never this agent's).
+      if (book_ != nullptr && book_->EndedByResult(l.key, l.token)) {
+        item(&revoked, l, "finished");
+        continue;
+      }
       ++ctx_->metrics->stale_token_total;
       ctx_->events->Write("refused",
                           {{"what", "renew"},

@@ -363,6 +363,23 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   return state;
 }
 
+bool RunBook::EndedByResult(ShardKey key, int64_t token) {
+  if (token <= 0) return false;
+  if (open_.contains(key.run)) {
+    // Every accepted result of an open run is in answered_, retried attempts included.
+    auto a = answered_.find(key);
+    return a != answered_.end() && a->second.first == token;
+  }
+  // A finished run: its shard row keeps the last attempt's token and outcome. An expired
+  // lease leaves the outcome "lease_lost" (or no outcome, for a canceled shard never
+  // reported): not a result.
+  Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
+  if (!shard.ok() || !*shard) return false;
+  const ShardRecord& s = **shard;
+  return s.token == token && IsTerminal(s.state) && !s.outcome.empty() &&
+         s.outcome != OutcomeName(Outcome::kLeaseLost);
+}
+
 Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {
   auto it = open_.find(key.run);
   const ShardRecord* shard = nullptr;

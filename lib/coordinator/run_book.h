@@ -56,6 +56,10 @@ class RunBook {
   // An agent's result. kConflict for a stale token (the agent must stop); a repeat of an
   // accepted result returns the same state.
   Result<RunState> OnResult(const ResultReport& report);
+  // Whether a result was accepted for this lease (so its holder may still list it until the
+  // acknowledgement reaches it): true for an attempt that ended with a result, false for one
+  // that is running, was never granted under this token, or ended because its lease expired.
+  bool EndedByResult(ShardKey key, int64_t token);
   // Whether log chunks with this (attempt, token) belong to the shard's current attempt.
   Status CheckLogToken(ShardKey key, int attempt, int64_t token);
   void OnLeaseExpired(ShardKey key, int64_t token);

@@ -235,8 +235,22 @@ void Scheduler::Arm() {
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
   const int64_t hold = ctx_->batch->RetryDelayMs();
   if (!due_.empty() && hold == 0) {
-    // The rest of a burst: the next loop turn, after this turn's commit.
-    uv_idle_start(&continue_, [](uv_idle_t* h) { static_cast<Scheduler*>(h->data)->RunDue(); });
+    // The rest of a burst is fired only once this slice is durable. The commit runs in the
+    // check phase; its callback starts the idle handle, so the next slice is created in the
+    // idle phase of the next loop turn and committed at that turn's end. (Starting the idle
+    // handle here instead would fire the next slice in this turn's idle phase, before this
+    // turn's commit: two slices in one commit.) A failed commit holds the rest back instead.
+    uv_idle_stop(&continue_);
+    if (!waiting_for_commit_) {
+      waiting_for_commit_ = true;
+      ctx_->batch->OnCommit([this](const Status&) {
+        waiting_for_commit_ = false;
+        if (!started_) return;
+        if (ctx_->batch->RetryDelayMs() > 0) return Arm();
+        uv_idle_start(&continue_,
+                      [](uv_idle_t* h) { static_cast<Scheduler*>(h->data)->RunDue(); });
+      });
+    }
     return;
   }
   uv_idle_stop(&continue_);

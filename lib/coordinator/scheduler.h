@@ -38,9 +38,10 @@ class Scheduler {
   // The first instant strictly after `after_ms` for this job (nullopt when it has ended or
   // its schedule no longer compiles).
   std::optional<int64_t> NextAfter(const JobEntry& job, int64_t after_ms) const;
-  // Fires what is due now, at most kSlice jobs per call; the rest follow on the next loop
-  // turns, so a burst commits in slices (the first runs are durable within milliseconds,
-  // not after the whole burst) and requests are served in between. The timer calls this;
+  // Fires what is due now, at most kSlice jobs per call; the rest follow slice by slice,
+  // each fired only after the previous one committed, so a burst commits in slices (the
+  // first runs are durable within milliseconds, not after the whole burst) and requests
+  // are served in between. The timer calls this;
   // tests and restarts may too.
   void RunDue();
   size_t tracked() const { return wheel_.size() + early_.size() + due_.size(); }
@@ -64,9 +65,11 @@ class Scheduler {
   // job's next_fire_ms moved on since (re-tracked by an apply) is dropped when reached.
   std::deque<std::pair<int64_t, int64_t>> due_;
   uv_timer_t timer_{};
-  // Runs the rest of a burst on the next loop turn. An idle handle, not a 0 ms timer: libuv
-  // runs a timer re-armed for "now" again within the same timer phase, before any commit.
+  // Runs the rest of a burst on the loop turn after the previous slice's commit. An idle
+  // handle, not a 0 ms timer: libuv runs a timer re-armed for "now" again within the same
+  // timer phase, before any commit.
   uv_idle_t continue_{};
+  bool waiting_for_commit_ = false;  // a slice's commit will start continue_
   bool started_ = false;
 };
 

@@ -85,6 +85,10 @@ Status Store::Prepare() {
        "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
        "started_ms, finished_ms, not_before_ms, lost_count FROM shards WHERE run_id = ?1 "
        "ORDER BY idx"},
+      {&get_shard_,
+       "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
+       "started_ms, finished_ms, not_before_ms, lost_count FROM shards WHERE run_id = ?1 "
+       "AND idx = ?2"},
       {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
       {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
       {&all_runs_, RunQuery("ORDER BY r.id")},
@@ -354,27 +358,43 @@ RunRecord Store::ReadRun(const Statement::Use& use) {
   return r;
 }
 
+namespace {
+
+// Columns 0-12 of shards_of_run_ and get_shard_.
+ShardRecord ReadShard(const Statement::Use& use) {
+  ShardRecord s;
+  s.run_id = use.Int(0);
+  s.index = static_cast<int>(use.Int(1));
+  s.state = ParseRunState(use.Text(2)).value_or(RunState::kFailed);
+  s.attempt = static_cast<int>(use.Int(3));
+  s.agent = use.Text(4);
+  s.token = use.Int(5);
+  s.exit_code = use.OptInt(6);
+  s.outcome = use.Text(7);
+  s.message = use.Text(8);
+  s.started_ms = use.OptInt(9);
+  s.finished_ms = use.OptInt(10);
+  s.not_before_ms = use.Int(11);
+  s.lost_count = static_cast<int>(use.Int(12));
+  return s;
+}
+
+}  // namespace
+
 Status Store::LoadShards(RunRecord& run) {
   auto use = shards_of_run_.Bind();
   use.Bind(1, run.id);
-  while (use.Step()) {
-    ShardRecord s;
-    s.run_id = use.Int(0);
-    s.index = static_cast<int>(use.Int(1));
-    s.state = ParseRunState(use.Text(2)).value_or(RunState::kFailed);
-    s.attempt = static_cast<int>(use.Int(3));
-    s.agent = use.Text(4);
-    s.token = use.Int(5);
-    s.exit_code = use.OptInt(6);
-    s.outcome = use.Text(7);
-    s.message = use.Text(8);
-    s.started_ms = use.OptInt(9);
-    s.finished_ms = use.OptInt(10);
-    s.not_before_ms = use.Int(11);
-    s.lost_count = static_cast<int>(use.Int(12));
-    run.shards.push_back(std::move(s));
-  }
+  while (use.Step()) run.shards.push_back(ReadShard(use));
   return use.status();
+}
+
+Result<std::optional<ShardRecord>> Store::GetShard(int64_t run_id, int index) {
+  auto use = get_shard_.Bind();
+  use.Bind(1, run_id).Bind(2, index);
+  std::optional<ShardRecord> shard;
+  if (use.Step()) shard = ReadShard(use);
+  if (!use.status().ok()) return use.status();
+  return shard;
 }
 
 Result<std::optional<RunRecord>> Store::GetRun(int64_t id) {

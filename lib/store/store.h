@@ -159,6 +159,7 @@ class Store {
   Status UpdateShard(const ShardRecord& shard);
 
   Result<std::optional<RunRecord>> GetRun(int64_t id);  // with shards and job name
+  Result<std::optional<ShardRecord>> GetShard(int64_t run_id, int index);
   Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key);
   Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter);  // newest first, with shards
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn);  // pending or running
@@ -194,7 +195,7 @@ class Store {
   Statement job_heads_, all_jobs_, get_job_, insert_job_, update_job_spec_, deactivate_job_, set_job_paused_,
       set_next_fire_;
   Statement insert_run_, insert_shard_, insert_miss_, update_run_state_, update_shard_;
-  Statement get_run_, shards_of_run_, find_run_by_key_, open_runs_, all_runs_, list_misses_,
+  Statement get_run_, shards_of_run_, get_shard_, find_run_by_key_, open_runs_, all_runs_, list_misses_,
       last_results_;
   Statement put_lease_, delete_lease_, all_leases_;
   Statement put_agent_, all_agents_;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "testlib/cluster.h"
@@ -110,6 +111,59 @@ TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
   EXPECT_EQ(jobs.size(), static_cast<size_t>(n));
 }
 
+// Each slice of a burst is committed before the next slice's runs are created: the event
+// log's `commit` lines are each followed by at most one slice of `fire` lines, and every run
+// was created after the previous commit of the burst was durable.
+TEST_F(CoordinatorTest, EachBurstSliceIsDurableBeforeTheNextIsFired) {
+  std::string events = dir_.path() + "/events.jsonl";
+  Start("event_log = \"" + events + "\"\n");
+  const int n = 1500;  // three slices of 512
+  int64_t now = std::chrono::duration_cast<milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t due = (now / 1000 + 3) * 1000;
+  std::time_t secs = due / 1000;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    toml += "[[job]]\nname = \"s" + std::to_string(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            stamp + "\"\nshell = \"true\"\n";
+  }
+  coord_->Apply(toml);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->GetJson("/v1/runs?limit=5000").size() >= static_cast<size_t>(n); },
+      seconds(20)));
+  std::map<int64_t, int64_t> created;  // run -> created_ms
+  for (const auto& r : coord_->GetJson("/v1/runs?limit=5000")) {
+    created[r["id"].get<int64_t>()] = Ms(r["created_at"]);
+  }
+  // Group the burst's fires by the commit line before them.
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> commits;  // commit wall_ms, runs
+  std::istringstream in(ReadFile(events));
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line);
+    if (e["ev"] == "commit") commits.push_back({e["wall_ms"].get<int64_t>(), {}});
+    if (e["ev"] == "fire" && e["scheduled_ms"] == due) {
+      ASSERT_FALSE(commits.empty()) << line;
+      commits.back().second.push_back(e["run"].get<int64_t>());
+    }
+  }
+  std::erase_if(commits, [](const auto& c) { return c.second.empty(); });
+  size_t fired = 0;
+  for (size_t i = 0; i < commits.size(); ++i) {
+    fired += commits[i].second.size();
+    EXPECT_LE(commits[i].second.size(), 512u) << "commit " << i << " holds more than one slice";
+    if (i == 0) continue;
+    for (int64_t run : commits[i].second) {
+      EXPECT_GE(created.at(run), commits[i - 1].first)
+          << "run " << run << " of commit " << i << " was created before commit " << i - 1
+          << " was durable";
+    }
+  }
+  EXPECT_EQ(fired, static_cast<size_t>(n));
+  EXPECT_GE(commits.size(), 3u);
+}
+
 TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
   // A short misfire grace so that the outages below count as missed instants.
   Start("misfire_grace = \"1s\"\n");
@@ -195,6 +249,66 @@ TEST_F(CoordinatorTest, StaleTokensAreRefused) {
   EXPECT_EQ(first.status, 200);
   EXPECT_EQ(again.status, 200);
   EXPECT_EQ(json::parse(first.body)["state"], json::parse(again.body)["state"]);
+}
+
+double Metric(Coordinator& c, const std::string& name) {
+  std::string m = c.Request("GET", "/metrics").body;
+  size_t at = m.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+}
+
+// An agent lists a lease in its heartbeats until its result is acknowledged, so a heartbeat
+// that crosses the result names a lease that just ended. The coordinator answers "finished"
+// (for a finished run, an open run and an attempt being retried) and counts no stale token;
+// a lease that expired, or a token that was never granted, is still stale.
+TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
+  Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"one\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"two\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 2\n"
+      "[[job]]\nname = \"retry\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "retry = { max = 1, initial = \"1m\", max_delay = \"1m\" }\n"
+      "[[job]]\nname = \"lapse\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  TestAgent agent(*coord_, "a");
+  auto claim = [&](const std::string& job, size_t n) {
+    coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object());
+    std::vector<json> got;
+    while (got.size() < n) {
+      std::vector<json> more = agent.Claim(static_cast<int>(n - got.size()), 5000);
+      if (more.empty()) break;
+      got.insert(got.end(), more.begin(), more.end());
+    }
+    return got;
+  };
+  std::vector<json> one = claim("one", 1), two = claim("two", 2), retry = claim("retry", 1);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_EQ(two.size(), 2u);
+  ASSERT_EQ(retry.size(), 1u);
+  ASSERT_EQ(agent.Finish(one[0], 0).status, 200);    // its run is finished
+  ASSERT_EQ(agent.Finish(two[0], 0).status, 200);    // its run is still open
+  ASSERT_EQ(agent.Finish(retry[0], 1).status, 200);  // failed: waits for its retry
+  json hb = json::parse(agent.Heartbeat({one[0], two[0], two[1], retry[0]}).body);
+  ASSERT_EQ(hb["revoked"].size(), 3u) << hb.dump();
+  for (const json& r : hb["revoked"]) EXPECT_EQ(r["reason"], "finished") << hb.dump();
+  ASSERT_EQ(hb["renewed"].size(), 1u) << hb.dump();
+  EXPECT_EQ(hb["renewed"][0]["shard"], two[1]["shard"]);
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 0);
+
+  // A token never granted, and a lease that expired: stale, and counted.
+  json made_up = one[0];
+  made_up["token"] = one[0]["token"].get<int64_t>() + 1000;
+  hb = json::parse(agent.Heartbeat({made_up}).body);
+  ASSERT_EQ(hb["revoked"].size(), 1u);
+  EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 1);
+  std::vector<json> lapse = claim("lapse", 1);
+  ASSERT_EQ(lapse.size(), 1u);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return Metric(*coord_, "jobctl_leases_expired_total") >= 2; }, seconds(10)));
+  hb = json::parse(agent.Heartbeat({lapse[0]}).body);
+  ASSERT_EQ(hb["revoked"].size(), 1u);
+  EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
+  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 2);
 }
 
 TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlusOneSecond) {
