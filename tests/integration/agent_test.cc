@@ -11,7 +11,6 @@
 #include <sstream>
 #include <thread>
 
-#include "base/base64.h"
 #include "testlib/cluster.h"
 
 namespace jobctl::testing {
@@ -66,20 +65,7 @@ class AgentTest : public ::testing::Test {
   }
   // All output of a run for one shard and stream, in order.
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0) {
-    std::string out;
-    int64_t after = 0;
-    while (true) {
-      json r = coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" + std::to_string(after) +
-                               "&shard=" + std::to_string(shard) + "&stream=" + stream);
-      if (r["chunks"].empty()) break;
-      for (const auto& c : r["chunks"]) {
-        if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
-          out += Base64Decode(c["data"].get<std::string>());
-        }
-      }
-      after = r["next"];
-    }
-    return out;
+    return coord_->Output(run, shard, stream, attempt);
   }
   void TearDown() override {
     if (!HasFailure()) return;

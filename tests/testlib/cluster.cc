@@ -1,5 +1,7 @@
 #include "testlib/cluster.h"
 
+#include "base/base64.h"
+
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -177,6 +179,25 @@ nlohmann::json Coordinator::Apply(const std::string& toml) {
 
 nlohmann::json Coordinator::Runs(const std::string& job, int limit) {
   return GetJson("/v1/runs?job=" + job + "&limit=" + std::to_string(limit));
+}
+
+std::string Coordinator::Output(int64_t run, int shard, const std::string& stream, int attempt) {
+  std::string out;
+  int64_t after = 0;
+  while (true) {
+    // Markers have no stream filter of their own: read every chunk and keep them.
+    nlohmann::json r = GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
+                               std::to_string(after) + "&shard=" + std::to_string(shard) +
+                               (stream == "marker" ? "" : "&stream=" + stream));
+    if (r["chunks"].empty()) break;
+    for (const auto& c : r["chunks"]) {
+      if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
+        out += Base64Decode(c["data"].get<std::string>());
+      }
+    }
+    after = r["next"];
+  }
+  return out;
 }
 
 bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

@@ -78,6 +78,9 @@ class Coordinator {
   // Applies a job file (base_revision -1); the response must be 200.
   nlohmann::json Apply(const std::string& toml);
   nlohmann::json Runs(const std::string& job, int limit = 1000);
+  // All stored output of one shard of a run and one stream ("stdout", "stderr" or "marker"),
+  // in order; attempt 0 means every attempt.
+  std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0);
   // Polls `pred` every 20 ms until true or the deadline.
   static bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 

@@ -162,10 +162,12 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
       EXPECT_EQ(f.scheduled.back(), (anchor_s + 40 * 60) * 1000) << "not the latest instant";
     }
   }
+  CheckInvariants();
 }
 
 TEST_F(ClockJumpTest, CoordinatorBackwardJumpFiresNothingTwiceAndResumesWhenTheClockPassesOn) {
   FakeWallClock clock(dir_.path() + "/coordinator.faketime", JOBCTL_BIN);
+  UseEventLogs();
   StartCoordinator("misfire_grace = \"2s\"\n", "127.0.0.1", clock.launch());
   coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"@every 10s\"\noverlap = \"allow\"\n"
                 "shell = \"true\"\n");
@@ -204,9 +206,11 @@ TEST_F(ClockJumpTest, CoordinatorBackwardJumpFiresNothingTwiceAndResumesWhenTheC
   Fires all = FiresOf("tick", 0);
   std::set<int64_t> all_unique(all.scheduled.begin(), all.scheduled.end());
   EXPECT_EQ(all_unique.size(), all.scheduled.size()) << "an instant fired twice";
+  CheckInvariants();
 }
 
 TEST_F(ClockJumpTest, AgentJumpsEitherWayMidLeaseKeepTheLease) {
+  UseEventLogs();
   StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
   FakeWallClock clock(dir_.path() + "/agent.faketime", AGENTD_BIN);
   AgentProcess& agent = AddAgent("a", {}, "", clock.launch());
@@ -245,6 +249,7 @@ TEST_F(ClockJumpTest, AgentJumpsEitherWayMidLeaseKeepTheLease) {
   }
   std::cout << "agent clock jumps: chunk times spread over " << (hi - lo) / 1000 << " s of a 20 s run\n";
   EXPECT_GT(hi - lo, 3'000'000) << "libfaketime did not move the agent's wall clock";
+  CheckInvariants();
 }
 
 }  // namespace

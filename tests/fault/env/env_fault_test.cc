@@ -4,10 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "base/base64.h"
 
 namespace jobctl::testing {
 
@@ -49,15 +49,19 @@ double CpuSeconds(pid_t pid) {
 
 void EnvFaultTest::StartCoordinator(const std::string& config, const std::string& host,
                                     const Launch& launch) {
-  coord_ = std::make_unique<Coordinator>(dir_, config, host);
+  std::string text = config;
+  if (event_logs_) text += "\nevent_log = \"" + dir_.path() + "/events-coordinator.jsonl\"\n";
+  coord_ = std::make_unique<Coordinator>(dir_, text, host);
   coord_->set_launch(launch);
   coord_->Start();
 }
 
 AgentProcess& EnvFaultTest::AddAgent(const std::string& name, std::vector<std::string> args,
                                      const std::string& config, const Launch& launch) {
+  std::string text = config;
+  if (event_logs_) text += "\nevent_log = \"" + dir_.path() + "/events-agent-" + name + ".jsonl\"\n";
   agents_.push_back(
-      std::make_unique<AgentProcess>(*coord_, dir_, name, std::move(args), config, launch));
+      std::make_unique<AgentProcess>(*coord_, dir_, name, std::move(args), text, launch));
   return *agents_.back();
 }
 
@@ -85,21 +89,28 @@ json EnvFaultTest::WaitRun(int64_t id, seconds timeout) {
 }
 
 std::string EnvFaultTest::Output(int64_t run, int shard, const std::string& stream, int attempt) {
-  std::string out;
-  int64_t after = 0;
-  while (true) {
-    json r = coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
-                             std::to_string(after) + "&shard=" + std::to_string(shard) +
-                             (stream == "marker" ? "" : "&stream=" + stream));
-    if (r["chunks"].empty()) break;
-    for (const auto& c : r["chunks"]) {
-      if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
-        out += Base64Decode(c["data"].get<std::string>());
-      }
-    }
-    after = r["next"];
+  return coord_->Output(run, shard, stream, attempt);
+}
+
+fault::Report EnvFaultTest::CheckInvariants(const fault::CheckOptions& options) {
+  for (auto& a : agents_) a->process().Signal(SIGTERM);
+  for (auto& a : agents_) EXPECT_GE(a->process().Wait(seconds(30)), -SIGKILL) << a->name();
+  coord_->Stop();
+  fault::History history;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("events-", 0) != 0) continue;
+    Status s = fault::ParseEvents(ReadFile(entry.path().string()), name, &history);
+    EXPECT_TRUE(s.ok()) << s.ToString();
   }
-  return out;
+  Result<fault::StoreView> store = fault::ReadStores(coord_->data_dir());
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  if (!store.ok()) return {};
+  fault::Report report = fault::Check(history, *store, options);
+  for (const fault::Violation& v : report.violations) {
+    ADD_FAILURE() << v.invariant << ": " << v.what;
+  }
+  return report;
 }
 
 std::string EnvFaultTest::JobPids() const { return "echo $$ >> " + dir_.path() + "/job-pids; "; }

@@ -3,7 +3,9 @@
 // (a network namespace, a loop-mounted disk), declared so that they outlive the processes
 // that use them: the processes die first, then the mount and the namespace go, then the temp
 // directory. Jobs record their process group (JobPids()) so that none outlives the test
-// either, and every process's output is printed when a test fails.
+// either, and every process's output is printed when a test fails. With UseEventLogs() the
+// coordinator and agents write event logs, and CheckInvariants() runs the fault suite's
+// checker (tests/fault/checker.h) over them and the store at the end.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fault/checker.h"
 #include "fault/env/loop_mount.h"
 #include "fault/env/veth_namespace.h"
 #include "testlib/cluster.h"
@@ -38,10 +41,16 @@ class EnvFaultTest : public ::testing::Test {
   nlohmann::json WaitRun(int64_t id, std::chrono::seconds timeout = std::chrono::seconds(60));
   // All output of one shard and stream, in order (attempt 0: every attempt).
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0);
+  // Before StartCoordinator/AddAgent: every process writes an event log into the temp dir.
+  void UseEventLogs() { event_logs_ = true; }
+  // Stops the agents (SIGTERM) and the coordinator, runs the checker and expects no violation
+  // of I1-I8; returns the report for its figures (failovers, overlaps).
+  fault::Report CheckInvariants(const fault::CheckOptions& options = {});
   // A shell command for the start of a job: records the job's process group for TearDown.
   std::string JobPids() const;
   void TearDown() override;
 
+  bool event_logs_ = false;
   TempDir dir_;
   std::unique_ptr<VethNamespace> netns_;
   std::unique_ptr<LoopMount> disk_;

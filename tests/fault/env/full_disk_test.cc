@@ -21,6 +21,7 @@ class FullDiskTest : public EnvFaultTest {
   void SetUp() override {
     if (std::string why = LoopMount::Unavailable(); !why.empty()) GTEST_SKIP() << why;
     disk_ = std::make_unique<LoopMount>(dir_.path(), dir_.path() + "/data", 32);
+    UseEventLogs();
     // Leases outlast the test's slowest step: it is about the disk, not about expiry.
     StartCoordinator("lease_ttl = \"120s\"\nheartbeat = \"40s\"\nmisfire_grace = \"5s\"\n");
   }
@@ -177,6 +178,7 @@ TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItReco
       coord_->Start();
     }
   }
+  CheckInvariants();
 }
 
 }  // namespace

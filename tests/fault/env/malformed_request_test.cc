@@ -23,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 class MalformedRequestTest : public EnvFaultTest {
  protected:
   void SetUp() override {
+    UseEventLogs();
     StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\nheader_timeout = \"2s\"\n"
                      "idle_timeout = \"3s\"\n");
   }
@@ -363,6 +364,7 @@ TEST_F(MalformedRequestTest, ReplaysWithAnOldTokenGet409AndStoreNothing) {
   EXPECT_EQ(end["shards"][0]["exit_code"], 0);
   EXPECT_EQ(Output(id, 0, "stdout"), "before\ndone\n");
   ExpectServing("replays");
+  CheckInvariants();  // I4, I5: nothing with the old token, one result
 }
 
 }  // namespace
