@@ -45,8 +45,9 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); },
       [this](const ClaimReplyExtras& extras) {
         // Once a coordinator said it takes batches, the agent keeps sending them (until one
-        // is refused: then the LogShipper falls back to one chunk per request by itself).
+        // is refused: then the LogShipper and the RunReporter fall back to one per request).
         if (extras.log_batch_bytes) shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
+        if (extras.result_batch_max) reporter_->SetBatchLimit(static_cast<size_t>(*extras.result_batch_max));
       });
 }
 

@@ -61,8 +61,11 @@ Result<std::vector<Assignment>> ParseClaimReply(std::string_view body, ClaimRepl
   }
   if (extras != nullptr) {
     // Optional; a value that is not a positive number is as good as none.
-    int64_t bytes = 0;
+    int64_t bytes = 0, results = 0;
     if (Get(j, "log_batch_bytes", &bytes, false).ok() && bytes > 0) extras->log_batch_bytes = bytes;
+    if (Get(j, "result_batch_max", &results, false).ok() && results > 0) {
+      extras->result_batch_max = results;
+    }
   }
   std::vector<Assignment> out;
   for (const json& item : j["assignments"]) {

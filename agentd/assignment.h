@@ -61,6 +61,9 @@ struct ClaimReplyExtras {
   // The largest log batch the coordinator takes (wire/log_batch.h); none from a coordinator
   // that takes one chunk per request.
   std::optional<int64_t> log_batch_bytes;
+  // The most results the coordinator takes in one POST /v1/agent/results; none from a
+  // coordinator that takes one result per request.
+  std::optional<int64_t> result_batch_max;
 };
 
 // The body of a 200 answer to POST /v1/agent/claim. An assignment without its identity (run,

@@ -42,13 +42,16 @@ TEST(AssignmentTest, NumbersOutOfRangeAreRejected) {
                    .ok());
 }
 
-TEST(AssignmentTest, ClaimReplyTellsTheLargestLogBatchWhenTheCoordinatorTakesBatches) {
+TEST(AssignmentTest, ClaimReplyTellsTheLargestBatchesWhenTheCoordinatorTakesThem) {
   ClaimReplyExtras extras;
-  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":4194304})", &extras).ok());
+  ASSERT_TRUE(ParseClaimReply(
+      R"({"assignments":[],"log_batch_bytes":4194304,"result_batch_max":1000})", &extras).ok());
   EXPECT_EQ(extras.log_batch_bytes, 4194304);
+  EXPECT_EQ(extras.result_batch_max, 1000);
   ClaimReplyExtras none;
   ASSERT_TRUE(ParseClaimReply(R"({"assignments":[]})", &none).ok());
   EXPECT_FALSE(none.log_batch_bytes);
+  EXPECT_FALSE(none.result_batch_max);
   ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":"big"})", &none).ok());
   ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":-1})", &none).ok());
   EXPECT_FALSE(none.log_batch_bytes);

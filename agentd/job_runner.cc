@@ -14,6 +14,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "process_spawn.h"
@@ -30,6 +32,7 @@ struct UvRunner::Child {
   uv_pipe_t out{};
   uv_pipe_t err{};
   bool watching = false;   // exit_watch is open
+  bool by_signal = false;  // no pidfd: SIGCHLD tells when it exits
   bool out_open = false;
   bool err_open = false;
   bool exited = false;
@@ -67,7 +70,7 @@ void KillAndReap(pid_t pid) {
 
 }  // namespace
 
-UvRunner::UvRunner(uv_loop_t* loop) : loop_(loop) {}
+UvRunner::UvRunner(uv_loop_t* loop, ExitWatch watch) : loop_(loop), watch_(watch) {}
 
 UvRunner::~UvRunner() = default;
 
@@ -92,7 +95,8 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
   Result<pid_t> pid = moved.ok() ? SpawnDetached(spec, out_fds[1], err_fds[1]) : moved;
   close(out_fds[1]);
   close(err_fds[1]);
-  Result<int> pidfd = pid.ok() ? OpenPidfd(*pid) : pid.status();
+  Result<int> pidfd = !pid.ok() ? Result<int>(pid.status())
+                     : watch_ == ExitWatch::kPidfd ? OpenPidfd(*pid) : Result<int>(-1);
   if (!pidfd.ok()) {
     close(out_fds[0]);
     close(err_fds[0]);
@@ -109,19 +113,23 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
   c->cb = std::move(callbacks);
   c->pipe_grace = pipe_grace;
   c->exit_watch.data = c;
-  if (int rc = uv_poll_init(loop_, &c->exit_watch, c->pidfd); rc != 0) {
-    close(out_fds[0]);
-    close(err_fds[0]);
-    close(c->pidfd);
-    KillAndReap(c->pid);
-    return failed(Status::Unavailable(std::string("uv_poll_init: ") + uv_strerror(rc)));
+  if (c->pidfd >= 0) {
+    if (int rc = uv_poll_init(loop_, &c->exit_watch, c->pidfd); rc != 0) {
+      close(out_fds[0]);
+      close(err_fds[0]);
+      close(c->pidfd);
+      KillAndReap(c->pid);
+      return failed(Status::Unavailable(std::string("uv_poll_init: ") + uv_strerror(rc)));
+    }
+    c->watching = true;
+    c->open_handles = 1;
+    uv_poll_start(&c->exit_watch, UV_READABLE, [](uv_poll_t* h, int, int) {
+      auto* ch = static_cast<Child*>(h->data);
+      ch->owner->OnExitReadable(ch);
+    });
+  } else {
+    WatchBySignal(c);
   }
-  c->watching = true;
-  c->open_handles = 1;
-  uv_poll_start(&c->exit_watch, UV_READABLE, [](uv_poll_t* h, int, int) {
-    auto* ch = static_cast<Child*>(h->data);
-    ch->owner->OnExitReadable(ch);
-  });
   struct PipeSetup {
     uv_pipe_t* pipe;
     int fd;
@@ -213,8 +221,41 @@ void UvRunner::OnExitReadable(Child* c) {
               {{"pid", static_cast<int64_t>(c->pid)}, {"error", std::strerror(errno)}});
     return OnExit(c, 255, 0);
   }
+  OnWaitStatus(c, status);
+}
+
+void UvRunner::OnWaitStatus(Child* c, int status) {
   if (WIFSIGNALED(status)) return OnExit(c, 0, WTERMSIG(status));
   OnExit(c, WEXITSTATUS(status), 0);
+}
+
+// Without pidfds every SIGCHLD is checked against every child so watched: slower with many
+// children, and only for kernels before 5.3 (and valgrind).
+void UvRunner::WatchBySignal(Child* c) {
+  c->by_signal = true;
+  if (by_signal_++ == 0 && sigchld_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(sigchld_));
+  if (sigchld_ != nullptr) return;
+  sigchld_ = new uv_signal_t;
+  uv_signal_init(loop_, sigchld_);
+  sigchld_->data = this;
+  uv_signal_start(sigchld_, [](uv_signal_t* h, int) { static_cast<UvRunner*>(h->data)->OnSigchld(); },
+                  SIGCHLD);
+  // This child may have ended before the handler was in place: look once, from the loop.
+  kill(getpid(), SIGCHLD);
+}
+
+void UvRunner::OnSigchld() {
+  std::vector<std::pair<Child*, int>> ended;
+  for (auto& [id, c] : children_) {
+    if (!c->by_signal) continue;
+    int status = 0;
+    if (waitpid(c->pid, &status, WNOHANG) == c->pid) ended.emplace_back(c.get(), status);
+  }
+  for (auto [c, status] : ended) {
+    c->by_signal = false;
+    if (--by_signal_ == 0) uv_unref(reinterpret_cast<uv_handle_t*>(sigchld_));
+    OnWaitStatus(c, status);  // may move c out of children_
+  }
 }
 
 void UvRunner::CloseExitWatch(Child* c) {
@@ -271,6 +312,7 @@ void UvRunner::CloseChild(Child* c) {
   // The process is left running, no longer watched.
   c->exited = true;
   CloseExitWatch(c);
+  if (std::exchange(c->by_signal, false)) --by_signal_;
   ClosePipe(c, ChunkStream::kStdout);
   ClosePipe(c, ChunkStream::kStderr);
 }
@@ -283,6 +325,11 @@ void UvRunner::Close(std::function<void()> on_closed) {
   }
   // CloseChild moves each child into closing_ (through MaybeFinish) while we iterate.
   while (!children_.empty()) CloseChild(children_.begin()->second.get());
+  if (sigchld_ != nullptr) {
+    uv_close(reinterpret_cast<uv_handle_t*>(sigchld_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_signal_t*>(h); });
+    sigchld_ = nullptr;
+  }
   if (closing_.empty() && on_closed_) {
     // Nothing is closing: still never call back from inside Close().
     auto* idle = new uv_idle_t;

@@ -3,7 +3,8 @@
 //
 // UvRunner starts each child with posix_spawn (process_spawn.h: its cost does not grow with
 // agentd's memory, as fork()'s does, which libuv 1.44's uv_spawn uses) and watches its exit
-// through a pidfd on a uv_poll_t. Each child is detached (setsid: its own session and process group, pgid =
+// through a pidfd on a uv_poll_t (through SIGCHLD where the kernel has no pidfds). Each child
+// is detached (setsid: its own session and process group, pgid =
 // pid), stdin on /dev/null, stdout and stderr on real pipes (not socketpairs, so that
 // `>/dev/stdout` works in scripts). Terminate sends SIGTERM to the whole process group and
 // SIGKILL after the grace. A child is over when its process has exited and both pipes are
@@ -56,7 +57,10 @@ class Runner {
 
 class UvRunner final : public Runner {
  public:
-  explicit UvRunner(uv_loop_t* loop);
+  // How a child's exit is noticed: a pidfd (falling back to SIGCHLD where the kernel has
+  // none), or SIGCHLD always (for tests of the fallback).
+  enum class ExitWatch { kPidfd, kSignal };
+  explicit UvRunner(uv_loop_t* loop, ExitWatch watch = ExitWatch::kPidfd);
   ~UvRunner() override;  // after Close() completed
 
   Result<ChildId> Start(const SpawnSpec& spec, std::chrono::milliseconds pipe_grace,
@@ -69,6 +73,9 @@ class UvRunner final : public Runner {
  private:
   struct Child;
   void OnExitReadable(Child* c);
+  void OnWaitStatus(Child* c, int status);
+  void WatchBySignal(Child* c);
+  void OnSigchld();
   void OnExit(Child* c, int64_t exit_status, int term_signal);
   void CloseExitWatch(Child* c);
   void OnRead(Child* c, ChunkStream stream, ssize_t nread, const uv_buf_t* buf);
@@ -78,11 +85,15 @@ class UvRunner final : public Runner {
   void OnHandleClosed(Child* c);
 
   uv_loop_t* loop_;
+  ExitWatch watch_;
   std::map<ChildId, std::unique_ptr<Child>> children_;  // running
   std::map<Child*, std::unique_ptr<Child>> closing_;     // handles closing
   ChildId next_id_ = 1;
   bool closing_all_ = false;
   std::function<void()> on_closed_;
+  // Only where the kernel has no pidfds; freed in its close callback.
+  uv_signal_t* sigchld_ = nullptr;
+  int by_signal_ = 0;  // children whose exit only SIGCHLD tells
   char read_buf_[64 * 1024];  // every read is consumed before the next one
 };
 

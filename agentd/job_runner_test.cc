@@ -16,7 +16,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class UvRunnerTest : public ::testing::Test {
+// Every test runs twice: exits seen through pidfds, and through SIGCHLD (the fallback for
+// kernels without pidfds).
+class UvRunnerTest : public ::testing::TestWithParam<UvRunner::ExitWatch> {
  protected:
   void SetUp() override { ASSERT_EQ(0, uv_loop_init(&loop_)); }
   void TearDown() override {
@@ -68,13 +70,13 @@ class UvRunnerTest : public ::testing::Test {
   }
 
   uv_loop_t loop_;
-  std::unique_ptr<UvRunner> runner_ = std::make_unique<UvRunner>(&loop_);
+  std::unique_ptr<UvRunner> runner_ = std::make_unique<UvRunner>(&loop_, GetParam());
   std::string out_, err_;
   bool terminate_on_output_ = false;  // Terminate once the child has said it is up
   bool terminated_ = false;
 };
 
-TEST_F(UvRunnerTest, CapturesBothStreamsAndTheExitStatus) {
+TEST_P(UvRunnerTest, CapturesBothStreamsAndTheExitStatus) {
   ExitInfo e = RunToEnd(Shell("echo out; echo err >&2; exit 3"), milliseconds(1000));
   EXPECT_EQ(e.exit_status, 3);
   EXPECT_EQ(e.term_signal, 0);
@@ -82,20 +84,20 @@ TEST_F(UvRunnerTest, CapturesBothStreamsAndTheExitStatus) {
   EXPECT_EQ(err_, "err\n");
 }
 
-TEST_F(UvRunnerTest, StdoutIsARealPipeAndStdinIsDevNull) {
+TEST_P(UvRunnerTest, StdoutIsARealPipeAndStdinIsDevNull) {
   RunToEnd(Shell("echo viafile > /dev/stdout; cat; test -p /dev/stdout && echo pipe"),
            milliseconds(1000));
   EXPECT_EQ(out_, "viafile\npipe\n");
 }
 
-TEST_F(UvRunnerTest, MissingProgramFailsToStart) {
+TEST_P(UvRunnerTest, MissingProgramFailsToStart) {
   Result<Runner::ChildId> id =
       runner_->Start({{"/no/such/program"}, {}, "/"}, milliseconds(100), {});
   EXPECT_FALSE(id.ok());
 }
 
-TEST_F(UvRunnerTest, ProgramIsLookedUpInTheChildsPath) {
-  std::string dir = ::testing::TempDir() + "agentd-path-test";
+TEST_P(UvRunnerTest, ProgramIsLookedUpInTheChildsPath) {
+  std::string dir = ::testing::TempDir() + "agentd-path-test-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   WriteScript(dir + "/only-here", "#!/bin/sh\necho found\n");
   RunToEnd({{"only-here"}, {"PATH=/nonexistent:" + dir}, "/"}, milliseconds(1000));
@@ -106,8 +108,8 @@ TEST_F(UvRunnerTest, ProgramIsLookedUpInTheChildsPath) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_F(UvRunnerTest, ScriptWithoutAShebangRunsUnderTheShell) {
-  std::string dir = ::testing::TempDir() + "agentd-noshebang-test";
+TEST_P(UvRunnerTest, ScriptWithoutAShebangRunsUnderTheShell) {
+  std::string dir = ::testing::TempDir() + "agentd-noshebang-test-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   WriteScript(dir + "/plain", "echo \"from sh: $1\"\n");
   RunToEnd({{dir + "/plain", "arg"}, {"PATH=/usr/bin:/bin"}, "/"}, milliseconds(1000));
@@ -115,7 +117,7 @@ TEST_F(UvRunnerTest, ScriptWithoutAShebangRunsUnderTheShell) {
   std::filesystem::remove_all(dir);
 }
 
-TEST_F(UvRunnerTest, ChildGetsItsOwnSessionTheCwdDefaultSignalsAndNoOtherDescriptors) {
+TEST_P(UvRunnerTest, ChildGetsItsOwnSessionTheCwdDefaultSignalsAndNoOtherDescriptors) {
   // A descriptor agentd holds without close-on-exec must not reach the job.
   int leaky = dup(2);
   ASSERT_GT(leaky, 2);
@@ -137,7 +139,7 @@ TEST_F(UvRunnerTest, ChildGetsItsOwnSessionTheCwdDefaultSignalsAndNoOtherDescrip
   EXPECT_EQ(ignored & ~((uint64_t{1} << 31) | (uint64_t{1} << 32)), 0u) << out_;
 }
 
-TEST_F(UvRunnerTest, TerminateKillsAGroupThatIgnoresSigterm) {
+TEST_P(UvRunnerTest, TerminateKillsAGroupThatIgnoresSigterm) {
   auto start = std::chrono::steady_clock::now();
   terminate_on_output_ = true;
   ExitInfo e = RunToEnd(Shell("trap '' TERM; sleep 30 & echo up; wait"), milliseconds(300));
@@ -145,7 +147,7 @@ TEST_F(UvRunnerTest, TerminateKillsAGroupThatIgnoresSigterm) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
-TEST_F(UvRunnerTest, GrandchildHoldingThePipesDoesNotKeepTheShardAlive) {
+TEST_P(UvRunnerTest, GrandchildHoldingThePipesDoesNotKeepTheShardAlive) {
   auto start = std::chrono::steady_clock::now();
   // The grandchild leaves the process group, so no signal reaches it; only closing the
   // pipes ends the shard.
@@ -154,6 +156,13 @@ TEST_F(UvRunnerTest, GrandchildHoldingThePipesDoesNotKeepTheShardAlive) {
   EXPECT_EQ(out_, "parent done\n");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
 }
+
+INSTANTIATE_TEST_SUITE_P(ExitWatches, UvRunnerTest,
+                         ::testing::Values(UvRunner::ExitWatch::kPidfd,
+                                           UvRunner::ExitWatch::kSignal),
+                         [](const ::testing::TestParamInfo<UvRunner::ExitWatch>& p) {
+                           return p.param == UvRunner::ExitWatch::kPidfd ? "Pidfd" : "Sigchld";
+                         });
 
 }  // namespace
 }  // namespace jobctl::agentd

@@ -126,11 +126,8 @@ Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd)
 Result<int> OpenPidfd(pid_t pid) {
   // Through syscall(): glibc's wrapper is from 2.36, and the binary should run on older ones.
   long fd = syscall(SYS_pidfd_open, pid, 0);
-  if (fd < 0) {
-    int err = errno;
-    return Status::Unavailable("pidfd_open: " + ErrnoText(err) +
-                               (err == ENOSYS ? " (agentd needs Linux 5.3 or later)" : ""));
-  }
+  if (fd < 0 && errno == ENOSYS) return -1;
+  if (fd < 0) return Status::Unavailable("pidfd_open: " + ErrnoText(errno));
   return static_cast<int>(fd);
 }
 

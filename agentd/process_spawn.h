@@ -11,7 +11,8 @@
 // copies the page tables of every mapped page (libuv 1.44's uv_spawn forks).
 //
 // OpenPidfd gives a descriptor that becomes readable when the process exits (Linux 5.3), so
-// that an exit is watched with a uv_poll_t, without SIGCHLD. Any thread.
+// that an exit is watched with a uv_poll_t, without SIGCHLD; -1 where the kernel has none
+// (older kernels, and valgrind, which does not know the call): then SIGCHLD it is. Any thread.
 #pragma once
 
 #include <sys/types.h>

@@ -1,8 +1,14 @@
 #include "run_reporter.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,7 +49,7 @@ Status RunReporter::Open() {
       log::Warn("ignoring an unreadable result file", {{"file", path}, {"error", r.status().message()}});
       continue;
     }
-    results_[r->key] = Entry{*r, false, false};
+    results_[r->key] = Entry{*r, ResultToJson(*r, agent_), false, false};
   }
   if (ec) return Status::Io("cannot list " + dir_ + ": " + ec.message());
   if (!results_.empty()) {
@@ -58,24 +64,34 @@ std::vector<AttemptKey> RunReporter::Pending() const {
   return keys;
 }
 
-Status RunReporter::Persist(const ShardResult& r) {
+Status RunReporter::Persist(AttemptKey key, const std::string& json) {
   // Written whole, then renamed: a crash leaves the old file or the new one, never half.
-  std::string path = PathFor(r.key), tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << ResultToJson(r, agent_);
-    if (!out.flush()) return Status::Io("cannot write " + tmp);
+  std::string path = PathFor(key), tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Io("cannot write " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < json.size()) {
+    ssize_t n = write(fd, json.data() + done, json.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bool written = close(fd) == 0 && done == json.size();
+  if (!written) {
+    unlink(tmp.c_str());
+    return Status::Io("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Io("cannot rename " + tmp);
   return Status::Ok();
 }
 
 void RunReporter::Add(const ShardResult& result) {
-  if (Status s = Persist(result); !s.ok()) {
+  std::string json = ResultToJson(result, agent_);
+  if (Status s = Persist(result.key, json); !s.ok()) {
     // Still reported from memory; only a restart before then would lose it.
     log::Warn("cannot persist a result", {{"run", result.key.run}, {"error", s.message()}});
   }
-  results_[result.key] = Entry{result, false, false};
+  results_[result.key] = Entry{result, std::move(json), false, false};
 }
 
 void RunReporter::Release(AttemptKey key) {
@@ -93,7 +109,10 @@ void RunReporter::Drop(AttemptKey key) {
   results_.erase(it);  // a reply in flight finds nothing and is ignored
 }
 
+void RunReporter::SetBatchLimit(size_t results) { batch_limit_ = std::min(results, kMaxBatch); }
+
 void RunReporter::SendMore() {
+  if (batch_limit_ > 0) return SendBatch();
   while (!paused_ && !closed_ && in_flight_ < kMaxInFlight && !ready_.empty()) {
     AttemptKey key = ready_.front();
     ready_.pop_front();
@@ -101,10 +120,95 @@ void RunReporter::SendMore() {
     if (it == results_.end() || it->second.in_flight) continue;
     it->second.in_flight = true;
     ++in_flight_;
-    link_->Post("/v1/agent/result", ResultToJson(it->second.result, agent_), "application/json",
+    link_->Post("/v1/agent/result", it->second.json, "application/json",
                 std::chrono::seconds(30),
                 [this, key](Result<http::HttpResponse> r) { OnReply(key, std::move(r)); });
   }
+}
+
+void RunReporter::SendBatch() {
+  if (paused_ || closed_ || in_flight_ > 0) return;
+  std::vector<AttemptKey> keys;
+  std::string body = "{\"results\":[";
+  while (keys.size() < batch_limit_ && !ready_.empty()) {
+    AttemptKey key = ready_.front();
+    ready_.pop_front();
+    auto it = results_.find(key);
+    if (it == results_.end() || it->second.in_flight) continue;
+    it->second.in_flight = true;
+    if (!keys.empty()) body += ',';
+    body += it->second.json;
+    keys.push_back(key);
+  }
+  if (keys.empty()) return;
+  body += "]}";
+  ++in_flight_;
+  link_->Post("/v1/agent/results", std::move(body), "application/json", std::chrono::seconds(30),
+              [this, keys](Result<http::HttpResponse> r) mutable {
+                OnBatchReply(std::move(keys), std::move(r));
+              });
+}
+
+void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpResponse> r) {
+  --in_flight_;
+  if (closed_) return;
+  std::vector<AttemptKey> pending;  // still ours, awaiting an answer
+  for (AttemptKey key : keys) {
+    auto it = results_.find(key);
+    if (it == results_.end()) continue;  // dropped meanwhile
+    it->second.in_flight = false;
+    pending.push_back(key);
+  }
+  Reply reply = Classify(r);
+  if (reply == Reply::kRetry) return Retry(pending);
+  if (reply != Reply::kOk) {
+    // Not a route this coordinator knows, or a batch it will not take: one by one again.
+    log::Warn("result batch refused; reporting one result per request", {{"error", Describe(r)}});
+    batch_limit_ = 0;
+    ready_.insert(ready_.begin(), pending.begin(), pending.end());
+    return SendMore();
+  }
+  nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+  auto answers = body.is_object() ? body.find("results") : body.end();
+  if (answers == body.end() || !answers->is_array() || answers->size() != keys.size()) {
+    log::Warn("result batch answer not understood; sending again", {{"error", Describe(r)}});
+    return Retry(pending);  // results are idempotent: repeating one gets the same answer
+  }
+  backoff_.Reset();
+  std::vector<AttemptKey> again;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (results_.find(keys[i]) == results_.end()) continue;
+    const nlohmann::json& a = (*answers)[i];
+    if (closed_) return;  // the last settled result let the agent shut down
+    if (a.is_object() && a.contains("accepted")) {
+      Settle(keys[i], true);
+      continue;
+    }
+    int status = a.is_object() && a.contains("status") && a["status"].is_number_integer()
+                     ? a["status"].get<int>() : 500;
+    if (status >= 500) {
+      again.push_back(keys[i]);
+      continue;
+    }
+    std::string message = a.is_object() && a.contains("message") && a["message"].is_string()
+                              ? a["message"].get<std::string>() : a.dump();
+    log::Warn("result refused", {{"run", keys[i].run}, {"shard", keys[i].shard},
+                                 {"attempt", keys[i].attempt},
+                                 {"error", "HTTP " + std::to_string(status) + ": " + message}});
+    Settle(keys[i], false);
+  }
+  if (!again.empty()) return Retry(again);
+  SendMore();
+}
+
+void RunReporter::Retry(const std::vector<AttemptKey>& keys) {
+  ready_.insert(ready_.begin(), keys.begin(), keys.end());
+  paused_ = true;
+  if (retry_timer_.active()) return;
+  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] {
+    paused_ = false;
+    SendMore();
+  });
 }
 
 void RunReporter::OnReply(AttemptKey key, Result<http::HttpResponse> r) {
@@ -125,15 +229,7 @@ void RunReporter::OnReply(AttemptKey key, Result<http::HttpResponse> r) {
       Settle(key, false);
       break;
     case Reply::kRetry:
-      ready_.push_front(key);
-      paused_ = true;
-      if (!retry_timer_.active()) {
-        retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] {
-          paused_ = false;
-          SendMore();
-        });
-      }
-      return;
+      return Retry({key});
   }
   SendMore();
 }

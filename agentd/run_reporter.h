@@ -1,5 +1,10 @@
 // RunReporter reports how each attempt ended (POST /v1/agent/result), after the attempt's
 // last log chunk was acknowledged, and retries with backoff until the coordinator answers.
+// When the coordinator takes batches (its claim replies say so: SetBatchLimit), the results
+// ready at a time go in one POST /v1/agent/results, one batch in flight, so a burst of short
+// shards costs one request and one commit per round trip instead of one per shard; a
+// coordinator that does not know the route (an older one, after a failover) gets them one
+// by one again.
 // Every result is first written to the state dir (results/r<run>-s<shard>-a<attempt>.json,
 // by rename), so an agentd restart still reports it; the file goes once the coordinator
 // acknowledged the result or refused it for good (409 stale token, 4xx).
@@ -13,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "assignment.h"
 #include "backoff.h"
@@ -23,7 +29,8 @@ namespace jobctl::agentd {
 
 class RunReporter {
  public:
-  static constexpr int kMaxInFlight = 8;
+  static constexpr int kMaxInFlight = 8;       // single results
+  static constexpr size_t kMaxBatch = 1000;    // results per batch, at most
 
   RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir, std::string agent,
               std::function<void(const ShardResult&, bool accepted)> on_done);
@@ -39,19 +46,27 @@ class RunReporter {
   // The lease is gone (stale): forget the result.
   void Drop(AttemptKey key);
   void Close();
+  // The most results the coordinator takes per request (0: one per request, the default).
+  void SetBatchLimit(size_t results);
 
   bool idle() const { return results_.empty(); }
+  size_t batch_limit() const { return batch_limit_; }
 
  private:
   struct Entry {
     ShardResult result;
+    std::string json;  // ResultToJson(result): the body, and the file's content
     bool released = false;
     bool in_flight = false;
   };
   std::string PathFor(AttemptKey key) const;
-  Status Persist(const ShardResult& r);
+  Status Persist(AttemptKey key, const std::string& json);
   void SendMore();
+  void SendBatch();
   void OnReply(AttemptKey key, Result<http::HttpResponse> r);
+  void OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpResponse> r);
+  // Sends again later, in the same order, after a failure of the coordinator.
+  void Retry(const std::vector<AttemptKey>& keys);
   void Settle(AttemptKey key, bool accepted);
 
   CoordinatorLink* link_;
@@ -61,6 +76,7 @@ class RunReporter {
   std::map<AttemptKey, Entry> results_;
   std::deque<AttemptKey> ready_;  // released, waiting to be sent
   int in_flight_ = 0;
+  size_t batch_limit_ = 0;
   bool paused_ = false;
   bool closed_ = false;
   Backoff backoff_{500, 30'000};

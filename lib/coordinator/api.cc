@@ -51,6 +51,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
       {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},
       {"POST", "/v1/agent/result", Role::kAgent, &Api::PostResult},
+      {"POST", "/v1/agent/results", Role::kAgent, &Api::PostResults},
   };
   return kRoutes;
 }
@@ -141,19 +142,23 @@ void Api::FailWith(Call& c, int status, std::string_view error, const std::strin
   Json(c, status, {{"error", error}, {"message", message}});
 }
 
-void Api::Fail(Call& c, const Status& s) {
+Api::HttpError Api::ErrorFor(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kInvalidArgument: return FailWith(c, 400, "bad_request", s.message());
-    case Status::Code::kNotFound: return FailWith(c, 404, "not_found", s.message());
-    case Status::Code::kConflict: return FailWith(c, 409, "conflict", s.message());
-    case Status::Code::kUnauthenticated: return FailWith(c, 401, "unauthenticated", s.message());
-    case Status::Code::kPermissionDenied: return FailWith(c, 403, "forbidden", s.message());
-    case Status::Code::kResourceExhausted:
-      return FailWith(c, 507, "insufficient_storage", DiskFullMessage(s));
+    case Status::Code::kInvalidArgument: return {400, "bad_request", s.message()};
+    case Status::Code::kNotFound: return {404, "not_found", s.message()};
+    case Status::Code::kConflict: return {409, "conflict", s.message()};
+    case Status::Code::kUnauthenticated: return {401, "unauthenticated", s.message()};
+    case Status::Code::kPermissionDenied: return {403, "forbidden", s.message()};
+    case Status::Code::kResourceExhausted: return {507, "insufficient_storage", DiskFullMessage(s)};
     case Status::Code::kUnavailable:
-    case Status::Code::kIo: return FailWith(c, 503, "unavailable", s.message());
-    default: return FailWith(c, 500, "internal", s.message());
+    case Status::Code::kIo: return {503, "unavailable", s.message()};
+    default: return {500, "internal", s.message()};
   }
+}
+
+void Api::Fail(Call& c, const Status& s) {
+  HttpError e = ErrorFor(s);
+  FailWith(c, e.status, e.error, e.message);
 }
 
 void Api::JsonAfterCommit(Call& c, int status, json body) {

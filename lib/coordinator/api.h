@@ -61,6 +61,12 @@ class Api {
  private:
   // Replies.
   void Json(Call& c, int status, const nlohmann::json& body);
+  struct HttpError {
+    int status;
+    std::string_view error;
+    std::string message;
+  };
+  static HttpError ErrorFor(const Status& s);  // the HTTP status, error name and message
   void Fail(Call& c, const Status& s);
   void FailWith(Call& c, int status, std::string_view error, const std::string& message);
   // Answers after this turn's commit: `body` on success, the commit error otherwise.
@@ -102,6 +108,7 @@ class Api {
   void Heartbeat(Call& c);
   void AppendLog(Call& c);
   void PostResult(Call& c);
+  void PostResults(Call& c);
 
   void SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline_mono);
   // Records a refused request in the audit trail, at most a few per second so that a flood

@@ -126,4 +126,27 @@ void Api::PostResult(Call& c) {
   Json(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});
 }
 
+void Api::PostResults(Call& c) {
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  Result<std::vector<json>> items = ResultBatchFromJson(*body);
+  if (!items.ok()) return Fail(c, items.status());
+  // Each result is taken or refused on its own, as if it had come alone; one commit covers
+  // all that were taken.
+  json answers = json::array();
+  for (const json& item : *items) {
+    Result<ResultReport> r = ResultReportFromJson(item);
+    Result<RunState> state = r.ok() ? p_.book->OnResult(*r) : Result<RunState>(r.status());
+    if (state.ok()) {
+      answers.push_back({{"accepted", true}, {"state", RunStateName(*state)}});
+    } else {
+      HttpError e = ErrorFor(state.status());
+      answers.push_back({{"status", e.status}, {"error", e.error}, {"message", e.message}});
+    }
+  }
+  json reply = {{"results", std::move(answers)}};
+  if (ctx_->batch->Open().ok()) return JsonAfterCommit(c, 200, std::move(reply));
+  Json(c, 200, std::move(reply));
+}
+
 }  // namespace jobctl::coordinator

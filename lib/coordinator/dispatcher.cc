@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "coordinator/metrics.h"
+#include "coordinator/request_json.h"
 #include "coordinator/run_book.h"
 #include "wire/job_json.h"
 #include "wire/log_batch.h"
@@ -14,10 +15,12 @@
 namespace jobctl::coordinator {
 namespace {
 
-// Every claim answer says that this coordinator takes log batches (wire/log_batch.h).
+// Every claim answer says that this coordinator takes log batches (wire/log_batch.h) and
+// batches of results (POST /v1/agent/results).
 std::string ClaimReply(nlohmann::json assignments) {
   return nlohmann::json{{"assignments", std::move(assignments)},
-                        {"log_batch_bytes", wire::kMaxLogBatchBytes}}.dump();
+                        {"log_batch_bytes", wire::kMaxLogBatchBytes},
+                        {"result_batch_max", kMaxResultBatch}}.dump();
 }
 
 // How long a shard waits for the agent its route prefers before any eligible agent may take

@@ -104,6 +104,24 @@ Result<ResultReport> ResultReportFromJson(const json& body) {
   return r;
 }
 
+Result<std::vector<json>> ResultBatchFromJson(const json& body) {
+  auto it = body.find("results");
+  if (it == body.end() || !it->is_array()) {
+    return Status::InvalidArgument("field \"results\" is required: an array of results");
+  }
+  if (it->size() > kMaxResultBatch) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxResultBatch) +
+                                   " results per request");
+  }
+  std::vector<json> out;
+  out.reserve(it->size());
+  for (const json& item : *it) {
+    if (!item.is_object()) return Status::InvalidArgument("each result is an object");
+    out.push_back(item);
+  }
+  return out;
+}
+
 Result<ApplyRequest> ApplyRequestFromJson(const json& body, const std::string& token_name) {
   ApplyRequest req;
   std::string author;

@@ -44,6 +44,10 @@ struct TokenRequest {
 Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
 Result<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& body);
 Result<ResultReport> ResultReportFromJson(const nlohmann::json& body);
+// POST /v1/agent/results: {"results": [result, ...]}, at most kMaxResultBatch of them; each
+// is decoded on its own with ResultReportFromJson.
+inline constexpr size_t kMaxResultBatch = 1000;
+Result<std::vector<nlohmann::json>> ResultBatchFromJson(const nlohmann::json& body);
 // The author is the caller's token name, or "AUTHOR (token NAME)" when the body names one.
 Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body, const std::string& token_name);
 Result<TriggerRequest> TriggerRequestFromJson(const nlohmann::json& body);

@@ -86,6 +86,18 @@ TEST(RequestJsonTest, TokenJobsGlobOnlyForTheTriggerRole) {
   EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"open"})")).ok());
 }
 
+TEST(RequestJsonTest, ResultBatchIsAnArrayOfObjectsWithALimit) {
+  Result<std::vector<json>> ok = ResultBatchFromJson(json::parse(R"({"results":[{"run":1},{"run":2}]})"));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->size(), 2u);
+  EXPECT_FALSE(ResultBatchFromJson(json::parse(R"({"results":{}})")).ok());
+  EXPECT_FALSE(ResultBatchFromJson(json::parse(R"({"results":[1]})")).ok());
+  EXPECT_FALSE(ResultBatchFromJson(json::parse(R"({})")).ok());
+  json many = {{"results", json::array()}};
+  for (size_t i = 0; i <= kMaxResultBatch; ++i) many["results"].push_back(json::object());
+  EXPECT_FALSE(ResultBatchFromJson(many).ok());
+}
+
 TEST(RequestJsonTest, DrainingIsTheDefault) {
   EXPECT_TRUE(DrainRequestFromJson(Parse("{}"))->draining);
   EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":false})"))->draining);

@@ -311,6 +311,46 @@ TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
   EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 2);
 }
 
+// A batch of results is answered item by item, as if each had come alone: taken, refused as
+// stale, and the same answer again for a repeat; a malformed batch takes nothing.
+TEST_F(CoordinatorTest, ResultBatchAnswersEachResultAsIfItCameAlone) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 3\n");
+  json run = coord_->PostJson("/v1/jobs/j/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  std::vector<json> a;
+  while (a.size() < 3) {
+    std::vector<json> more = agent.Claim(static_cast<int>(3 - a.size()), 5000);
+    ASSERT_FALSE(more.empty());
+    a.insert(a.end(), more.begin(), more.end());
+  }
+  int64_t stale = a[1]["token"].get<int64_t>() + 1000;
+  http::HttpResponse bad = agent.FinishAll({json(1)});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  http::HttpResponse r = agent.FinishAll(
+      {agent.ResultBody(a[0], 0), agent.ResultBody(a[1], 0, "exited", stale), agent.ResultBody(a[2], 3)});
+  ASSERT_EQ(r.status, 200) << r.body;
+  json answers = json::parse(r.body)["results"];
+  ASSERT_EQ(answers.size(), 3u) << r.body;
+  EXPECT_EQ(answers[0]["accepted"], true);
+  EXPECT_EQ(answers[1]["status"], 409);
+  EXPECT_EQ(answers[1]["error"], "conflict");
+  EXPECT_EQ(answers[2]["accepted"], true);
+  // The stale one is still running under its real token; its result ends the run, and a
+  // repeat of the whole batch is answered the same for the results taken before.
+  r = agent.FinishAll({agent.ResultBody(a[1], 0), agent.ResultBody(a[0], 0)});
+  ASSERT_EQ(r.status, 200) << r.body;
+  answers = json::parse(r.body)["results"];
+  EXPECT_EQ(answers[0]["accepted"], true);
+  EXPECT_EQ(answers[1]["accepted"], true);
+  json end = coord_->GetJson("/v1/runs/" + std::to_string(run["id"].get<int64_t>()));
+  EXPECT_EQ(end["state"], "failed");
+  ASSERT_EQ(end["shards"].size(), 3u);
+  EXPECT_EQ(end["shards"][0]["exit_code"], 0);
+  EXPECT_EQ(end["shards"][1]["exit_code"], 0);
+  EXPECT_EQ(end["shards"][2]["exit_code"], 3);
+}
+
 TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlusOneSecond) {
   Start("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");

@@ -284,16 +284,28 @@ http::HttpResponse TestAgent::Log(const nlohmann::json& a, int64_t seq, const st
   return *r;
 }
 
+nlohmann::json TestAgent::ResultBody(const nlohmann::json& a, int exit_code,
+                                     const std::string& outcome, int64_t token_override) const {
+  return {{"agent", name_}, {"run", a["run"]}, {"shard", a["shard"]}, {"attempt", a["attempt"]},
+          {"token", token_override >= 0 ? token_override : a["token"].get<int64_t>()},
+          {"outcome", outcome}, {"exit_code", exit_code}};
+}
+
 http::HttpResponse TestAgent::Finish(const nlohmann::json& a, int exit_code,
                                      const std::string& outcome, int64_t token_override) {
   http::RequestOptions o;
   o.method = "POST";
-  o.body = nlohmann::json{{"agent", name_}, {"run", a["run"]}, {"shard", a["shard"]},
-                          {"attempt", a["attempt"]},
-                          {"token", token_override >= 0 ? token_override : a["token"].get<int64_t>()},
-                          {"outcome", outcome}, {"exit_code", exit_code}}
-               .dump();
+  o.body = ResultBody(a, exit_code, outcome, token_override).dump();
   Result<http::HttpResponse> r = http_.Request("/v1/agent/result", o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
+http::HttpResponse TestAgent::FinishAll(const std::vector<nlohmann::json>& results) {
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = nlohmann::json{{"results", results}}.dump();
+  Result<http::HttpResponse> r = http_.Request("/v1/agent/results", o);
   if (!r.ok()) throw std::runtime_error(r.status().ToString());
   return *r;
 }

@@ -124,6 +124,10 @@ class TestAgent {
                          const std::string& data, int64_t token_override = -1);
   http::HttpResponse Finish(const nlohmann::json& a, int exit_code,
                             const std::string& outcome = "exited", int64_t token_override = -1);
+  // The body Finish sends, for a batch: POST /v1/agent/results {"results": [ResultBody, ...]}.
+  nlohmann::json ResultBody(const nlohmann::json& a, int exit_code,
+                            const std::string& outcome = "exited", int64_t token_override = -1) const;
+  http::HttpResponse FinishAll(const std::vector<nlohmann::json>& results);
   const std::string& name() const { return name_; }
 
  private:
