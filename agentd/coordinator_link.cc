@@ -15,8 +15,10 @@ struct CoordinatorLink::Request {
 };
 
 Reply Classify(const Result<http::HttpResponse>& r) {
-  if (!r.ok()) return Reply::kRetry;
-  int s = r->status;
+  return r.ok() ? ClassifyStatus(r->status) : Reply::kRetry;
+}
+
+Reply ClassifyStatus(int s) {
   if (s >= 200 && s < 300) return Reply::kOk;
   if (s == 409) return Reply::kStale;
   if (s == 401 || s == 403 || s == 408 || s == 429 || s >= 500) return Reply::kRetry;

@@ -29,6 +29,7 @@ enum class Reply {
   kRetry,     // unreachable, 5xx, 401/403 (a token being rotated): back off and retry
 };
 Reply Classify(const Result<http::HttpResponse>& r);
+Reply ClassifyStatus(int status);  // the same for an HTTP status alone (a batch's item)
 // "HTTP 503: store busy" or the transport error, for log lines.
 std::string Describe(const Result<http::HttpResponse>& r);
 

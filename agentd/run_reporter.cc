@@ -130,7 +130,7 @@ void RunReporter::SendBatch() {
   if (paused_ || closed_ || in_flight_ > 0) return;
   std::vector<AttemptKey> keys;
   std::string body = "{\"results\":[";
-  while (keys.size() < batch_limit_ && !ready_.empty()) {
+  while (keys.size() < batch_limit_ && body.size() < kMaxBatchBytes && !ready_.empty()) {
     AttemptKey key = ready_.front();
     ready_.pop_front();
     auto it = results_.find(key);
@@ -174,7 +174,6 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
     log::Warn("result batch answer not understood; sending again", {{"error", Describe(r)}});
     return Retry(pending);  // results are idempotent: repeating one gets the same answer
   }
-  backoff_.Reset();
   std::vector<AttemptKey> again;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (results_.find(keys[i]) == results_.end()) continue;
@@ -184,9 +183,10 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
       Settle(keys[i], true);
       continue;
     }
+    // Each refusal is what the single route would have answered: retried or given up alike.
     int status = a.is_object() && a.contains("status") && a["status"].is_number_integer()
                      ? a["status"].get<int>() : 500;
-    if (status >= 500) {
+    if (ClassifyStatus(status) == Reply::kRetry) {
       again.push_back(keys[i]);
       continue;
     }
@@ -197,7 +197,9 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
                                  {"error", "HTTP " + std::to_string(status) + ": " + message}});
     Settle(keys[i], false);
   }
+  // The backoff grows while some result keeps failing, as for a single result.
   if (!again.empty()) return Retry(again);
+  backoff_.Reset();
   SendMore();
 }
 

@@ -31,6 +31,8 @@ class RunReporter {
  public:
   static constexpr int kMaxInFlight = 8;       // single results
   static constexpr size_t kMaxBatch = 1000;    // results per batch, at most
+  // A batch stops growing past this many bytes: well inside the coordinator's 1 MiB body.
+  static constexpr size_t kMaxBatchBytes = 512 * 1024;
 
   RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir, std::string agent,
               std::function<void(const ShardResult&, bool accepted)> on_done);

@@ -192,22 +192,22 @@ int main(int argc, char** argv) {
   std::vector<int> rates = {10, 100, 500}, ballast = {0, 512};
   int seconds = 20, shards = 2000, mib = 256, idle = 60, slots = 64;
   std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--rates") rates = ParseList(value);
-    else if (flag == "--seconds") seconds = std::stoi(value);
-    else if (flag == "--shards") shards = std::stoi(value);
-    else if (flag == "--mib") mib = std::stoi(value);
-    else if (flag == "--idle") idle = std::stoi(value);
-    else if (flag == "--slots") slots = std::stoi(value);
-    else if (flag == "--ballast") ballast = ParseList(value);
-    else if (flag == "--only") only = value;
-    else {
-      std::fprintf(stderr, "usage: %s [--rates R,R] [--seconds D] [--shards S] [--mib B] [--idle T] "
-                           "[--slots N] [--ballast MIB,MIB] [--only latency|spawn|logs|idle|spawncost]\n", argv[0]);
-      return 64;
-    }
-  }
+  bool flags_ok = ParseFlags(argc, argv,
+      "[--rates R,R] [--seconds D] [--shards S] [--mib B] [--idle T] [--slots N]\n"
+      "  [--ballast MIB,MIB] [--only latency|spawn|logs|idle|spawncost]",
+      [&](const std::string& flag, const std::string& value) {
+        if (flag == "--rates") rates = ParseList(value);
+        else if (flag == "--seconds") seconds = std::stoi(value);
+        else if (flag == "--shards") shards = std::stoi(value);
+        else if (flag == "--mib") mib = std::stoi(value);
+        else if (flag == "--idle") idle = std::stoi(value);
+        else if (flag == "--slots") slots = std::stoi(value);
+        else if (flag == "--ballast") ballast = ParseList(value);
+        else if (flag == "--only") only = value;
+        else return false;
+        return true;
+      });
+  if (!flags_ok) return 64;
   std::printf("agent_bench on %u cores (coordinator and agent share them; figures from one run)\n",
               std::thread::hardware_concurrency());
   if (only.empty() || only == "latency") {

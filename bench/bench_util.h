@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -67,6 +68,19 @@ inline std::vector<int> ParseList(const std::string& s) {
   std::string item;
   while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
   return out;
+}
+
+// Reads "--flag value" pairs into `set`, which returns false for a flag it does not know.
+// A flag without a value (--help), or an unknown one, prints the usage: false, exit 64.
+inline bool ParseFlags(int argc, char** argv, const char* usage,
+                       const std::function<bool(const std::string&, const std::string&)>& set) {
+  for (int i = 1; i < argc; i += 2) {
+    if (i + 1 >= argc || !set(argv[i], argv[i + 1])) {
+      std::fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+      return false;
+    }
+  }
+  return true;
 }
 
 // Call first in main(): the benchmark leads its own process group, and an uncaught exception

@@ -377,22 +377,22 @@ int main(int argc, char** argv) {
   std::vector<int> jobs = {1000, 100000, 1000000};
   int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16;
   std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--jobs") jobs = ParseList(value);
-    else if (flag == "--burst") burst = std::stoi(value);
-    else if (flag == "--rate") rate = std::stoi(value);
-    else if (flag == "--seconds") seconds = std::stoi(value);
-    else if (flag == "--claims") claims = std::stoi(value);
-    else if (flag == "--claim-batch") claim_batch = std::stoi(value);
-    else if (flag == "--agents") agents = std::stoi(value);
-    else if (flag == "--only") only = value;
-    else {
-      std::fprintf(stderr, "usage: %s [--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] "
-                           "[--claim-batch B] [--agents A] [--only register|burst|steady|claims|heartbeat]\n", argv[0]);
-      return 64;
-    }
-  }
+  bool flags_ok = ParseFlags(argc, argv,
+      "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
+      "  [--agents A] [--only register|burst|steady|claims|heartbeat]",
+      [&](const std::string& flag, const std::string& value) {
+        if (flag == "--jobs") jobs = ParseList(value);
+        else if (flag == "--burst") burst = std::stoi(value);
+        else if (flag == "--rate") rate = std::stoi(value);
+        else if (flag == "--seconds") seconds = std::stoi(value);
+        else if (flag == "--claims") claims = std::stoi(value);
+        else if (flag == "--claim-batch") claim_batch = std::stoi(value);
+        else if (flag == "--agents") agents = std::stoi(value);
+        else if (flag == "--only") only = value;
+        else return false;
+        return true;
+      });
+  if (!flags_ok) return 64;
   std::printf("coordinator_bench on %u cores (figures from one run; repeat and take medians)\n",
               std::thread::hardware_concurrency());
   if (only.empty() || only == "register") {

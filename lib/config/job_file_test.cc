@@ -591,9 +591,7 @@ shell = "true"
 }
 
 TEST(JobFileTest, ShippedExampleIsValid) {
-  // The build compiles this file by its absolute path, so the example is found from here.
-  std::filesystem::path example =
-      std::filesystem::path(__FILE__).parent_path() / "../../examples/jobs.toml";
+  std::filesystem::path example = JOBCTL_EXAMPLE_JOBS;  // from CMake: the source tree's file
   std::ifstream in(example);
   ASSERT_TRUE(in) << "cannot read " << example;
   std::stringstream text;

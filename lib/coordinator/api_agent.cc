@@ -120,10 +120,9 @@ void Api::PostResult(Call& c) {
   if (!r.ok()) return Fail(c, r.status());
   Result<RunState> state = p_.book->OnResult(*r);
   if (!state.ok()) return Fail(c, state.status());
-  if (ctx_->batch->Open().ok()) {
-    return JsonAfterCommit(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});
-  }
-  Json(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});
+  // Only once durable: a turn that fails to commit is rolled back, result included, and the
+  // agent must keep its result to send again.
+  JsonAfterCommit(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});
 }
 
 void Api::PostResults(Call& c) {
@@ -144,9 +143,7 @@ void Api::PostResults(Call& c) {
       answers.push_back({{"status", e.status}, {"error", e.error}, {"message", e.message}});
     }
   }
-  json reply = {{"results", std::move(answers)}};
-  if (ctx_->batch->Open().ok()) return JsonAfterCommit(c, 200, std::move(reply));
-  Json(c, 200, std::move(reply));
+  JsonAfterCommit(c, 200, {{"results", std::move(answers)}});
 }
 
 }  // namespace jobctl::coordinator

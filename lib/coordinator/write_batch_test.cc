@@ -20,7 +20,7 @@ TEST(WriteBatchTest, BackoffGrowsFromATenthOfASecondToTwoSeconds) {
 // Issue 7 (full disk): every failed commit reloaded the state and the fire loop fired the same
 // due instant again at once, a hot loop of about 250 failed commits a second. Failed commits
 // now hold writers back, and the first commit that succeeds lifts the hold.
-TEST(WriteBatchTest, Issue7_FailedCommitsHoldWritersBackUntilOneSucceeds) {
+TEST(WriteBatchTest, FailedCommitsHoldWritersBackUntilOneSucceeds) {
   char tmpl[] = "/tmp/write-batch-test.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string dir = tmpl;
