@@ -43,6 +43,7 @@ using jobctl::testing::TempDir;
 using jobctl::bench::Clock;
 using jobctl::bench::NowMs;
 using jobctl::bench::ParseList;
+using jobctl::bench::ParseFlags;
 using jobctl::bench::Percentile;
 using jobctl::bench::ProcSample;
 using jobctl::bench::Sample;

@@ -44,6 +44,7 @@ using jobctl::testing::TestAgent;
 using jobctl::bench::Clock;
 using jobctl::bench::NowMs;
 using jobctl::bench::ParseList;
+using jobctl::bench::ParseFlags;
 using jobctl::bench::Percentile;
 using jobctl::bench::ProcSample;
 using jobctl::bench::Sample;
