@@ -14,6 +14,13 @@ constexpr const char* kRunColumns =
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap";
 
+// A shard row as ReadShard reads it: columns 0 to 12.
+std::string ShardQuery(const char* where_and_order) {
+  return std::string("SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
+                     "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
+         where_and_order;
+}
+
 std::string RunQuery(const char* where_and_order) {
   return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
          where_and_order;
@@ -81,14 +88,8 @@ Status Store::Prepare() {
        "outcome = ?8, message = ?9, started_ms = ?10, finished_ms = ?11, not_before_ms = ?12, "
        "lost_count = ?13 WHERE run_id = ?1 AND idx = ?2"},
       {&get_run_, RunQuery("WHERE r.id = ?1")},
-      {&shards_of_run_,
-       "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
-       "started_ms, finished_ms, not_before_ms, lost_count FROM shards WHERE run_id = ?1 "
-       "ORDER BY idx"},
-      {&get_shard_,
-       "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
-       "started_ms, finished_ms, not_before_ms, lost_count FROM shards WHERE run_id = ?1 "
-       "AND idx = ?2"},
+      {&shards_of_run_, ShardQuery("WHERE run_id = ?1 ORDER BY idx")},
+      {&get_shard_, ShardQuery("WHERE run_id = ?1 AND idx = ?2")},
       {&find_run_by_key_, "SELECT id FROM runs WHERE job_id = ?1 AND idempotency_key = ?2"},
       {&open_runs_, RunQuery("WHERE r.state IN ('pending', 'running') ORDER BY r.id")},
       {&all_runs_, RunQuery("ORDER BY r.id")},
@@ -360,7 +361,7 @@ RunRecord Store::ReadRun(const Statement::Use& use) {
 
 namespace {
 
-// Columns 0-12 of shards_of_run_ and get_shard_.
+// The columns of ShardQuery.
 ShardRecord ReadShard(const Statement::Use& use) {
   ShardRecord s;
   s.run_id = use.Int(0);
