@@ -54,7 +54,11 @@ TEST_F(HostileJobTest, TwoGibibytesOfOutputKeepTheAgentSmallAndStoreTheCapPlusAM
   std::cout << "2 GiB job: wrote for " << job_s << " s (" << 2048 / job_s << " MiB/s); agent RSS "
             << idle_rss / 1024 << " MiB idle, " << max_rss / 1024 << " MiB max; stored "
             << out.size() << " bytes of stdout; marker: " << marker;
-  EXPECT_LT(max_rss - idle_rss, 64 * 1024) << "the agent grew by more than 64 MiB";
+  // The agent's output budget: up to 8 MiB of chunks queued in memory (more spool to disk),
+  // a 4 MiB batch being built and one in flight. AddressSanitizer's allocator about doubles
+  // that (redzones, per-size caches, the quarantine), so 96 MiB; a queue that grew with the
+  // output would be gigabytes.
+  EXPECT_LT(max_rss - idle_rss, 96 * 1024) << "the agent grew by more than 96 MiB";
   EXPECT_LE(out.size(), 4u << 20);
   EXPECT_GE(out.size(), 3u << 20) << "the cap's worth of output should be kept";
   EXPECT_EQ(out, std::string(out.size(), '\0'));
