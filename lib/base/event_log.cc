@@ -73,8 +73,15 @@ EventLog::~EventLog() {
 
 Status EventLog::Open(const std::string& path, std::string_view src, EventFields fixed) {
   if (path.empty()) return Status::Ok();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Io("cannot open event log " + path + ": " + std::strerror(errno));
+  // A writer killed in the middle of a line (SIGKILL can cut a write short at a page boundary)
+  // left it without its newline: end it, so that this process's lines start on their own.
+  char last = '\n';
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
+    if (::write(fd, "\n", 1) != 1) log::Warn("cannot end a torn line of the event log", {{"file", path}});
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
   prefix_ = "{\"src\":";

@@ -103,5 +103,25 @@ TEST(EventLogTest, LinesOfProcessesSharingTheFileNeverInterleave) {
   std::remove(path.c_str());
 }
 
+TEST(EventLogTest, ALineTornByAKilledWriterIsEndedBeforeTheNextProcessWrites) {
+  std::string path = TempPath();
+  {
+    std::ofstream torn(path);
+    torn << "{\"src\":\"coord\",\"pid\":1,\"ev\":\"grant\"}\n{\"src\":\"coord\",\"pid\":1,\"ev\":\"re";
+  }
+  EventLog log;
+  ASSERT_TRUE(log.Open(path, "coord").ok());
+  log.Write("fire", {{"job", "j"}});
+  std::vector<std::string> lines = Lines(path);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1], "{\"src\":\"coord\",\"pid\":1,\"ev\":\"re");
+  EXPECT_EQ(lines[2].rfind("{\"src\":\"coord\",\"pid\":", 0), 0u) << lines[2];
+  EXPECT_NE(lines[2].find("\"ev\":\"fire\""), std::string::npos) << lines[2];
+  // A file that ends with its newline gets nothing added.
+  EventLog again;
+  ASSERT_TRUE(again.Open(path, "coord").ok());
+  EXPECT_EQ(Lines(path).size(), 3u);
+}
+
 }  // namespace
 }  // namespace jobctl

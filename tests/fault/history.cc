@@ -16,19 +16,38 @@ std::string Event::Str(const char* key) const {
 }
 
 Status ParseEvents(const std::string& text, const std::string& name, History* into) {
-  size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos < text.size();) {
     size_t nl = text.find('\n', pos);
     // A line without its newline was being written when the writer died: not reported yet.
     if (nl == std::string::npos) break;
-    std::string line = text.substr(pos, nl - pos);
+    lines.push_back(text.substr(pos, nl - pos));
     pos = nl + 1;
-    ++line_no;
-    if (line.empty()) continue;
-    std::string where = name + ":" + std::to_string(line_no);
+  }
+  auto parse = [](const std::string& line) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("src") || !j.contains("ev") || !j.contains("mono_ns")) {
+    bool ok = j.is_object() && j.contains("src") && j.contains("ev") && j.contains("mono_ns");
+    return ok ? j : nlohmann::json();
+  };
+  int64_t last_pid = 0;  // of the last whole line
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (line.empty()) continue;
+    std::string where = name + ":" + std::to_string(i + 1);
+    nlohmann::json j = parse(line);
+    if (j.is_null()) {
+      // SIGKILL can cut a write short (at a page boundary): the killed writer's last line is
+      // torn, and the next process to open the log ends it first. Torn, and not corrupt, when
+      // the next whole line is another process's (or there is none).
+      size_t next = i + 1;
+      while (next < lines.size() && lines[next].empty()) ++next;
+      nlohmann::json after = next < lines.size() ? parse(lines[next]) : nlohmann::json();
+      bool torn = next == lines.size() ||
+                  (!after.is_null() && after.value("pid", int64_t{0}) != last_pid);
+      if (torn) {
+        ++into->torn_lines;
+        continue;
+      }
       return Status::Corrupt(where + ": not an event line: " + line.substr(0, 200));
     }
     Event e;
@@ -39,6 +58,7 @@ Status ParseEvents(const std::string& text, const std::string& name, History* in
     e.wall_ms = j.value("wall_ms", int64_t{0});
     e.where = where;
     e.fields = std::move(j);
+    last_pid = e.pid;
     if (e.src == "coord") {
       into->coordinator.push_back(std::move(e));
     } else if (e.src == "agent") {

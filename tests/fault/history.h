@@ -32,10 +32,13 @@ struct History {
   std::vector<Event> coordinator;                    // in file order
   std::map<std::string, std::vector<Event>> agents;  // by agent name, in file order
   std::vector<Event> probes;                         // in file order
+  int torn_lines = 0;  // last lines of writers killed mid-write (skipped)
 };
 
 // Parses JSON lines (`name` is used in Event::where). A line that is not a JSON object with
-// src, ev and mono_ns is an error naming it; a torn last line (no newline) is ignored.
+// src, ev and mono_ns is an error naming it, unless it is the torn last line of a killed
+// writer: at the end of the text (with or without its newline), or followed by another
+// process's lines (a restarted writer ends the torn line first); those are counted and skipped.
 Status ParseEvents(const std::string& text, const std::string& name, History* into);
 // Reads and parses each file; a missing file is an error.
 Result<History> ReadHistory(const std::vector<std::string>& paths);
