@@ -2,7 +2,8 @@
 // on 127.0.0.1, a fresh data directory, everything over HTTP. It prints figures; it asserts
 // nothing. Phases (each on its own coordinator):
 //
-//   register  apply a job file of N jobs; RSS; CPU while idle with nothing due; restart time
+//   register  apply a job file of N jobs; RSS; CPU while idle with nothing due; restart time;
+//             CPU while idle after the restart
 //   burst     M jobs due at the same instant: durable fires per second
 //   steady    R fires/s spread evenly (@every with per-job anchors) for D seconds, agents
 //             claiming and finishing every shard: due -> claimed lateness, and the
@@ -150,11 +151,18 @@ void RegisterPhase(int n) {
   double restart = Seconds(Clock::now() - t0);
   ProcSample restarted = Sample(c.process().pid());
   double jobs = Metric(c, "jobctl_jobs");
+  // Idle again after the restart: the state a coordinator with this many jobs lives in.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ProcSample rest0 = Sample(c.process().pid());
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+  ProcSample rest1 = Sample(c.process().pid());
+  double rest_pct = (rest1.cpu_s - rest0.cpu_s) / 30 * 100;
   std::printf(
       "register  jobs %-8d file %6.1f MiB  apply %7.2f s (%8.0f jobs/s)  RSS after apply %7.1f MiB "
       "(peak %7.1f)  idle CPU %.3f%% of a core  restart to ready %6.2f s  RSS after restart %7.1f MiB"
-      "  jobs loaded %.0f\n",
-      n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib, jobs);
+      "  jobs loaded %.0f  idle CPU after restart (30 s) %.3f%% of a core\n",
+      n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib, jobs,
+      rest_pct);
   std::fflush(stdout);
 }
 
