@@ -55,14 +55,7 @@ class AgentTest : public ::testing::Test {
     }, seconds(20))) << coord_->GetJson("/v1/agents").dump();
   }
   json Trigger(const std::string& job) { return coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object()); }
-  json WaitRun(int64_t id, seconds timeout = seconds(60)) {
-    json run;
-    Coordinator::Eventually([&] {
-      run = coord_->GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
-      return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
-    }, timeout);
-    return run;
-  }
+  json WaitRun(int64_t id, seconds timeout = seconds(60)) { return coord_->WaitRun(id, timeout); }
   // All output of a run for one shard and stream, in order.
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0) {
     return coord_->Output(run, shard, stream, attempt);

@@ -181,6 +181,15 @@ nlohmann::json Coordinator::Runs(const std::string& job, int limit) {
   return GetJson("/v1/runs?job=" + job + "&limit=" + std::to_string(limit));
 }
 
+nlohmann::json Coordinator::WaitRun(int64_t id, std::chrono::milliseconds timeout) {
+  nlohmann::json run;
+  Eventually([&] {
+    run = GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
+    return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
+  }, timeout);
+  return run;
+}
+
 std::string Coordinator::Output(int64_t run, int shard, const std::string& stream, int attempt) {
   std::string out;
   int64_t after = 0;

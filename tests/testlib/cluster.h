@@ -78,6 +78,8 @@ class Coordinator {
   // Applies a job file (base_revision -1); the response must be 200.
   nlohmann::json Apply(const std::string& toml);
   nlohmann::json Runs(const std::string& job, int limit = 1000);
+  // The run once it finished (long-polls its /wait), or as it is at the deadline.
+  nlohmann::json WaitRun(int64_t id, std::chrono::milliseconds timeout);
   // All stored output of one shard of a run and one stream ("stdout", "stderr" or "marker"),
   // in order; attempt 0 means every attempt.
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0);

@@ -79,14 +79,7 @@ json EnvFaultTest::Trigger(const std::string& job) {
 
 json EnvFaultTest::GetRun(int64_t id) { return coord_->GetJson("/v1/runs/" + std::to_string(id)); }
 
-json EnvFaultTest::WaitRun(int64_t id, seconds timeout) {
-  json run;
-  Coordinator::Eventually([&] {
-    run = coord_->GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
-    return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
-  }, timeout);
-  return run;
-}
+json EnvFaultTest::WaitRun(int64_t id, seconds timeout) { return coord_->WaitRun(id, timeout); }
 
 std::string EnvFaultTest::Output(int64_t run, int shard, const std::string& stream, int attempt) {
   return coord_->Output(run, shard, stream, attempt);
