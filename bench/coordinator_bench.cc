@@ -8,12 +8,13 @@
 //   steady    R fires/s spread evenly (@every with per-job anchors) for D seconds, agents
 //             claiming and finishing every shard: due -> claimed lateness, and the
 //             coordinator's own due -> committed histogram
-//   claims    pending shards claimed by 4 agents, one per request and then up to B per request
-//             (an agent with B free slots): requests per second and shards per second
+//   claims    pending shards claimed by G agents (4), one per request and then up to B per
+//             request (an agent with B free slots): requests per second and shards per second
 //   heartbeat A agents heartbeating every 5 s: coordinator CPU
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
-//       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16] [--agents 10000]
+//       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
+//       [--claim-agents 4] [--agents 10000]
 //       [--only PHASE]
 #include <signal.h>
 #include <unistd.h>
@@ -301,7 +302,7 @@ void SteadyPhase(int rate, int seconds) {
 
 // ---- claims: one or several shards per claim request ---------------------------------------
 
-void ClaimsPhase(int total, int per_request) {
+void ClaimsPhase(int total, int per_request, int agents) {
   TempDir dir;
   Coordinator c(dir, kConfig);
   c.Start();
@@ -309,13 +310,12 @@ void ClaimsPhase(int total, int per_request) {
   c.Apply("[[job]]\nname = \"wide\"\nschedule = \"0 0 1 1 *\"\nshards = " + std::to_string(per_run) +
           "\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n");
   for (int i = 0; i < (total + per_run - 1) / per_run; ++i) c.PostJson("/v1/jobs/wide/trigger", json::object());
-  const int kAgents = 4;
   std::atomic<int64_t> granted{0}, requests{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   ProcSample s0 = Sample(c.process().pid());
   auto t0 = Clock::now();
-  for (int a = 0; a < kAgents; ++a) {
+  for (int a = 0; a < agents; ++a) {
     threads.emplace_back([&, a] {
       TestAgent agent(c, "claim-" + std::to_string(a));
       while (!stop) {
@@ -332,7 +332,7 @@ void ClaimsPhase(int total, int per_request) {
   ProcSample s1 = Sample(c.process().pid());
   std::printf("claims    %lld shards granted to %d agents asking for up to %d each, in %lld requests, "
               "%.2f s: %.0f claim requests/s, %.0f durable shard claims/s; coordinator CPU %.0f%% of a core\n",
-              static_cast<long long>(granted.load()), kAgents, per_request,
+              static_cast<long long>(granted.load()), agents, per_request,
               static_cast<long long>(requests.load()), s, static_cast<double>(requests) / s,
               static_cast<double>(granted) / s, (s1.cpu_s - s0.cpu_s) / s * 100);
   std::fflush(stdout);
@@ -384,11 +384,11 @@ int main(int argc, char** argv) {
   jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
   std::vector<int> jobs = {1000, 100000, 1000000};
-  int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16;
+  int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16, claim_agents = 4;
   std::string only;
   bool flags_ok = ParseFlags(argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
-      "  [--agents A] [--only register|burst|steady|claims|heartbeat]",
+      "  [--claim-agents G] [--agents A] [--only register|burst|steady|claims|heartbeat]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs") jobs = ParseList(value);
         else if (flag == "--burst") burst = std::stoi(value);
@@ -396,6 +396,7 @@ int main(int argc, char** argv) {
         else if (flag == "--seconds") seconds = std::stoi(value);
         else if (flag == "--claims") claims = std::stoi(value);
         else if (flag == "--claim-batch") claim_batch = std::stoi(value);
+        else if (flag == "--claim-agents") claim_agents = std::stoi(value);
         else if (flag == "--agents") agents = std::stoi(value);
         else if (flag == "--only") only = value;
         else return false;
@@ -410,8 +411,8 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "burst") BurstPhase(burst);
   if (only.empty() || only == "steady") SteadyPhase(rate, seconds);
   if (only.empty() || only == "claims") {
-    ClaimsPhase(claims, 1);
-    ClaimsPhase(claims, claim_batch);
+    ClaimsPhase(claims, 1, claim_agents);
+    ClaimsPhase(claims, claim_batch, claim_agents);
   }
   if (only.empty() || only == "heartbeat") HeartbeatPhase(agents);
   return 0;

@@ -1,7 +1,6 @@
 #include "coordinator/dispatcher.h"
 
 #include <algorithm>
-#include <climits>
 #include <random>
 #include <tuple>
 
@@ -82,7 +81,7 @@ void Dispatcher::Clear() {
   leases_.clear();
   lease_by_token_.clear();
   lease_wheel_ = TimingWheel(ctx_->MonoMs());
-  for (auto& [name, a] : agents_) a.held.clear();
+  for (auto& [name, a] : agents_) a.held.Clear();
 }
 
 void Dispatcher::LoadAgent(const store::AgentRow& row) {
@@ -112,7 +111,7 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
                       {{"run", key.run}, {"shard", key.index}, {"token", token}, {"agent", agent}});
   AgentInfo& a = agents_[agent];
   a.name = agent;
-  a.held.insert(key);
+  a.held.Add(key);
   if (a.last_seen_mono == 0) a.last_seen_mono = now;
   ArmTimers();
 }
@@ -189,7 +188,6 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
     case Route::kBroadcast: {
       // Least busy first, and shards of one run on different agents where possible; ties
       // broken by a stable hash so assignments do not move while membership is unchanged.
-      // Each agent's load once (held is ordered by run: this run's shards are adjacent).
       struct Ranked {
         int same_run;
         size_t busy;
@@ -199,12 +197,7 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
       std::vector<Ranked> ranked;
       ranked.reserve(alive.size());
       for (AgentInfo* a : alive) {
-        int same_run = 0;
-        for (auto k = a->held.lower_bound(ShardKey{shard.key.run, INT_MIN});
-             k != a->held.end() && k->run == shard.key.run; ++k) {
-          ++same_run;
-        }
-        ranked.push_back({same_run, a->held.size() * 1000 / static_cast<size_t>(std::max(a->slots, 1)),
+        ranked.push_back({a->held.InRun(shard.key.run), a->held.size() * 1000 / static_cast<size_t>(std::max(a->slots, 1)),
                           Rendezvous(shard.job, shard.key.index, a->name), a});
       }
       std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
@@ -278,7 +271,7 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   leases_[shard.key] = lease;
   lease_by_token_[token] = shard.key;
   lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
-  agent.held.insert(shard.key);
+  agent.held.Add(shard.key);
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   if (Status s = ctx_->batch->Open(); s.ok()) {
@@ -435,7 +428,7 @@ void Dispatcher::Release(ShardKey key, std::string_view why) {
                                        {"why", why}});
   lease_wheel_.Cancel(static_cast<uint64_t>(it->second.token));
   lease_by_token_.erase(it->second.token);
-  if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.erase(key);
+  if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.Remove(key);
   leases_.erase(it);
   if (ctx_->batch->Open().ok()) {
     if (Status s = ctx_->store->DeleteLease(LeaseKey(key)); !s.ok()) ctx_->batch->Fail(s);

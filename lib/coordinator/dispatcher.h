@@ -27,6 +27,33 @@ namespace jobctl::coordinator {
 
 class RunBook;
 
+// The shards an agent holds, with a count per run: routing asks how many shards of a run an
+// agent already has for every shard it places, so that answer must not cost a walk.
+class HeldShards {
+ public:
+  void Add(ShardKey key) {
+    if (keys_.insert(key).second) ++per_run_[key.run];
+  }
+  void Remove(ShardKey key) {
+    if (keys_.erase(key) == 0) return;
+    auto it = per_run_.find(key.run);
+    if (--it->second == 0) per_run_.erase(it);
+  }
+  void Clear() {
+    keys_.clear();
+    per_run_.clear();
+  }
+  size_t size() const { return keys_.size(); }
+  int InRun(int64_t run) const {
+    auto it = per_run_.find(run);
+    return it == per_run_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::set<ShardKey> keys_;
+  std::map<int64_t, int> per_run_;
+};
+
 struct AgentInfo {
   std::string name;
   std::map<std::string, std::string> labels;
@@ -35,7 +62,7 @@ struct AgentInfo {
   int64_t last_seen_mono = 0;
   int64_t last_seen_ms = 0;
   bool draining = false;
-  std::set<ShardKey> held;
+  HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;
   int waiting_free = 0;
