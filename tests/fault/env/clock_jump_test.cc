@@ -116,8 +116,19 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
            FiresOf("skip", before["skip"]).missed > 0 && FiresOf("fire-all", before["fire-all"]).missed > 0;
   }, seconds(15))) << "no catch-up after the jump";
   double noticed_s = std::chrono::duration<double>(Clock::now() - jumped).count();
-  // One more period, so that on-time firing after the jump shows too.
-  std::this_thread::sleep_for(seconds(11));
+  // One more period, so that on-time firing after the jump shows too: each job's next run
+  // after the newest instant of its catch-up.
+  std::map<std::string, int64_t> caught;
+  for (const char* job : {"fire-once", "skip", "fire-all"}) {
+    Fires f = FiresOf(job, before[job]);
+    caught[job] = f.scheduled.empty() ? before[job] : f.scheduled.back();
+  }
+  ASSERT_TRUE(Coordinator::Eventually([&] {
+    for (const auto& [job, last] : caught) {
+      if (FiresOf(job, last).scheduled.empty()) return false;
+    }
+    return true;
+  }, seconds(15))) << "no on-time fire one period after the catch-up";
 
   for (const char* job : {"fire-once", "skip", "fire-all"}) {
     Fires f = FiresOf(job, before[job]);

@@ -70,8 +70,19 @@ void PartitionTest::CutOffMidShardThenHeal(const std::string& what,
   int64_t old_token = before["shards"][0]["token"];
   AddAgent("mainland");
   WaitForAgents(2);
-  // Let a few renewals go through, so the cut falls between two of them.
-  std::this_thread::sleep_for(milliseconds(1500));
+  // Two more contacts from the island (heartbeats renewing its lease), so the cut falls
+  // between two renewals of an agent in its steady state.
+  auto island_seen = [&] {
+    for (const auto& a : coord_->GetJson("/v1/agents")) {
+      if (a["name"] == "island") return a["last_seen"].get<std::string>();
+    }
+    return std::string();
+  };
+  for (int contact = 0; contact < 2; ++contact) {
+    std::string seen = island_seen();
+    ASSERT_TRUE(Coordinator::Eventually([&] { return island_seen() != seen; }, seconds(5)))
+        << "the island agent stopped renewing before the cut";
+  }
 
   timespec mono{};
   clock_gettime(CLOCK_MONOTONIC, &mono);
