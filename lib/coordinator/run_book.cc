@@ -258,6 +258,7 @@ void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
   EraseDeadline({run.rec.id, shard.index});
   ++shard.attempt;
   shard.state = RunState::kPending;
+  std::string holder = std::move(shard.agent);
   shard.agent.clear();
   shard.token = 0;
   shard.started_ms.reset();
@@ -265,7 +266,7 @@ void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
   shard.not_before_ms = not_before_ms;
   if (run.spec->route == Route::kBroadcast) {
     // A broadcast shard belongs to its agent; its retries go back to that agent.
-    shard.agent = dispatcher_->EligibleAgents(run.spec->on).empty() ? "" : shard.agent;
+    shard.agent = dispatcher_->EligibleAgents(run.spec->on).empty() ? "" : holder;
   }
   Save(shard);
   EnqueueShard(run, shard);
