@@ -1,5 +1,6 @@
 #include "coordinator/applier.h"
 
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -168,10 +169,14 @@ Status Applier::SetPaused(JobEntry& job, bool paused, const std::string& actor) 
       !s.ok()) {
     return s;
   }
-  job.paused = paused;
+  bool was_paused = std::exchange(job.paused, paused);
   // Resuming keeps the next fire it had: instants missed while paused come due at once and
   // go through the misfire policy.
-  scheduler_->Track(job);
+  if (was_paused && !paused) {
+    scheduler_->Resume(job);
+  } else {
+    scheduler_->Track(job);
+  }
   return Status::Ok();
 }
 

@@ -107,12 +107,23 @@ void Scheduler::RunDue() {
                  {{"job", job->name}, {"error", schedule.status().ToString()}});
       continue;
     }
-    FireDue(*job, **schedule, now);
+    FireDue(*job, **schedule, now, ctx_->config.misfire_grace.count());
   }
   Arm();
 }
 
-void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now) {
+void Scheduler::Resume(JobEntry& job) {
+  int64_t now = ctx_->NowMs();
+  if (job.schedulable() && job.next_fire_ms && *job.next_fire_ms <= now) {
+    // A schedule that no longer compiles is left to RunDue, which says so.
+    if (Result<std::shared_ptr<const Schedule>> schedule = jobs_->ScheduleOf(job); schedule.ok()) {
+      FireDue(job, **schedule, now, /*grace_ms=*/0);
+    }
+  }
+  Track(job);
+}
+
+void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms) {
   std::vector<int64_t> instants;
   std::optional<int64_t> t = job.next_fire_ms;
   while (t && *t <= now && instants.size() < kMaxListed) {
@@ -127,9 +138,8 @@ void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now) {
   }
   if (t && *t <= now) t = Next(schedule, now);  // beyond counting: jump to the future
 
-  const int64_t grace = ctx_->config.misfire_grace.count();
   auto first_on_time = std::find_if(instants.begin(), instants.end(),
-                                    [&](int64_t i) { return now - i <= grace; });
+                                    [&](int64_t i) { return now - i <= grace_ms; });
   std::vector<int64_t> missed(instants.begin(), first_on_time);
   std::vector<int64_t> on_time(first_on_time, instants.end());
   if (extra > 0) {

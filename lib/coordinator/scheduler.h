@@ -33,6 +33,10 @@ class Scheduler {
 
   // Puts the job in the wheel at its next_fire_ms if it is schedulable, else takes it out.
   void Track(const JobEntry& job);
+  // A job was resumed: every instant that came due while it was paused goes through its
+  // misfire policy at once, however short the pause (misfire_grace is for late fires, and
+  // these were held back on purpose), in the current write batch; then it is tracked again.
+  void Resume(JobEntry& job);
   // Puts every schedulable job of the index in the (empty) wheel: the load at start.
   void TrackAll();
   // The first instant strictly after `after_ms` for this job (nullopt when it has ended or
@@ -48,7 +52,8 @@ class Scheduler {
   static constexpr size_t kSlice = 512;
 
  private:
-  void FireDue(JobEntry& job, const Schedule& schedule, int64_t now);
+  // Instants overdue by more than `grace_ms` go through the job's misfire policy.
+  void FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms);
   void FireOne(JobEntry& job, int64_t instant, int64_t now);
   void RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
                     const char* why, int64_t now);
