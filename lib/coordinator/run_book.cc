@@ -35,6 +35,15 @@ RunState StateFor(const ResultReport& r) {
   return RunState::kFailed;
 }
 
+// The shard ended with the result this token's holder reported (or the coordinator's
+// timeout backstop stood in for it), so a repeat of that result gets the same answer. An
+// expired lease leaves the outcome "lease_lost", and a canceled shard never reported has
+// none: neither is a result, and a late report for them is refused as stale.
+bool EndedByResultOf(const ShardRecord& s, int64_t token) {
+  return s.token == token && IsTerminal(s.state) && !s.outcome.empty() &&
+         s.outcome != OutcomeName(Outcome::kLeaseLost);
+}
+
 }  // namespace
 
 std::string NewTraceId() {
@@ -286,6 +295,17 @@ void RunBook::EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64
   MaybeFinish(run);
 }
 
+bool RunBook::AnswersAsEnded(const ShardRecord& s, const ResultReport& r) {
+  // A repeat of the accepted result, or the report of a holder whose shard ended without it
+  // (canceled): that lease ends now. A lease that expired is no longer held: stale.
+  bool held = dispatcher_->Holds(r.key, r.token);
+  if (!EndedByResultOf(s, r.token) && !(held && s.token == r.token && IsTerminal(s.state))) {
+    return false;
+  }
+  if (held) dispatcher_->Release(r.key, "released");
+  return true;
+}
+
 Result<RunState> RunBook::OnResult(const ResultReport& r) {
   auto it = open_.find(r.key.run);
   if (it == open_.end()) {
@@ -298,21 +318,17 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
       return Status::NotFound("no shard " + std::to_string(r.key.index));
     }
     const ShardRecord& s = rec.shards[static_cast<size_t>(r.key.index)];
-    if (s.token == r.token && IsTerminal(s.state)) {
-      if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key, "released");
-      return s.state;
-    }
-    return dispatcher_->CheckToken(r.key, r.agent, r.token);
+    if (AnswersAsEnded(s, r)) return s.state;
+    Status stale = dispatcher_->CheckToken(r.key, r.agent, r.token);
+    if (stale.ok()) stale = Status::Conflict("run " + std::to_string(r.key.run) + " has ended");
+    return stale;
   }
   OpenRun& run = it->second;
   if (r.key.index < 0 || r.key.index >= static_cast<int>(run.rec.shards.size())) {
     return Status::NotFound("no shard " + std::to_string(r.key.index));
   }
   ShardRecord& shard = run.rec.shards[static_cast<size_t>(r.key.index)];
-  if (shard.token == r.token && IsTerminal(shard.state)) {
-    if (dispatcher_->Holds(r.key, r.token)) dispatcher_->Release(r.key, "released");
-    return shard.state;
-  }
+  if (AnswersAsEnded(shard, r)) return shard.state;
   if (auto a = answered_.find(r.key); a != answered_.end() && a->second.first == r.token) {
     return a->second.second;
   }
@@ -371,14 +387,9 @@ bool RunBook::EndedByResult(ShardKey key, int64_t token) {
     auto a = answered_.find(key);
     return a != answered_.end() && a->second.first == token;
   }
-  // A finished run: its shard row keeps the last attempt's token and outcome. An expired
-  // lease leaves the outcome "lease_lost" (or no outcome, for a canceled shard never
-  // reported): not a result.
+  // A finished run: its shard row keeps the last attempt's token and outcome.
   Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
-  if (!shard.ok() || !*shard) return false;
-  const ShardRecord& s = **shard;
-  return s.token == token && IsTerminal(s.state) && !s.outcome.empty() &&
-         s.outcome != OutcomeName(Outcome::kLeaseLost);
+  return shard.ok() && *shard && EndedByResultOf(**shard, token);
 }
 
 Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {

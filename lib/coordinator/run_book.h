@@ -83,6 +83,9 @@ class RunBook {
     std::vector<std::function<void(std::optional<RunRecord>)>> waiters;
   };
   Result<std::shared_ptr<const Job>> SpecOf(JobEntry& job);
+  // True (and the holder's lease released) when a result for a shard that already ended
+  // gets the shard's state as its answer; false when it must be judged (or refused).
+  bool AnswersAsEnded(const ShardRecord& shard, const ResultReport& report);
   void EnqueueShard(OpenRun& run, ShardRecord& shard);
   void EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64_t now_ms);
   void Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms);

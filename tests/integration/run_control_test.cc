@@ -547,11 +547,12 @@ TEST_F(RunControlTest, OnLostFailEndsTheRunLostInsteadOfRerunningIt) {
   EXPECT_LE(Ms(end["finished_at"]) - Ms(end["shards"][0]["started_at"]), 2000 + 1000 + 1000);
   EXPECT_GE(Ms(end["finished_at"]) - Ms(end["shards"][0]["started_at"]), 2000);
   // The old holder comes back: its heartbeat is told the lease is stale, and its late report
-  // of success changes nothing.
+  // of success is refused as stale and changes nothing.
   json hb = json::parse(dead.Heartbeat(a).body);
   ASSERT_EQ(hb["revoked"].size(), 1u) << hb.dump();
   EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
-  (void)dead.Finish(a[0], 0);
+  http::HttpResponse late = dead.Finish(a[0], 0);
+  EXPECT_EQ(late.status, 409) << late.body;
   json after = coord_->GetJson(Path("/v1/runs/", run));
   EXPECT_EQ(after["state"], "lost") << after.dump();
   EXPECT_EQ(after["shards"][0]["outcome"], "lease_lost") << after.dump();
