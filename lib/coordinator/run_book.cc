@@ -226,30 +226,33 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
   // pending -> running. Once running, a grant cannot change the run's state (the shard it
   // starts is open), so the O(shards) derivation is skipped: a wide run's grants stay O(1).
   if (run.rec.state != RunState::kRunning) MaybeFinish(run);
-  std::map<std::string, std::string> env = spec.env;
+  // Built key by key: an initializer list would copy every value once more, and this runs
+  // for every shard granted.
+  nlohmann::json a(nlohmann::json::value_t::object);
+  a["run"] = key.run;
+  a["shard"] = key.index;
+  a["shard_total"] = run.rec.shard_total;
+  a["attempt"] = shard.attempt;
+  a["token"] = token;
+  a["job"] = run.rec.job;
+  a["scheduled_at"] = FormatUtc(FromUnixMs(run.rec.scheduled_ms));
+  a["trace_id"] = run.rec.trace_id;
+  a["command"] = spec.command;
+  a["shell"] = spec.shell;
+  nlohmann::json& env = a["env"] = spec.env;
   if (!run.rec.env_json.empty()) {
     nlohmann::json extra = nlohmann::json::parse(run.rec.env_json, nullptr, false);
     if (extra.is_object()) {
       for (auto it = extra.begin(); it != extra.end(); ++it) {
-        if (it.value().is_string()) env[it.key()] = it.value().get<std::string>();
+        if (it.value().is_string()) env[it.key()] = std::move(it.value());
       }
     }
   }
-  return {{"run", key.run},
-          {"shard", key.index},
-          {"shard_total", run.rec.shard_total},
-          {"attempt", shard.attempt},
-          {"token", token},
-          {"job", run.rec.job},
-          {"scheduled_at", FormatUtc(FromUnixMs(run.rec.scheduled_ms))},
-          {"trace_id", run.rec.trace_id},
-          {"command", spec.command},
-          {"shell", spec.shell},
-          {"env", env},
-          {"run_as", spec.run_as},
-          {"cwd", spec.cwd},
-          {"timeout_ms", spec.timeout ? nlohmann::json(spec.timeout->count()) : nlohmann::json()},
-          {"kill_grace_ms", spec.kill_grace.count()}};
+  a["run_as"] = spec.run_as;
+  a["cwd"] = spec.cwd;
+  a["timeout_ms"] = spec.timeout ? nlohmann::json(spec.timeout->count()) : nlohmann::json();
+  a["kill_grace_ms"] = spec.kill_grace.count();
+  return a;
 }
 
 int64_t RunBook::BackoffMs(const Job& spec, int attempt) const {
