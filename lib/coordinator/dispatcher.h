@@ -135,6 +135,11 @@ class Dispatcher {
   // The agents with the labels matching `on` that were seen within one TTL, by name.
   std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const;
 
+  // The agent has a claim open now: it is alive and asking for work.
+  bool Asking(const std::string& agent) const {
+    auto it = agents_.find(agent);
+    return it != agents_.end() && it->second.waiting != nullptr;
+  }
   const std::map<std::string, AgentInfo>& agents() const { return agents_; }
   size_t active_leases() const { return leases_.size(); }
   size_t pending() const { return pending_.size(); }

@@ -278,7 +278,7 @@ void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
   shard.not_before_ms = not_before_ms;
   if (run.spec->route == Route::kBroadcast) {
     // A broadcast shard belongs to its agent; its retries go back to that agent.
-    shard.agent = dispatcher_->EligibleAgents(run.spec->on).empty() ? "" : holder;
+    shard.agent = holder;
   }
   Save(shard);
   EnqueueShard(run, shard);
@@ -434,7 +434,12 @@ void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {
   int64_t now = ctx_->NowMs();
   shard.outcome = "lease_lost";
   shard.message = "lease of agent " + shard.agent + " expired";
-  if (run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
+  // A broadcast shard is its agent's. An agent whose lease expired has gone quiet, and
+  // unless it is asking for work right now the shard is lost: not run on another agent
+  // (which has a shard of its own), nor left pending for an agent that may never return.
+  bool holder_gone = run.spec->route == Route::kBroadcast && !dispatcher_->Asking(shard.agent);
+  if (holder_gone) shard.message += "; a broadcast shard runs only on its own agent";
+  if (!holder_gone && run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
     ++shard.lost_count;
     Requeue(run, shard, now);
   } else {

@@ -22,16 +22,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-int64_t Ms(const std::string& rfc3339) {
-  // Enough for the coordinator's own UTC output: 2026-11-22T04:29:20.004Z
-  std::tm tm{};
-  strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  int64_t s = timegm(&tm);
-  int64_t ms = 0;
-  if (rfc3339.size() > 20 && rfc3339[19] == '.') ms = std::stoi(rfc3339.substr(20, 3));
-  return s * 1000 + ms;
-}
-
 class CoordinatorTest : public ::testing::Test {
  protected:
   void Start(const std::string& config = "") {
@@ -54,9 +44,9 @@ TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) 
   json runs = coord_->Runs("tick");
   std::set<int64_t> instants;
   for (const auto& r : runs) {
-    int64_t scheduled = Ms(r["scheduled_at"]);
+    int64_t scheduled = UnixMs(r["scheduled_at"]);
     EXPECT_EQ(scheduled % 1000, 0);
-    EXPECT_GE(Ms(r["created_at"]), scheduled) << "fired before its instant: " << r.dump();
+    EXPECT_GE(UnixMs(r["created_at"]), scheduled) << "fired before its instant: " << r.dump();
     EXPECT_TRUE(instants.insert(scheduled).second) << "instant fired twice: " << r.dump();
   }
   // Consecutive seconds, none missing.
@@ -68,7 +58,7 @@ TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) 
 void CheckInstantsAccountedFor(Coordinator& c, const std::string& job, int64_t from_ms, int64_t to_ms) {
   std::map<int64_t, int> seen;
   for (const auto& r : c.Runs(job, 10000)) {
-    if (r["reason"] == "schedule") ++seen[Ms(r["scheduled_at"])];
+    if (r["reason"] == "schedule") ++seen[UnixMs(r["scheduled_at"])];
   }
   json misses = c.GetJson("/v1/misses?job=" + job);
   for (int64_t t = from_ms; t <= to_ms; t += 1000) {
@@ -104,8 +94,8 @@ TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
   json runs = coord_->GetJson("/v1/runs?limit=5000");
   std::set<std::string> jobs;
   for (const auto& r : runs) {
-    EXPECT_EQ(Ms(r["scheduled_at"]), due) << r.dump();
-    EXPECT_GE(Ms(r["created_at"]), due) << "fired before its instant: " << r.dump();
+    EXPECT_EQ(UnixMs(r["scheduled_at"]), due) << r.dump();
+    EXPECT_GE(UnixMs(r["created_at"]), due) << "fired before its instant: " << r.dump();
     EXPECT_TRUE(jobs.insert(r["job"].get<std::string>()).second) << "fired twice: " << r.dump();
   }
   EXPECT_EQ(jobs.size(), static_cast<size_t>(n));
@@ -135,7 +125,7 @@ TEST_F(CoordinatorTest, EachBurstSliceIsDurableBeforeTheNextIsFired) {
       seconds(20)));
   std::map<int64_t, int64_t> created;  // run -> created_ms
   for (const auto& r : coord_->GetJson("/v1/runs?limit=5000")) {
-    created[r["id"].get<int64_t>()] = Ms(r["created_at"]);
+    created[r["id"].get<int64_t>()] = UnixMs(r["created_at"]);
   }
   // Group the burst's fires by the commit line before them.
   std::vector<std::pair<int64_t, std::vector<int64_t>>> commits;  // commit wall_ms, runs
@@ -174,7 +164,7 @@ TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
       "[[job]]\nname = \"all\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-all\"\nshell = \"true\"\n"
       "misfire_cap = 2\n");
   ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("once").size() >= 1; }, seconds(5)));
-  int64_t first = Ms(coord_->Runs("once").back()["scheduled_at"]);
+  int64_t first = UnixMs(coord_->Runs("once").back()["scheduled_at"]);
   std::mt19937 rng(7);
   for (int cycle = 0; cycle < 5; ++cycle) {
     std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(200, 1200)(rng)));
@@ -187,7 +177,7 @@ TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
   ASSERT_TRUE(Coordinator::Eventually([&] {
     json r = coord_->Runs("once", 1);
     if (r.empty()) return false;
-    settled = Ms(r[0]["scheduled_at"]);
+    settled = UnixMs(r[0]["scheduled_at"]);
     return settled > first + 5000;
   }, seconds(10)));
   settled -= 2000;  // every job has passed this instant
@@ -251,12 +241,6 @@ TEST_F(CoordinatorTest, StaleTokensAreRefused) {
   EXPECT_EQ(json::parse(first.body)["state"], json::parse(again.body)["state"]);
 }
 
-double Metric(Coordinator& c, const std::string& name) {
-  std::string m = c.Request("GET", "/metrics").body;
-  size_t at = m.find("\n" + name + " ");
-  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
-}
-
 // An agent lists a lease in its heartbeats until its result is acknowledged, so a heartbeat
 // that crosses the result names a lease that just ended. The coordinator answers "finished"
 // (for a finished run, an open run and an attempt being retried) and counts no stale token;
@@ -292,7 +276,7 @@ TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
   for (const json& r : hb["revoked"]) EXPECT_EQ(r["reason"], "finished") << hb.dump();
   ASSERT_EQ(hb["renewed"].size(), 1u) << hb.dump();
   EXPECT_EQ(hb["renewed"][0]["shard"], two[1]["shard"]);
-  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 0);
+  EXPECT_EQ(coord_->Metric("jobctl_stale_token_total"), 0);
 
   // A token never granted, and a lease that expired: stale, and counted.
   json made_up = one[0];
@@ -300,15 +284,15 @@ TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
   hb = json::parse(agent.Heartbeat({made_up}).body);
   ASSERT_EQ(hb["revoked"].size(), 1u);
   EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
-  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 1);
+  EXPECT_EQ(coord_->Metric("jobctl_stale_token_total"), 1);
   std::vector<json> lapse = claim("lapse", 1);
   ASSERT_EQ(lapse.size(), 1u);
   ASSERT_TRUE(Coordinator::Eventually(
-      [&] { return Metric(*coord_, "jobctl_leases_expired_total") >= 2; }, seconds(10)));
+      [&] { return coord_->Metric("jobctl_leases_expired_total") >= 2; }, seconds(10)));
   hb = json::parse(agent.Heartbeat({lapse[0]}).body);
   ASSERT_EQ(hb["revoked"].size(), 1u);
   EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
-  EXPECT_EQ(Metric(*coord_, "jobctl_stale_token_total"), 2);
+  EXPECT_EQ(coord_->Metric("jobctl_stale_token_total"), 2);
 }
 
 // A batch of results is answered item by item, as if each had come alone: taken, refused as

@@ -38,12 +38,6 @@ struct Member {
   int free;  // shards one claim may take
 };
 
-double Metric(Coordinator& c, const std::string& name) {
-  std::string m = c.Request("GET", "/metrics").body;
-  size_t at = m.find("\n" + name + " ");
-  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
-}
-
 // One long-poll claim from each of several agents, all open at once. The constructor returns
 // once the coordinator holds every one of them (its claim counter says so), so whatever is
 // made next is placed among exactly these agents.
@@ -51,7 +45,7 @@ class OpenClaims {
  public:
   OpenClaims(Coordinator& c, std::vector<Member*> who, int wait_ms = 10'000)
       : who_(std::move(who)), got_(who_.size()), errors_(who_.size()) {
-    double before = Metric(c, "jobctl_claims_total");
+    double before = c.Metric("jobctl_claims_total");
     for (size_t i = 0; i < who_.size(); ++i) {
       threads_.emplace_back([this, i, wait_ms] {
         try {
@@ -62,7 +56,7 @@ class OpenClaims {
       });
     }
     bool held = Coordinator::Eventually(
-        [&] { return Metric(c, "jobctl_claims_total") >= before + static_cast<double>(who_.size()); },
+        [&] { return c.Metric("jobctl_claims_total") >= before + static_cast<double>(who_.size()); },
         seconds(5));
     EXPECT_TRUE(held) << "the coordinator never held all " << who_.size() << " claims";
   }
@@ -452,6 +446,46 @@ TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
   EXPECT_EQ(retry[0]["attempt"], 2);
   EXPECT_EQ(a.agent.Finish(retry[0], 0).status, 200);
   EXPECT_EQ(coord_->WaitRun(run, seconds(5))["state"], "succeeded");
+}
+
+// A broadcast shard whose agent vanished (its lease expired) is lost: it is not run on
+// another agent, which has a shard of its own, and the run ends instead of waiting for an
+// agent that may never return.
+TEST_F(RoutingTest, BroadcastShardOfAVanishedAgentIsLostNotRunElsewhere) {
+  Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
+  coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"));
+  Member& a = Add("a");
+  Member& b = Add("b");
+  int64_t run = 0;
+  Grants got;
+  {
+    OpenClaims claims(*coord_, {&a, &b});
+    run = Trigger("everywhere");
+    AwaitPlaced(run);
+    got = claims.End();
+  }
+  ASSERT_EQ(got["a"].size(), 1u);
+  ASSERT_EQ(got["b"].size(), 1u);
+  int shard_of_a = got["a"][0]["shard"].get<int>();
+  ASSERT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
+  // a goes quiet; b stays, asking for work all along.
+  json end;
+  Grants to_b;
+  {
+    OpenClaims only_b(*coord_, {&b}, 10'000);
+    end = coord_->WaitRun(run, seconds(8));
+    to_b = only_b.End();
+  }
+  EXPECT_TRUE(to_b["b"].empty()) << "a's shard went to b: " << to_b["b"][0].dump();
+  ASSERT_FALSE(end["finished_at"].get<std::string>().empty()) << "the run waits for a: " << end.dump();
+  const json& lost = end["shards"][shard_of_a];
+  EXPECT_EQ(lost["state"], "lost") << end.dump();
+  EXPECT_EQ(lost["agent"], "a") << end.dump();
+  EXPECT_EQ(lost["attempt"], 1) << end.dump();
+  EXPECT_NE(lost["message"].get<std::string>().find("only on its own agent"), std::string::npos)
+      << end.dump();
+  // Ended when the lease expired: within TTL + 1 s of the grant.
+  EXPECT_LE(UnixMs(end["finished_at"]) - UnixMs(lost["started_at"]), 2000 + 1000) << end.dump();
 }
 
 }  // namespace

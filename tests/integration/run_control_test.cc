@@ -24,16 +24,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-int64_t Ms(const std::string& rfc3339) {
-  // Enough for the coordinator's own UTC output: 2026-11-22T04:29:20.004Z
-  std::tm tm{};
-  strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  int64_t s = timegm(&tm);
-  int64_t ms = 0;
-  if (rfc3339.size() > 20 && rfc3339[19] == '.') ms = std::stoi(rfc3339.substr(20, 3));
-  return s * 1000 + ms;
-}
-
 int64_t NowMs() {
   return std::chrono::duration_cast<milliseconds>(
              std::chrono::system_clock::now().time_since_epoch()).count();
@@ -41,12 +31,6 @@ int64_t NowMs() {
 
 std::string Path(const std::string& prefix, const json& run, const std::string& suffix = "") {
   return prefix + std::to_string(run["id"].get<int64_t>()) + suffix;
-}
-
-double Metric(Coordinator& c, const std::string& name) {
-  std::string m = c.Request("GET", "/metrics").body;
-  size_t at = m.find("\n" + name + " ");
-  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
 }
 
 // One HTTP/1.1 request on a connection of its own, written in full before Send returns, so
@@ -271,7 +255,7 @@ class PauseTest : public RunControlTest {
   std::vector<json> RunsBetween(int64_t from, int64_t to) {
     std::vector<json> out;
     for (const json& r : coord_->Runs("tick")) {
-      int64_t at = Ms(r["scheduled_at"]);
+      int64_t at = UnixMs(r["scheduled_at"]);
       if (r["reason"] == "schedule" && at >= from && at <= to) out.push_back(r);
     }
     return out;
@@ -305,7 +289,7 @@ TEST_F(PauseTest, ResumeOfAFireOnceJobMakesOneRunForTheInstantsMissedWhilePaused
   ASSERT_GE(instants, 2);
   std::vector<json> made_up = RunsBetween(paused_at, resumed_at);
   ASSERT_EQ(made_up.size(), 1u) << coord_->Runs("tick").dump();
-  EXPECT_GE(Ms(made_up[0]["created_at"]), resumed_at);
+  EXPECT_GE(UnixMs(made_up[0]["created_at"]), resumed_at);
   EXPECT_EQ(MissedBetween(paused_at, resumed_at, "misfire=fire-once: folded into one run"),
             instants - 1)
       << coord_->GetJson("/v1/misses?job=tick").dump();
@@ -544,8 +528,8 @@ TEST_F(RunControlTest, OnLostFailEndsTheRunLostInsteadOfRerunningIt) {
   EXPECT_EQ(end["shards"][0]["agent"], "dead");
   EXPECT_EQ(end["shards"][0]["outcome"], "lease_lost");
   // Ended by the lease's expiry, within TTL + heartbeat + 1 s of the grant.
-  EXPECT_LE(Ms(end["finished_at"]) - Ms(end["shards"][0]["started_at"]), 2000 + 1000 + 1000);
-  EXPECT_GE(Ms(end["finished_at"]) - Ms(end["shards"][0]["started_at"]), 2000);
+  EXPECT_LE(UnixMs(end["finished_at"]) - UnixMs(end["shards"][0]["started_at"]), 2000 + 1000 + 1000);
+  EXPECT_GE(UnixMs(end["finished_at"]) - UnixMs(end["shards"][0]["started_at"]), 2000);
   // The old holder comes back: its heartbeat is told the lease is stale, and its late report
   // of success is refused as stale and changes nothing.
   json hb = json::parse(dead.Heartbeat(a).body);
@@ -596,10 +580,10 @@ TEST_F(RunControlTest, TimeoutBackstopEndsAShardWhoseHolderRenewsButNeverReports
   EXPECT_EQ(shard["state"], "timed_out");
   EXPECT_EQ(shard["outcome"], "timeout");
   EXPECT_NE(shard["message"].get<std::string>().find("backstop"), std::string::npos) << end.dump();
-  int64_t ran = Ms(shard["finished_at"]) - Ms(shard["started_at"]);
+  int64_t ran = UnixMs(shard["finished_at"]) - UnixMs(shard["started_at"]);
   EXPECT_GE(ran, 1000 + 500 + 1000) << end.dump();
   EXPECT_LT(ran, 1000 + 500 + 1000 + 1500) << end.dump();
-  EXPECT_EQ(Metric(*coord_, "jobctl_leases_expired_total"), 0) << "the lease never lapsed";
+  EXPECT_EQ(coord_->Metric("jobctl_leases_expired_total"), 0) << "the lease never lapsed";
 }
 
 // ---- apply --dry-run ----

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -17,6 +19,16 @@
 extern char** environ;
 
 namespace jobctl::testing {
+
+int64_t UnixMs(const std::string& rfc3339) {
+  if (rfc3339.size() < 20) return -1;
+  std::tm tm{};
+  if (!strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return -1;
+  int64_t ms = static_cast<int64_t>(timegm(&tm)) * 1000;
+  if (rfc3339[19] == '.') ms += std::atoi(rfc3339.substr(20, 3).c_str());
+  return ms;
+}
+
 Daemon::Daemon(std::vector<std::string> argv, std::string log_path,
                std::map<std::string, std::string> env)
     : log_path_(std::move(log_path)) {
@@ -207,6 +219,12 @@ std::string Coordinator::Output(int64_t run, int shard, const std::string& strea
     after = r["next"];
   }
   return out;
+}
+
+double Coordinator::Metric(const std::string& name) {
+  std::string m = Request("GET", "/metrics").body;
+  size_t at = m.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
 }
 
 bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {

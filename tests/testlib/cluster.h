@@ -27,6 +27,10 @@ struct Launch {
   std::map<std::string, std::string> env;
 };
 
+// "2026-11-22T10:00:00Z" or "...:00.250Z" (the coordinator's UTC times) as Unix ms; -1 for
+// anything else, "" included.
+int64_t UnixMs(const std::string& rfc3339);
+
 // A child process with its output in a file; killed (SIGKILL) when destroyed.
 class Daemon {
  public:
@@ -83,6 +87,8 @@ class Coordinator {
   // All stored output of one shard of a run and one stream ("stdout", "stderr" or "marker"),
   // in order; attempt 0 means every attempt.
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0);
+  // The value of an unlabeled metric from /metrics; -1 when it is not there.
+  double Metric(const std::string& name);
   // Polls `pred` every 20 ms until true or the deadline.
   static bool Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 

@@ -28,16 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kEveryMs = 10'000;
 
-// "2026-11-22T10:00:00Z" or "...:00.250Z" as Unix ms; -1 for "".
-int64_t UnixMs(const std::string& rfc3339) {
-  if (rfc3339.size() < 20) return -1;
-  std::tm tm{};
-  if (!strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return -1;
-  int64_t ms = static_cast<int64_t>(timegm(&tm)) * 1000;
-  if (rfc3339[19] == '.') ms += std::atoi(rfc3339.substr(20, 3).c_str());
-  return ms;
-}
-
 class ClockJumpTest : public EnvFaultTest {
  protected:
   void SetUp() override {
