@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "testlib/cluster.h"
+#include "testlib/coordinator_fixture.h"
 
 namespace jobctl::testing {
 namespace {
@@ -22,18 +23,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class CoordinatorTest : public ::testing::Test {
- protected:
-  void Start(const std::string& config = "") {
-    coord_ = std::make_unique<Coordinator>(dir_, config);
-    coord_->Start();
-  }
-  void TearDown() override {
-    if (HasFailure() && coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
-  }
-  TempDir dir_;
-  std::unique_ptr<Coordinator> coord_;
-};
+class CoordinatorTest : public CoordinatorFixture {};
 
 TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) {
   Start();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "testlib/cluster.h"
+#include "testlib/coordinator_fixture.h"
 
 namespace jobctl::testing {
 namespace {
@@ -112,16 +113,8 @@ std::string Job(const std::string& name, const std::string& keys) {
   return "[[job]]\nname = \"" + name + "\"\nschedule = \"@yearly\"\nshell = \"true\"\n" + keys;
 }
 
-class RoutingTest : public ::testing::Test {
+class RoutingTest : public CoordinatorFixture {
  protected:
-  void Start(const std::string& config = "") {
-    coord_ = std::make_unique<Coordinator>(dir_, config);
-    coord_->Start();
-  }
-  void TearDown() override {
-    if (HasFailure() && coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
-  }
-
   Member& Add(const std::string& name, const std::map<std::string, std::string>& labels = {},
               int free = 1) {
     members_.push_back(std::make_unique<Member>(*coord_, name, labels, free));
@@ -169,8 +162,6 @@ class RoutingTest : public ::testing::Test {
     }
   }
 
-  TempDir dir_;
-  std::unique_ptr<Coordinator> coord_;
   std::vector<std::unique_ptr<Member>> members_;
 };
 

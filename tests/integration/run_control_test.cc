@@ -16,6 +16,7 @@
 
 #include "base/base64.h"
 #include "testlib/cluster.h"
+#include "testlib/coordinator_fixture.h"
 
 namespace jobctl::testing {
 namespace {
@@ -91,15 +92,8 @@ class RawRequest {
   int fd_ = -1;
 };
 
-class RunControlTest : public ::testing::Test {
+class RunControlTest : public CoordinatorFixture {
  protected:
-  void Start(const std::string& config = "") {
-    coord_ = std::make_unique<Coordinator>(dir_, config);
-    coord_->Start();
-  }
-  void TearDown() override {
-    if (HasFailure() && coord_) std::cerr << "---- coordinator log ----\n" << coord_->Logs();
-  }
   json Trigger(const std::string& job, const json& body = json::object()) {
     return coord_->PostJson("/v1/jobs/" + job + "/trigger", body);
   }
@@ -113,8 +107,6 @@ class RunControlTest : public ::testing::Test {
     }
     return got;
   }
-  TempDir dir_;
-  std::unique_ptr<Coordinator> coord_;
 };
 
 // ---- cancel ----
