@@ -65,13 +65,6 @@ std::string JobName(int i) {
   return buf;
 }
 
-// A counter from /metrics ("name value" lines).
-double Metric(Coordinator& c, const std::string& name) {
-  std::string text = c.Request("GET", "/metrics").body;
-  size_t at = text.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
-}
-
 // p50/p99 upper bounds from a Prometheus histogram in /metrics.
 std::string HistogramQuantiles(Coordinator& c, const std::string& name) {
   std::string text = c.Request("GET", "/metrics").body;
@@ -151,7 +144,7 @@ void RegisterPhase(int n) {
   while (!Ready(c)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   double restart = Seconds(Clock::now() - t0);
   ProcSample restarted = Sample(c.process().pid());
-  double jobs = Metric(c, "jobctl_jobs");
+  double jobs = c.Metric("jobctl_jobs");
   // Idle again after the restart: the state a coordinator with this many jobs lives in.
   std::this_thread::sleep_for(std::chrono::seconds(2));
   ProcSample rest0 = Sample(c.process().pid());
@@ -189,7 +182,7 @@ void BurstPhase(int m) {
   double fires = 0;
   int64_t done_ms = 0;
   while (true) {
-    fires = Metric(c, "jobctl_fires_total");
+    fires = c.Metric("jobctl_fires_total");
     if (fires >= m) {
       done_ms = NowMs();
       break;

@@ -270,16 +270,12 @@ void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
   EraseDeadline({run.rec.id, shard.index});
   ++shard.attempt;
   shard.state = RunState::kPending;
-  std::string holder = std::move(shard.agent);
-  shard.agent.clear();
+  // A broadcast shard belongs to its agent: it keeps it, and its retries go back there.
+  if (run.spec->route != Route::kBroadcast) shard.agent.clear();
   shard.token = 0;
   shard.started_ms.reset();
   shard.finished_ms.reset();
   shard.not_before_ms = not_before_ms;
-  if (run.spec->route == Route::kBroadcast) {
-    // A broadcast shard belongs to its agent; its retries go back to that agent.
-    shard.agent = holder;
-  }
   Save(shard);
   EnqueueShard(run, shard);
 }
@@ -301,11 +297,10 @@ void RunBook::EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64
 bool RunBook::AnswersAsEnded(const ShardRecord& s, const ResultReport& r) {
   // A repeat of the accepted result, or the report of a holder whose shard ended without it
   // (canceled): that lease ends now. A lease that expired is no longer held: stale.
+  if (s.token != r.token || !IsTerminal(s.state)) return false;
   bool held = dispatcher_->Holds(r.key, r.token);
-  if (!EndedByResultOf(s, r.token) && !(held && s.token == r.token && IsTerminal(s.state))) {
-    return false;
-  }
-  if (held) dispatcher_->Release(r.key, "released");
+  if (!held) return EndedByResultOf(s, r.token);
+  dispatcher_->Release(r.key, "released");
   return true;
 }
 

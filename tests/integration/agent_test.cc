@@ -264,15 +264,11 @@ TEST_F(AgentTest, AnIdleAgentOnlyHoldsItsLongPoll) {
   StartCoordinator();
   AddAgent("a");
   WaitForAgents(1);
-  auto metric = [&](const std::string& name) {
-    std::string text = coord_->Request("GET", "/metrics").body;
-    size_t at = text.find("\n" + name + " ");
-    return at == std::string::npos ? -1L : std::stol(text.substr(at + name.size() + 2));
-  };
-  long claims = metric("jobctl_claims_total"), beats = metric("jobctl_heartbeats_total");
+  double claims = coord_->Metric("jobctl_claims_total");
+  double beats = coord_->Metric("jobctl_heartbeats_total");
   std::this_thread::sleep_for(seconds(6));  // the idle period being measured
-  EXPECT_LE(metric("jobctl_claims_total") - claims, 1) << "claims should be long-polls, not a loop";
-  EXPECT_LE(metric("jobctl_heartbeats_total") - beats, 2) << "an idle agent holds no leases";
+  EXPECT_LE(coord_->Metric("jobctl_claims_total") - claims, 1) << "claims should be long-polls, not a loop";
+  EXPECT_LE(coord_->Metric("jobctl_heartbeats_total") - beats, 2) << "an idle agent holds no leases";
 }
 
 }  // namespace

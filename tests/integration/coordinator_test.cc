@@ -246,13 +246,7 @@ TEST_F(CoordinatorTest, HeartbeatCrossingAResultIsFinishedNotStale) {
   TestAgent agent(*coord_, "a");
   auto claim = [&](const std::string& job, size_t n) {
     coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object());
-    std::vector<json> got;
-    while (got.size() < n) {
-      std::vector<json> more = agent.Claim(static_cast<int>(n - got.size()), 5000);
-      if (more.empty()) break;
-      got.insert(got.end(), more.begin(), more.end());
-    }
-    return got;
+    return agent.ClaimUpTo(n);
   };
   std::vector<json> one = claim("one", 1), two = claim("two", 2), retry = claim("retry", 1);
   ASSERT_EQ(one.size(), 1u);
@@ -423,8 +417,7 @@ TEST_F(CoordinatorTest, ABackedOffShardDoesNotDelayNewWork) {
   std::thread claim([&] { second = agent.Claim(1, 10'000); });
   // The claim is waiting once the coordinator counts it.
   ASSERT_TRUE(Coordinator::Eventually([&] {
-    std::string m = coord_->Request("GET", "/metrics").body;
-    return m.find("\njobctl_claims_total 2\n") != std::string::npos;
+    return coord_->Metric("jobctl_claims_total") == 2;
   }, seconds(5)));
   coord_->PostJson("/v1/jobs/urgent/trigger", json::object());
   claim.join();
@@ -442,10 +435,7 @@ TEST_F(CoordinatorTest, MetricsCountFiresCommitsAndGrants) {
   while (a.empty()) a = agent.Claim(1, 5000);
   ASSERT_EQ(agent.Finish(a[0], 0).status, 200);
   std::string m = coord_->Request("GET", "/metrics").body;
-  auto value = [&m](const std::string& name) {
-    size_t at = m.find("\n" + name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
-  };
+  auto value = [&m](const std::string& name) { return MetricValue(m, name); };
   EXPECT_GE(value("jobctl_fires_total"), 1) << m;
   EXPECT_GE(value("jobctl_fire_lateness_seconds_count"), 1) << m;
   EXPECT_GE(value("jobctl_store_commit_seconds_count"), 1) << m;

@@ -147,12 +147,18 @@ class RoutingTest : public CoordinatorFixture {
     }, seconds(5));
     EXPECT_TRUE(placed) << "run " << run << " still has pending shards: " << RunOf(run).dump();
   }
-  // Every claim of `who` open, then one run of `job`; returns the run's shard -> agent.
-  std::map<int, std::string> PlaceOneRun(const std::vector<Member*>& who, const std::string& job) {
+  // Every claim of `who` open, then one run of `job` (its id in *run) placed among them;
+  // returns what each was granted.
+  Grants TriggerAmong(const std::vector<Member*>& who, const std::string& job, int64_t* run) {
     OpenClaims claims(*coord_, who);
-    int64_t run = Trigger(job);
-    AwaitPlaced(run);
-    Grants got = claims.End();
+    *run = Trigger(job);
+    AwaitPlaced(*run);
+    return claims.End();
+  }
+  // The same, with every shard then finished; returns the run's shard -> agent.
+  std::map<int, std::string> PlaceOneRun(const std::vector<Member*>& who, const std::string& job) {
+    int64_t run = 0;
+    Grants got = TriggerAmong(who, job, &run);
     FinishAll(got);
     return Placement(got, run);
   }
@@ -413,13 +419,7 @@ TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
   Member& a = Add("a");
   Member& b = Add("b");
   int64_t run = 0;
-  Grants got;
-  {
-    OpenClaims claims(*coord_, {&a, &b});
-    run = Trigger("everywhere");
-    AwaitPlaced(run);
-    got = claims.End();
-  }
+  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
   ASSERT_EQ(got["a"].size(), 1u);
   ASSERT_EQ(got["b"].size(), 1u);
   int shard_of_a = got["a"][0]["shard"].get<int>();
@@ -448,13 +448,7 @@ TEST_F(RoutingTest, BroadcastShardOfAVanishedAgentIsLostNotRunElsewhere) {
   Member& a = Add("a");
   Member& b = Add("b");
   int64_t run = 0;
-  Grants got;
-  {
-    OpenClaims claims(*coord_, {&a, &b});
-    run = Trigger("everywhere");
-    AwaitPlaced(run);
-    got = claims.End();
-  }
+  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
   ASSERT_EQ(got["a"].size(), 1u);
   ASSERT_EQ(got["b"].size(), 1u);
   int shard_of_a = got["a"][0]["shard"].get<int>();

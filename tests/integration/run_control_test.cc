@@ -97,16 +97,6 @@ class RunControlTest : public CoordinatorFixture {
   json Trigger(const std::string& job, const json& body = json::object()) {
     return coord_->PostJson("/v1/jobs/" + job + "/trigger", body);
   }
-  // Claims until `n` shards are granted; fewer when a 5 s claim brings nothing.
-  static std::vector<json> ClaimN(TestAgent& agent, size_t n) {
-    std::vector<json> got;
-    while (got.size() < n) {
-      std::vector<json> more = agent.Claim(static_cast<int>(n - got.size()), 5000);
-      if (more.empty()) break;
-      got.insert(got.end(), more.begin(), more.end());
-    }
-    return got;
-  }
 };
 
 // ---- cancel ----
@@ -169,12 +159,12 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
       "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
   json run = Trigger("flaky", {{"env", {{"DAY", "2024-03-09"}}}});
   TestAgent agent(*coord_, "a");
-  std::vector<json> first = ClaimN(agent, 1);
+  std::vector<json> first = agent.ClaimUpTo(1);
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(agent.Finish(first[0], 1).status, 200);
   // Waiting for its automatic retry: still open, so not retried by hand.
   EXPECT_EQ(coord_->Request("POST", Path("/v1/runs/", run, "/retry")).status, 409);
-  std::vector<json> second = ClaimN(agent, 1);
+  std::vector<json> second = agent.ClaimUpTo(1);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0]["attempt"], 2);
   ASSERT_EQ(agent.Finish(second[0], 1).status, 200);
@@ -199,7 +189,7 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
   EXPECT_EQ(old["state"], "failed");
   EXPECT_EQ(old["shards"][0]["attempt"], 2);
 
-  std::vector<json> again = ClaimN(agent, 1);
+  std::vector<json> again = agent.ClaimUpTo(1);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0]["run"], retry["id"]);
   EXPECT_EQ(again[0]["attempt"], 1);
@@ -216,26 +206,36 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
 
 class PauseTest : public RunControlTest {
  protected:
+  struct PausedWindow {
+    int64_t paused_at = 0;   // the pause had been committed
+    int64_t resumed_at = 0;  // taken before the resume was sent
+    int64_t instants = 0;    // instants of the job in [paused_at, resumed_at]
+  };
   // Applies an every-second job with this misfire policy, pauses it, checks that it does not
-  // fire for about 2 s (passing at least two instants), resumes it and returns the resume
-  // time (taken before the request was sent).
-  // `*paused_at` is when the pause had been committed.
-  int64_t PauseAndResume(const std::string& misfire, int64_t* paused_at) {
+  // fire for about 2 s (passing at least two instants), resumes it, and waits for its first
+  // fire on schedule after the resume (by then the resume's catch-up is done).
+  PausedWindow PauseAndResume(const std::string& misfire) {
     coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
                   "overlap = \"allow\"\nmisfire = \"" + misfire + "\"\n");
+    PausedWindow w;
     // Pause and resume half-way between two instants, so that neither request straddles one.
     SleepUntilMidSecond(NowMs());
     json paused = coord_->PostJson("/v1/jobs/tick/pause", json::object());
-    *paused_at = NowMs();
+    w.paused_at = NowMs();
     EXPECT_EQ(paused["paused"], true);
     EXPECT_EQ(paused["next_fire"], "");
     size_t before = coord_->Runs("tick").size();
-    SleepUntilMidSecond(*paused_at + 1500);  // the assertion: nothing fires meanwhile
+    SleepUntilMidSecond(w.paused_at + 1500);  // the assertion: nothing fires meanwhile
     EXPECT_EQ(coord_->Runs("tick").size(), before) << coord_->Runs("tick").dump();
-    int64_t resumed_at = NowMs();
+    w.resumed_at = NowMs();
     json resumed = coord_->PostJson("/v1/jobs/tick/resume", json::object());
     EXPECT_EQ(resumed["paused"], false);
-    return resumed_at;
+    EXPECT_TRUE(Coordinator::Eventually(
+        [&] { return !RunsBetween(w.resumed_at + 1, w.resumed_at + 5000).empty(); }, seconds(4)))
+        << "no fire after the resume";
+    w.instants = w.resumed_at / 1000 - (w.paused_at + 999) / 1000 + 1;
+    EXPECT_GE(w.instants, 2);
+    return w;
   }
   // Sleeps until the first x.500 s after `after_ms`.
   static void SleepUntilMidSecond(int64_t after_ms) {
@@ -270,20 +270,13 @@ class PauseTest : public RunControlTest {
 // same, since these instants were held back on purpose, not fired late.
 TEST_F(PauseTest, ResumeOfAFireOnceJobMakesOneRunForTheInstantsMissedWhilePaused) {
   Start();
-  int64_t paused_at = 0;
-  int64_t resumed_at = PauseAndResume("fire-once", &paused_at);
+  PausedWindow w = PauseAndResume("fire-once");
   ASSERT_FALSE(HasFailure());
-  // The first instant after the resume fires on schedule: by then the catch-up is done.
-  ASSERT_TRUE(Coordinator::Eventually(
-      [&] { return !RunsBetween(resumed_at + 1, resumed_at + 5000).empty(); }, seconds(4)));
-  // Instants in [paused_at, resumed_at]:
-  int64_t instants = resumed_at / 1000 - (paused_at + 999) / 1000 + 1;
-  ASSERT_GE(instants, 2);
-  std::vector<json> made_up = RunsBetween(paused_at, resumed_at);
+  std::vector<json> made_up = RunsBetween(w.paused_at, w.resumed_at);
   ASSERT_EQ(made_up.size(), 1u) << coord_->Runs("tick").dump();
-  EXPECT_GE(UnixMs(made_up[0]["created_at"]), resumed_at);
-  EXPECT_EQ(MissedBetween(paused_at, resumed_at, "misfire=fire-once: folded into one run"),
-            instants - 1)
+  EXPECT_GE(UnixMs(made_up[0]["created_at"]), w.resumed_at);
+  EXPECT_EQ(MissedBetween(w.paused_at, w.resumed_at, "misfire=fire-once: folded into one run"),
+            w.instants - 1)
       << coord_->GetJson("/v1/misses?job=tick").dump();
 }
 
@@ -291,15 +284,10 @@ TEST_F(PauseTest, ResumeOfAFireOnceJobMakesOneRunForTheInstantsMissedWhilePaused
 // the job fires again at its next instant after the resume.
 TEST_F(PauseTest, ResumeOfASkipJobRunsNothingForThePausedInstantsAndRecordsThemMissed) {
   Start();
-  int64_t paused_at = 0;
-  int64_t resumed_at = PauseAndResume("skip", &paused_at);
+  PausedWindow w = PauseAndResume("skip");
   ASSERT_FALSE(HasFailure());
-  ASSERT_TRUE(Coordinator::Eventually(
-      [&] { return !RunsBetween(resumed_at + 1, resumed_at + 5000).empty(); }, seconds(4)));
-  int64_t instants = resumed_at / 1000 - (paused_at + 999) / 1000 + 1;
-  ASSERT_GE(instants, 2);
-  EXPECT_TRUE(RunsBetween(paused_at, resumed_at).empty()) << coord_->Runs("tick").dump();
-  EXPECT_EQ(MissedBetween(paused_at, resumed_at, "misfire=skip"), instants)
+  EXPECT_TRUE(RunsBetween(w.paused_at, w.resumed_at).empty()) << coord_->Runs("tick").dump();
+  EXPECT_EQ(MissedBetween(w.paused_at, w.resumed_at, "misfire=skip"), w.instants)
       << coord_->GetJson("/v1/misses?job=tick").dump();
 }
 
@@ -385,7 +373,7 @@ TEST_F(RunControlTest, RepeatedLogSeqIsAcknowledgedAndStoredOnce) {
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
   json run = Trigger("j");
   TestAgent agent(*coord_, "a");
-  std::vector<json> a = ClaimN(agent, 1);
+  std::vector<json> a = agent.ClaimUpTo(1);
   ASSERT_EQ(a.size(), 1u);
   auto send = [&](int64_t seq, const std::string& data) {
     http::HttpResponse r = agent.Log(a[0], seq, "stdout", data);
@@ -410,7 +398,7 @@ TEST_F(RunControlTest, LogCapStoresOneTruncationMarkerAndKeepsTheBytesBeforeIt) 
   coord_->Apply("[[job]]\nname = \"loud\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 2\n");
   json run = Trigger("loud");
   TestAgent agent(*coord_, "a");
-  std::vector<json> a = ClaimN(agent, 2);
+  std::vector<json> a = agent.ClaimUpTo(2);
   ASSERT_EQ(a.size(), 2u);
   const json& s0 = a[0]["shard"] == 0 ? a[0] : a[1];
   const json& s1 = a[0]["shard"] == 0 ? a[1] : a[0];
@@ -449,7 +437,7 @@ TEST_F(RunControlTest, LogFollowerWaitingFromItsCursorGetsTheNextChunkWithoutPol
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
   json run = Trigger("j");
   TestAgent agent(*coord_, "a");
-  std::vector<json> a = ClaimN(agent, 1);
+  std::vector<json> a = agent.ClaimUpTo(1);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(agent.Log(a[0], 1, "stdout", "first\n").status, 200);
   json read = coord_->GetJson(Path("/v1/runs/", run, "/logs?after=0"));
@@ -502,7 +490,7 @@ TEST_F(RunControlTest, OnLostFailEndsTheRunLostInsteadOfRerunningIt) {
       "retry = { max = 2, initial = \"100ms\", max_delay = \"100ms\" }\n");
   json run = Trigger("once-only");
   TestAgent dead(*coord_, "dead"), alive(*coord_, "alive");
-  std::vector<json> a = ClaimN(dead, 1);
+  std::vector<json> a = dead.ClaimUpTo(1);
   ASSERT_EQ(a.size(), 1u);
   auto claimed = std::chrono::steady_clock::now();
   // The other agent waits for work until the run ends; a re-run would be handed to it.
@@ -548,7 +536,7 @@ TEST_F(RunControlTest, TimeoutBackstopEndsAShardWhoseHolderRenewsButNeverReports
       "timeout = \"1s\"\nkill_grace = \"500ms\"\n");
   json run = Trigger("hung");
   TestAgent agent(*coord_, "a");
-  std::vector<json> a = ClaimN(agent, 1);
+  std::vector<json> a = agent.ClaimUpTo(1);
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0]["timeout_ms"], 1000);
   // Heartbeat every 500 ms, as an agent whose process hangs does, until one renews nothing.

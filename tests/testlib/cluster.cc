@@ -29,6 +29,11 @@ int64_t UnixMs(const std::string& rfc3339) {
   return ms;
 }
 
+double MetricValue(const std::string& page, const std::string& name) {
+  size_t at = page.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(page.substr(at + name.size() + 2));
+}
+
 Daemon::Daemon(std::vector<std::string> argv, std::string log_path,
                std::map<std::string, std::string> env)
     : log_path_(std::move(log_path)) {
@@ -222,9 +227,7 @@ std::string Coordinator::Output(int64_t run, int shard, const std::string& strea
 }
 
 double Coordinator::Metric(const std::string& name) {
-  std::string m = Request("GET", "/metrics").body;
-  size_t at = m.find("\n" + name + " ");
-  return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+  return MetricValue(Request("GET", "/metrics").body, name);
 }
 
 bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -281,6 +284,16 @@ std::vector<nlohmann::json> TestAgent::Claim(int free, int wait_ms) {
   nlohmann::json body = nlohmann::json::parse(r->body);
   for (auto& a : body["assignments"]) out.push_back(a);
   return out;
+}
+
+std::vector<nlohmann::json> TestAgent::ClaimUpTo(size_t n, int wait_ms) {
+  std::vector<nlohmann::json> got;
+  while (got.size() < n) {
+    std::vector<nlohmann::json> more = Claim(static_cast<int>(n - got.size()), wait_ms);
+    if (more.empty()) break;
+    got.insert(got.end(), more.begin(), more.end());
+  }
+  return got;
 }
 
 http::HttpResponse TestAgent::Heartbeat(const std::vector<nlohmann::json>& leases) {

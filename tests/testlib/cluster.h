@@ -31,6 +31,9 @@ struct Launch {
 // anything else, "" included.
 int64_t UnixMs(const std::string& rfc3339);
 
+// The value of an unlabeled metric in a /metrics page; -1 when it is not there.
+double MetricValue(const std::string& page, const std::string& name);
+
 // A child process with its output in a file; killed (SIGKILL) when destroyed.
 class Daemon {
  public:
@@ -127,6 +130,8 @@ class TestAgent {
   TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels = {});
   // One claim with the given wait; the assignments (possibly none).
   std::vector<nlohmann::json> Claim(int free, int wait_ms);
+  // Claims until `n` shards are granted; fewer when a claim brings nothing within `wait_ms`.
+  std::vector<nlohmann::json> ClaimUpTo(size_t n, int wait_ms = 5000);
   http::HttpResponse Heartbeat(const std::vector<nlohmann::json>& leases);
   http::HttpResponse Log(const nlohmann::json& a, int64_t seq, const std::string& stream,
                          const std::string& data, int64_t token_override = -1);
