@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "model/env_rules.h"
+#include "secrets.h"
 
 namespace jobctl::agentd {
 namespace {
@@ -150,6 +152,16 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
 
 void Agent::Launch(RunningShard& shard) {
   const Assignment& a = shard.assignment();
+  // agentd is the policy on its host: whatever a coordinator sends, no name that the loader or
+  // the C library reads at start-up, and none of the agent's own, reaches a job.
+  for (const auto& [name, value] : a.env) {
+    if (std::string problem = EnvNameProblem(name); !problem.empty()) {
+      return EndUnstarted(a.key, Outcome::kSpawnFailed,
+                          "env " + name.substr(0, 64) + " refused by agentd: " + problem);
+    }
+  }
+  Result<std::map<std::string, std::string>> secrets = ReadSecrets(a.secrets, settings_.secrets_dir);
+  if (!secrets.ok()) return EndUnstarted(a.key, Outcome::kSpawnFailed, secrets.status().message());
   UserInfo user = self_info_;
   bool switch_user = false;
   if (!a.run_as.empty() && a.run_as != self_info_.name) {
@@ -159,8 +171,8 @@ void Agent::Launch(RunningShard& shard) {
     user = *u;
     switch_user = true;
   }
-  SpawnSpec spec = BuildSpawnSpec(
-      a, {settings_.exe_path, settings_.state_dir, user, switch_user, NewSpanId()});
+  SpawnSpec spec = BuildSpawnSpec(a, {settings_.exe_path, settings_.state_dir, user, switch_user,
+                                      NewSpanId(), std::move(*secrets)});
   shipper_->Open(a.key, a.token);
   if (Status s = shard.Start(spec); !s.ok()) {
     log::Warn("cannot start shard", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},

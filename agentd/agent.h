@@ -42,6 +42,7 @@ struct AgentSettings {
   std::string state_dir;
   std::string exe_path;  // agentd itself, for the exec helper
   Policy policy;
+  std::string secrets_dir = "/etc/agentd/secrets";  // jobs' `secrets` files (secrets.h)
   std::chrono::milliseconds drain_timeout{60'000};
   std::chrono::milliseconds kill_grace{10'000};
   int64_t spool_max_bytes = int64_t{256} << 20;

@@ -41,7 +41,8 @@ Status ParseOne(const json& j, Assignment* a) {
                    Get(j, "scheduled_at", &a->scheduled_at, false),
                    Get(j, "trace_id", &a->trace_id, false),
                    Get(j, "command", &a->command, false), Get(j, "shell", &a->shell, false),
-                   Get(j, "env", &a->env, false), Get(j, "run_as", &a->run_as, false),
+                   Get(j, "env", &a->env, false), Get(j, "secrets", &a->secrets, false),
+                   Get(j, "run_as", &a->run_as, false),
                    Get(j, "cwd", &a->cwd, false), Get(j, "timeout_ms", &timeout, false),
                    Get(j, "kill_grace_ms", &grace, false)}) {
     if (!s.ok()) return s;

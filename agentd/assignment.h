@@ -42,6 +42,8 @@ struct Assignment {
   std::vector<std::string> command;  // argv, or empty when `shell` is set
   std::string shell;                 // run as /bin/sh -c SHELL
   std::map<std::string, std::string> env;
+  // Variable -> file name in agentd's secrets_dir, read when the shard starts.
+  std::map<std::string, std::string> secrets;
   std::string run_as;  // "" = agentd's own user
   std::string cwd;     // "" = the user's home (or the state dir without run_as)
   std::optional<int64_t> timeout_ms;

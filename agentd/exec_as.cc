@@ -23,6 +23,43 @@ int Fail(const std::string& what) {
 
 std::string Errno(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
+// More than execve could ever take (ARG_MAX counts argv and environment together).
+constexpr size_t kMaxInput = 8 << 20;
+
+// The job's environment from descriptor 3: "K=V\0" entries. Nothing of it is applied before
+// the user switch.
+bool ReadJobEnv(std::vector<std::string>* env, std::string* error) {
+  std::string data;
+  char buf[65536];
+  while (true) {
+    ssize_t n = read(kInputFd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = Errno("reading the job's environment from descriptor 3");
+      return false;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    if (data.size() > kMaxInput) {
+      *error = "the job's environment is over 8 MiB";
+      return false;
+    }
+  }
+  close(kInputFd);
+  for (size_t start = 0; start < data.size();) {
+    size_t end = data.find('\0', start);
+    if (end == std::string::npos) end = data.size();
+    std::string entry = data.substr(start, end - start);
+    if (entry.find('=') == std::string::npos || entry[0] == '=') {
+      *error = "malformed environment entry on descriptor 3";
+      return false;
+    }
+    env->push_back(std::move(entry));
+    start = end + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 int ExecAsMain(int argc, char** argv) {
@@ -39,6 +76,10 @@ int ExecAsMain(int argc, char** argv) {
   }
   char** program = argv + i + 1;
 
+  std::vector<std::string> job_env;
+  std::string error;
+  if (!ReadJobEnv(&job_env, &error)) return Fail("run_as " + user + ": " + error);
+
   errno = 0;
   passwd* pw = getpwnam(user.c_str());
   if (pw == nullptr) return Fail("run_as " + user + ": no such user");
@@ -54,6 +95,11 @@ int ExecAsMain(int argc, char** argv) {
   if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
     return Fail("run_as " + user + ": cannot enter " + cwd + ": " + std::strerror(errno));
   }
+  // Only now, as the user, the job's environment: execvp looks the program up in its PATH.
+  std::vector<char*> envp;
+  for (std::string& e : job_env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  environ = envp.data();
   execvp(program[0], program);
   int err = errno;
   std::fprintf(stderr, "agentd: cannot run %s: %s\n", program[0], std::strerror(err));

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,12 +43,14 @@ class SpawnSetup {
   SpawnSetup(const SpawnSetup&) = delete;
   SpawnSetup& operator=(const SpawnSetup&) = delete;
 
-  int Prepare(int stdout_fd, int stderr_fd, const std::string& cwd) {
+  // `input_fd` >= 0 becomes the child's descriptor 3.
+  int Prepare(int stdout_fd, int stderr_fd, int input_fd, const std::string& cwd) {
     int rc = posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
     if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions_, stdout_fd, 1);
     if (rc == 0) rc = posix_spawn_file_actions_adddup2(&actions_, stderr_fd, 2);
+    if (rc == 0 && input_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions_, input_fd, 3);
     // Nothing of agentd's leaks into a job: not libcurl's sockets, not what agentd inherited.
-    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions_, 3);
+    if (rc == 0) rc = posix_spawn_file_actions_addclosefrom_np(&actions_, input_fd >= 0 ? 4 : 3);
     if (rc == 0 && !cwd.empty()) rc = posix_spawn_file_actions_addchdir_np(&actions_, cwd.c_str());
     sigset_t none, all;
     sigemptyset(&none);
@@ -68,6 +71,31 @@ class SpawnSetup {
  private:
   posix_spawn_file_actions_t actions_;
   posix_spawnattr_t attr_;
+};
+
+// An anonymous file holding `data`, read from its start: the helper's input. A file rather
+// than a pipe, so that no size can block agentd's loop.
+class InputFile {
+ public:
+  ~InputFile() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Status Fill(const std::string& data) {
+    fd_ = memfd_create("agentd-job-env", MFD_CLOEXEC);
+    if (fd_ < 0) return Status::Unavailable("memfd_create: " + ErrnoText(errno));
+    for (size_t done = 0; done < data.size();) {
+      ssize_t n = write(fd_, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::Unavailable("writing the job's environment: " + ErrnoText(errno));
+      done += static_cast<size_t>(n);
+    }
+    if (lseek(fd_, 0, SEEK_SET) != 0) return Status::Unavailable("lseek: " + ErrnoText(errno));
+    return Status::Ok();
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
 };
 
 }  // namespace
@@ -105,8 +133,12 @@ Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd)
   argv.push_back(nullptr);
   for (const std::string& e : spec.env) env.push_back(const_cast<char*>(e.c_str()));
   env.push_back(nullptr);
+  InputFile input;
+  if (!spec.helper_input.empty()) {
+    if (Status s = input.Fill(spec.helper_input); !s.ok()) return s;
+  }
   SpawnSetup setup;
-  if (int rc = setup.Prepare(stdout_fd, stderr_fd, spec.cwd); rc != 0) {
+  if (int rc = setup.Prepare(stdout_fd, stderr_fd, input.fd(), spec.cwd); rc != 0) {
     return Status::Internal("posix_spawn setup: " + ErrnoText(rc));
   }
   pid_t pid = 0;

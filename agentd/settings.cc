@@ -93,6 +93,7 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   s.state_dir = !flags.state_dir.empty() ? flags.state_dir : c.state_dir;
   s.exe_path = exe_path;
   s.policy = {c.allow_run_as, c.allow_commands};
+  s.secrets_dir = c.secrets_dir;
   s.drain_timeout = c.drain_timeout;
   s.kill_grace = c.kill_grace;
   s.spool_max_bytes = c.spool_max_bytes;

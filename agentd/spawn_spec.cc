@@ -61,6 +61,7 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   // SHELL but not who the user is), then what the agent guarantees.
   std::map<std::string, std::string> env = {{"HOME", c.user.home}, {"SHELL", c.user.shell}};
   for (const auto& [k, v] : a.env) env[k] = v;
+  for (const auto& [k, v] : c.secrets) env[k] = v;
   if (!env.count("PATH")) env["PATH"] = kDefaultPath;
   env["USER"] = c.user.name;
   env["LOGNAME"] = c.user.name;
@@ -74,7 +75,8 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   if (std::string tp = TraceParent(a.trace_id, c.span_id); !tp.empty()) env["TRACEPARENT"] = tp;
 
   SpawnSpec spec;
-  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+  std::vector<std::string> entries;
+  for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
   std::vector<std::string> argv =
       a.shell.empty() ? a.command : std::vector<std::string>{"/bin/sh", "-c", a.shell};
   std::string cwd = !a.cwd.empty() ? a.cwd : a.run_as.empty() ? c.state_dir : c.user.home;
@@ -83,9 +85,12 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
     spec.argv = {c.exe_path, "--exec-as", c.user.name, "--cwd", cwd, "--"};
     spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
     spec.cwd = "/";
+    // The helper itself runs as root with no environment at all.
+    for (const std::string& e : entries) spec.helper_input.append(e).push_back('\0');
   } else {
     spec.argv = std::move(argv);
     spec.cwd = cwd;
+    spec.env = std::move(entries);
   }
   return spec;
 }

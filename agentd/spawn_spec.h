@@ -7,11 +7,15 @@
 //   agentd --exec-as USER --cwd DIR -- ARGV...
 // which sets the user's supplementary groups (initgroups), gid and uid, enters DIR as that
 // user and execs ARGV (see exec_as.h). uv_spawn's own setuid/setgid would drop every
-// supplementary group instead.
+// supplementary group instead. The helper runs as root, so it starts with an empty
+// environment: nothing of the job's (LD_PRELOAD and its kind) can reach the dynamic loader of
+// a root process. The job's environment travels to it on descriptor 3 instead
+// (`helper_input`), and is applied only in the execve after the user switch.
 #pragma once
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,8 +26,11 @@ namespace jobctl::agentd {
 
 struct SpawnSpec {
   std::vector<std::string> argv;
-  std::vector<std::string> env;  // "K=V"
+  std::vector<std::string> env;  // "K=V": the environment the process starts with
   std::string cwd;
+  // Handed to the process on descriptor 3 when not empty: for the exec helper, the job's
+  // environment as "K=V\0" entries.
+  std::string helper_input;
 };
 
 struct UserInfo {
@@ -44,6 +51,7 @@ struct SpawnContext {
   UserInfo user;          // the user the shard runs as
   bool switch_user = false;  // true: go through the exec helper
   std::string span_id;       // 16 hex digits, for TRACEPARENT
+  std::map<std::string, std::string> secrets;  // read from secrets_dir, over the job's env
 };
 
 inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -77,6 +77,25 @@ TEST(SpawnSpecTest, RunAsGoesThroughTheExecHelperEnteringHome) {
   EXPECT_EQ(s.cwd, "/");
 }
 
+TEST(SpawnSpecTest, TheExecHelperStartsWithNoEnvironmentAndGetsTheJobsOnDescriptorThree) {
+  Assignment a = Sample();
+  a.run_as = "svc";
+  a.env["LD_PRELOAD"] = "/tmp/x.so";  // as a coordinator of an older version could send
+  SpawnContext c = Context();
+  c.switch_user = true;
+  SpawnSpec s = BuildSpawnSpec(a, c);
+  EXPECT_TRUE(s.env.empty());
+  EXPECT_NE(s.helper_input.find(std::string("K=V\0", 4)), std::string::npos);
+  EXPECT_NE(s.helper_input.find(std::string("USER=svc\0", 9)), std::string::npos);
+  EXPECT_EQ(s.helper_input.back(), '\0');
+}
+
+TEST(SpawnSpecTest, WithoutRunAsNothingGoesOnDescriptorThree) {
+  SpawnSpec s = BuildSpawnSpec(Sample(), Context());
+  EXPECT_TRUE(s.helper_input.empty());
+  EXPECT_TRUE(Has(s, "K=V"));
+}
+
 TEST(SpawnSpecTest, InvalidTraceIdGivesNoTraceParent) {
   EXPECT_EQ(TraceParent("00000000000000000000000000000000", "b7ad6b7169203331"), "");
   EXPECT_EQ(TraceParent("0AF7651916CD43DD8448EB211C80319C", "b7ad6b7169203331"), "");

@@ -124,7 +124,7 @@ void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc) {
   c->add_option("--role", create->role, "admin, read, trigger or agent")
       ->required()
       ->check(CLI::IsMember({"admin", "read", "trigger", "agent"}));
-  c->add_option("--jobs", create->jobs, "trigger role: only jobs matching this glob");
+  c->add_option("--jobs", create->jobs, "read and trigger roles: only jobs matching this glob");
   c->add_option("--name", create->name, "A name to recognize it by");
   c->footer("Example:\n  jobctl token create --role trigger --jobs 'deploy-*' --name ci > ci.token");
   c->callback([create, &g, rc] { *rc = RunTokenCreate(*create, g); });

@@ -50,7 +50,7 @@ struct TriggerOptions {
   std::string job;
   bool wait = false;
   bool follow = false;
-  std::vector<std::string> env;
+  std::vector<std::string> params;
   std::string key;
   std::string timeout;
   bool cancel_on_interrupt = false;
@@ -59,14 +59,15 @@ struct TriggerOptions {
 int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("trigger", opt.job, client.status(), kExitConfig);
-  json env = json::object();
-  for (const std::string& kv : opt.env) {
+  json params = json::object();
+  for (const std::string& kv : opt.params) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Fail("trigger", opt.job, Status::InvalidArgument("--env wants K=V, got \"" + kv + "\""),
+      return Fail("trigger", opt.job,
+                  Status::InvalidArgument("--param wants NAME=value, got \"" + kv + "\""),
                   kExitUsage);
     }
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   std::optional<Millis> timeout;
   if (!opt.timeout.empty()) {
@@ -74,7 +75,7 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     if (!t.ok()) return Fail("trigger", "--timeout", t.status(), kExitUsage);
     timeout = *t;
   }
-  json body = {{"env", env}};
+  json body = {{"params", params}};
   if (!opt.key.empty()) body["idempotency_key"] = opt.key;
   Result<json> run = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
   if (!run.ok()) return Fail("trigger", opt.job, run.status());
@@ -242,7 +243,9 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   trigger->add_option("name", t->job, "Job name")->required();
   trigger->add_flag("--wait", t->wait, "Wait for the run to end; exit 0 if it succeeded, 1 if not");
   trigger->add_flag("--follow", t->follow, "Stream the output of every shard while it runs (implies --wait)");
-  trigger->add_option("--env", t->env, "Extra environment for this run, K=V (repeatable)")
+  trigger->add_option("-p,--param,--env", t->params,
+                      "Set a parameter the job declares (jobs.toml params), NAME=value; "
+                      "repeatable; others are refused")
       ->allow_extra_args(false);
   trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
   trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
@@ -251,6 +254,7 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   trigger->footer(
       "Without --wait prints the run id. In CI:\n"
       "  jobctl trigger deploy-cache --wait --follow\n"
+      "  jobctl trigger deploy-web --param VERSION=1.4.2 --wait\n"
       "Exit status: 0 the run succeeded, 1 it failed (exit code, timeout, lost, canceled),\n"
       "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 detached (Ctrl-C).");
   trigger->callback([t, &g, rc] { *rc = RunTrigger(*t, g); });

@@ -108,6 +108,11 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     for (const std::string& p : cfg->allow_commands) {
       if (p.front() != '/') c.Fail(node, key, "absolute path prefixes, got \"" + p + "\"");
     }
+  } else if (key == "secrets_dir") {
+    c.Str(node, key, &cfg->secrets_dir);
+    if (cfg->secrets_dir.empty() || cfg->secrets_dir.front() != '/') {
+      c.Fail(node, key, "an absolute path");
+    }
   } else if (key == "drain_timeout") {
     c.Dur(node, key, &cfg->drain_timeout);
   } else if (key == "kill_grace") {
@@ -119,7 +124,8 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
   } else {
     c.Fail(node, key,
            "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
-           "allow_run_as, allow_commands, drain_timeout, kill_grace, spool_max (unknown key)");
+           "allow_run_as, allow_commands, secrets_dir, drain_timeout, kill_grace, spool_max "
+           "(unknown key)");
   }
 }
 

@@ -24,20 +24,9 @@ namespace {
 // Settings cron reads for its own mail; jobctl keeps output instead (jobctl logs).
 constexpr std::string_view kMailSettings[] = {"MAILTO", "MAILFROM", "CONTENT_TYPE",
                                               "CONTENT_TRANSFER_ENCODING"};
-// The agent sets these for every run; a job's env may not (job_file.cc has the same list).
-constexpr std::string_view kReservedEnv[] = {"JOB_NAME",          "JOB_RUN_ID",  "JOB_SHARD_INDEX",
-                                             "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
-                                             "JOB_FENCING_TOKEN", "TRACEPARENT"};
-
 template <typename List>
 bool Contains(const List& list, std::string_view s) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
-}
-
-bool IsEnvName(std::string_view name) {
-  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
-  auto alnum = [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); };
-  return !name.empty() && alpha(name[0]) && std::all_of(name.begin(), name.end(), alnum);
 }
 
 // A TOML comment line for arbitrary text: TOML comments may not hold control characters.
@@ -263,10 +252,11 @@ class Importer {
     } else if (name == "RANDOM_DELAY") {
       Note(fmt::format("{}: not imported; for a fixed spread per job use H in the schedule",
                        assignment));
-    } else if (!IsEnvName(name) || Contains(kReservedEnv, name)) {
-      Warn(number,
-           fmt::format("{}: {}; not imported", name,
-                       IsEnvName(name) ? "reserved for the agent" : "not a valid variable name"));
+    } else if (!EnvNameProblem(name).empty()) {
+      Warn(number, fmt::format("{}: {}; not imported", name,
+                               !IsEnvName(name)           ? "not a valid variable name"
+                               : IsReservedEnvName(name) ? "reserved for the agent"
+                                                         : "read by the dynamic loader, refused"));
       Note(fmt::format("not imported (line {}): {}", number, assignment));
     } else {
       settings_.env[name] = line.value;

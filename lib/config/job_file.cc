@@ -250,11 +250,6 @@ constexpr std::string_view kMisfires[] = {"fire-once", "skip", "fire-all"};
 constexpr std::string_view kOnLosts[] = {"rerun", "fail"};
 constexpr std::string_view kBackoffs[] = {"exponential", "fixed"};
 
-// The agent sets these for every shard; a job's env must not shadow them.
-constexpr std::string_view kReservedEnv[] = {"JOB_NAME",          "JOB_RUN_ID",  "JOB_SHARD_INDEX",
-                                             "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
-                                             "JOB_FENCING_TOKEN", "TRACEPARENT"};
-
 template <typename T>
 void Set(T& field, std::optional<T> value) {
   if (value) field = std::move(*value);
@@ -319,12 +314,6 @@ std::optional<std::vector<LabelSelector>> ReadSelectors(const Node& n, Key k, Sc
   return out;
 }
 
-bool IsEnvName(std::string_view name) {
-  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-  auto alnum = [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); };
-  return !name.empty() && alpha(name[0]) && std::all_of(name.begin(), name.end(), alnum);
-}
-
 // Merges into `env` key by key, so a job's env adds to and overrides the defaults' env.
 void ReadEnv(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& env) {
   const toml::table* t = n.as_table();
@@ -334,18 +323,91 @@ void ReadEnv(const Node& n, Key k, Scope& s, std::map<std::string, std::string>&
   }
   for (auto&& [name, value] : *t) {
     std::string_view var = name.str();
-    if (!IsEnvName(var)) {
-      s.Fail(name.source(), k,
-             fmt::format("invalid variable name {} (expected [A-Za-z_][A-Za-z0-9_]*)", Quote(var)));
-      continue;
-    }
     std::string path = fmt::format("{}.{}", k, var);
-    if (std::find(std::begin(kReservedEnv), std::end(kReservedEnv), var) !=
-        std::end(kReservedEnv)) {
-      s.Fail(name.source(), path, "reserved: the agent sets it for every run");
+    if (std::string problem = EnvNameProblem(var); !problem.empty()) {
+      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
       continue;
     }
     if (auto v = ReadString(value, path, s)) env.insert_or_assign(std::string(var), std::move(*v));
+  }
+}
+
+// secrets = { DB_PASSWORD = "db-password" }: each variable's value is read by the agent from
+// that file in its secrets_dir, so the value is never in the job file or the coordinator.
+void ReadSecrets(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& secrets) {
+  const toml::table* t = n.as_table();
+  if (t == nullptr) {
+    s.Fail(n, k, "expected a table like { DB_PASSWORD = \"db-password\" }, got " + Render(n));
+    return;
+  }
+  for (auto&& [name, value] : *t) {
+    std::string_view var = name.str();
+    std::string path = fmt::format("{}.{}", k, var);
+    if (std::string problem = EnvNameProblem(var); !problem.empty()) {
+      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
+      continue;
+    }
+    std::optional<std::string> file = ReadString(value, path, s);
+    if (file && !IsSecretFileName(*file)) {
+      s.Fail(value, path,
+             "expected a file name in the agent's secrets_dir ([A-Za-z0-9][A-Za-z0-9._-]*, no "
+             "path), got " + Render(value));
+    } else if (file) {
+      secrets.insert_or_assign(std::string(var), std::move(*file));
+    }
+  }
+}
+
+// params = { VERSION = "latest", REGION = { required = true, max_length = 16 } }: the names a
+// trigger may set, each with a default (a string), or a table of default, required and
+// max_length.
+void ReadParams(const Node& n, Key k, Scope& s, std::map<std::string, Param>& params) {
+  const toml::table* t = n.as_table();
+  if (t == nullptr) {
+    s.Fail(n, k, "expected a table like { VERSION = \"latest\" }, got " + Render(n));
+    return;
+  }
+  if (t->size() > kMaxParams) {
+    s.Fail(n, k, fmt::format("at most {} parameters, got {}", kMaxParams, t->size()));
+    return;
+  }
+  for (auto&& [name, value] : *t) {
+    std::string_view var = name.str();
+    std::string path = fmt::format("{}.{}", k, var);
+    if (std::string problem = ParamNameProblem(var); !problem.empty()) {
+      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
+      continue;
+    }
+    Param p;
+    if (value.is_string()) {
+      p.default_value = ReadString(value, path, s);
+    } else if (const toml::table* spec = value.as_table()) {
+      for (auto&& [key, v] : *spec) {
+        std::string sub = fmt::format("{}.{}", path, key.str());
+        if (key.str() == "default") {
+          p.default_value = ReadString(v, sub, s);
+        } else if (key.str() == "required") {
+          p.required = ReadBool(v, sub, s).value_or(false);
+        } else if (key.str() == "max_length") {
+          p.max_length = ReadInt(v, sub, s, 1, kMaxParamLength).value_or(p.max_length);
+        } else {
+          s.Fail(key.source(), path,
+                 fmt::format("unknown key {} (expected default, required or max_length)",
+                             Quote(key.str())));
+        }
+      }
+    } else {
+      s.Fail(value, path,
+             "expected a default value (a string) or a table like { required = true, "
+             "max_length = 64 }, got " + Render(value));
+      continue;
+    }
+    if (p.required && p.default_value) {
+      s.Fail(value, path, "a required parameter has no default");
+    } else if (p.default_value && p.default_value->size() > static_cast<size_t>(p.max_length)) {
+      s.Fail(value, path, fmt::format("the default is longer than max_length {}", p.max_length));
+    }
+    params.insert_or_assign(std::string(var), std::move(p));
   }
 }
 
@@ -473,6 +535,10 @@ constexpr KeySpec kJobKeys[] = {
     {"cwd", ApplyCwd, Where::kAnywhere},
     {"env", [](const Node& n, Key k, Scope& s, Draft& d) { ReadEnv(n, k, s, d.job.env); },
      Where::kAnywhere},
+    {"params", [](const Node& n, Key k, Scope& s, Draft& d) {
+       ReadParams(n, k, s, d.job.params); }, Where::kAnywhere},
+    {"secrets", [](const Node& n, Key k, Scope& s, Draft& d) {
+       ReadSecrets(n, k, s, d.job.secrets); }, Where::kAnywhere},
     {"enabled", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.enabled, ReadBool(n, k, s)); }, Where::kAnywhere},
 };

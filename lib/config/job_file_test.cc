@@ -515,6 +515,49 @@ shell = "true"
   EXPECT_EQ(r.file.jobs[1].dialect, Dialect::kCron);
 }
 
+TEST(JobFileTest, ParamsDeclareWhatATriggerMaySet) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "deploy"
+schedule = "@yearly"
+shell = "true"
+params = { VERSION = "latest", REGION = { required = true, max_length = 8 }, NOTE = {} }
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
+  const Job& j = r.file.jobs[0];
+  ASSERT_EQ(j.params.size(), 3u);
+  EXPECT_EQ(j.params.at("VERSION"), (Param{"latest", false, 1024}));
+  EXPECT_EQ(j.params.at("REGION"), (Param{std::nullopt, true, 8}));
+  EXPECT_EQ(j.params.at("NOTE"), (Param{std::nullopt, false, 1024}));
+}
+
+TEST(JobFileTest, ParamsAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+params = { PATH = "/x", LD_PRELOAD = "", OK = { required = true, default = "x" } }
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+params = { A = { max_len = 3 }, B = 5, C = { default = "long", max_length = 2 } }
+)"),
+            (Lines{
+                R"(jobs.toml:5:12: job "a": params.PATH: refused: a trigger may not change the )"
+                R"(user's identity or PATH)",
+                R"(jobs.toml:5:25: job "a": params.LD_PRELOAD: refused: the dynamic loader and )"
+                R"(the C library read it (a way to run code in another process))",
+                R"(jobs.toml:5:47: job "a": params.OK: a required parameter has no default)",
+                R"(jobs.toml:10:18: job "b": params.A: unknown key "max_len" (expected default, )"
+                R"(required or max_length))",
+                R"(jobs.toml:10:37: job "b": params.B: expected a default value (a string) or a )"
+                R"(table like { required = true, max_length = 64 }, got 5)",
+                R"(jobs.toml:10:44: job "b": params.C: the default is longer than max_length 2)",
+            }));
+}
+
 TEST(JobFileTest, EnvNamesAndValuesAreChecked) {
   EXPECT_EQ(Errors(R"(
 [[job]]
@@ -525,7 +568,7 @@ env = { 1FOO = "x", PORT = 8080, JOB_NAME = "y", OK_1 = "fine" }
 )"),
             (Lines{
                 R"(jobs.toml:5:9: job "a": env: invalid variable name "1FOO" (expected )"
-                R"([A-Za-z_][A-Za-z0-9_]*))",
+                R"([A-Za-z_][A-Za-z0-9_]*, at most 128 characters))",
                 R"(jobs.toml:5:28: job "a": env.PORT: expected a string, got 8080)",
                 R"(jobs.toml:5:34: job "a": env.JOB_NAME: reserved: the agent sets it for every )"
                 R"(run)",

@@ -28,7 +28,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"GET", "/healthz", Role::kOpen, &Api::Healthz},
       {"GET", "/readyz", Role::kOpen, &Api::Readyz},
       {"GET", "/metrics", Role::kRead, &Api::GetMetrics},
-      {"GET", "/v1/jobfile", Role::kRead, &Api::GetJobFile},
+      {"GET", "/v1/jobfile", Role::kAdmin, &Api::GetJobFile},
       {"POST", "/v1/jobfile", Role::kAdmin, &Api::ApplyJobFile},
       {"GET", "/v1/jobs", Role::kRead, &Api::ListJobs},
       {"GET", "/v1/jobs/{name}", Role::kRead, &Api::ShowJob},
@@ -185,6 +185,27 @@ Result<json> Api::Body(const Call& c) {
   return j;
 }
 
+bool Api::RunReadable(Call& c, int64_t run_id) {
+  if (c.who.role == Role::kAdmin || c.who.jobs_glob.empty()) return true;
+  std::string job;
+  if (const RunRecord* open = p_.book->FindOpen(run_id)) {
+    job = open->job;
+  } else {
+    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
+    if (!run.ok() || !*run) return true;  // the handler answers the error or the 404
+    job = (*run)->job;
+  }
+  if (Auth::Allows(c.who, Role::kRead, job)) return true;
+  FailOutOfScope(c, "");
+  return false;
+}
+
+void Api::FailOutOfScope(Call& c, std::string_view hint) {
+  FailWith(c, 403, "forbidden",
+           "token \"" + c.who.name + "\" may only read jobs matching \"" + c.who.jobs_glob + "\"" +
+               std::string(hint));
+}
+
 JobEntry* Api::JobOr404(Call& c) {
   JobEntry* job = p_.jobs->FindByName(c.params["name"]);
   if (job == nullptr || !job->active) {
@@ -194,14 +215,15 @@ JobEntry* Api::JobOr404(Call& c) {
   return job;
 }
 
-json Api::RunJson(const RunRecord& r) const {
+json Api::RunJson(const RunRecord& r, const Principal& who) const {
+  const bool admin = who.role == Role::kAdmin;
   json shards = json::array();
   for (const ShardRecord& s : r.shards) {
     shards.push_back({{"index", s.index},
                       {"agent", s.agent},
                       {"state", RunStateName(s.state)},
                       {"attempt", s.attempt},
-                      {"token", s.token},
+                      {"token", admin ? json(s.token) : json(nullptr)},
                       {"exit_code", s.exit_code ? json(*s.exit_code) : json()},
                       {"outcome", s.outcome},
                       {"message", s.message},

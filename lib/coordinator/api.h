@@ -74,7 +74,13 @@ class Api {
   Result<nlohmann::json> Body(const Call& c);
   JobEntry* JobOr404(Call& c);
 
-  nlohmann::json RunJson(const RunRecord& r) const;
+  // Fencing tokens only for admins: anyone else who knew one could pose as the holder.
+  nlohmann::json RunJson(const RunRecord& r, const Principal& who) const;
+  // A token limited to a jobs glob reads only those jobs' runs: false (and answered 403) for
+  // a run of another job; true for a run that does not exist (the handler answers 404).
+  bool RunReadable(Call& c, int64_t run_id);
+  // 403 for a job outside the caller's jobs glob; `hint` is added to the message.
+  void FailOutOfScope(Call& c, std::string_view hint);
   nlohmann::json JobSummary(const JobEntry& j) const;
 
   // Open.

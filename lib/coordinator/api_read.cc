@@ -31,8 +31,8 @@ void Api::GetJobFile(Call& c) {
 
 void Api::ListJobs(Call& c) {
   std::vector<const JobEntry*> jobs;
-  p_.jobs->ForEach([&jobs](const JobEntry& j) {
-    if (j.active) jobs.push_back(&j);
+  p_.jobs->ForEach([&jobs, &c](const JobEntry& j) {
+    if (j.active && Auth::Allows(c.who, Role::kRead, j.name)) jobs.push_back(&j);
   });
   std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
   json out = json::array();
@@ -57,6 +57,11 @@ void Api::ShowJob(Call& c) {
   if (!row.ok()) return Fail(c, row.status());
   json out = JobSummary(*job);
   out["definition"] = json::parse(row->spec_json, nullptr, false);
+  // Environment values may be secrets: only an admin reads them (as in the job file).
+  json& env = out["definition"]["env"];
+  if (c.who.role != Role::kAdmin && env.is_object()) {
+    for (auto it = env.begin(); it != env.end(); ++it) it.value() = "(hidden)";
+  }
   json next = json::array();
   std::optional<int64_t> t = job->next_fire_ms;
   Result<std::shared_ptr<const Schedule>> schedule = p_.jobs->ScheduleOf(*job);
@@ -72,7 +77,7 @@ void Api::ShowJob(Call& c) {
   Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(filter);
   if (!runs.ok()) return Fail(c, runs.status());
   json recent = json::array();
-  for (const RunRecord& r : *runs) recent.push_back(RunJson(r));
+  for (const RunRecord& r : *runs) recent.push_back(RunJson(r, c.who));
   out["recent_runs"] = recent;
   Json(c, 200, out);
 }
@@ -83,7 +88,12 @@ void Api::ListRuns(Call& c) {
   if (auto it = q.find("job"); it != q.end() && !it->second.empty()) {
     JobEntry* job = p_.jobs->FindByName(it->second);
     if (job == nullptr) return FailWith(c, 404, "not_found", "no such job: " + it->second);
+    if (!Auth::Allows(c.who, Role::kRead, job->name)) {
+      return FailOutOfScope(c, "");
+    }
     f.job_id = job->id;
+  } else if (c.who.role != Role::kAdmin && !c.who.jobs_glob.empty()) {
+    return FailOutOfScope(c, ": name one with job=");
   }
   if (auto it = q.find("state"); it != q.end() && !it->second.empty()) {
     f.state = ParseRunState(it->second);
@@ -102,7 +112,7 @@ void Api::ListRuns(Call& c) {
   for (const RunRecord& r : *runs) {
     // Open runs are current in memory; the store has them as of the last commit.
     const RunRecord* open = p_.book->FindOpen(r.id);
-    out.push_back(RunJson(open ? *open : r));
+    out.push_back(RunJson(open ? *open : r, c.who));
   }
   Json(c, 200, out);
 }
@@ -110,29 +120,31 @@ void Api::ListRuns(Call& c) {
 void Api::GetRun(Call& c) {
   std::optional<int64_t> id = IntParam(c.params, "id");
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
-  if (const RunRecord* open = p_.book->FindOpen(*id)) return Json(c, 200, RunJson(*open));
+  if (!RunReadable(c, *id)) return;
+  if (const RunRecord* open = p_.book->FindOpen(*id)) return Json(c, 200, RunJson(*open, c.who));
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   if (!run.ok()) return Fail(c, run.status());
   if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-  Json(c, 200, RunJson(**run));
+  Json(c, 200, RunJson(**run, c.who));
 }
 
 void Api::WaitRun(Call& c) {
   std::optional<int64_t> id = IntParam(c.params, "id");
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  if (!RunReadable(c, *id)) return;
   int64_t timeout = std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0,
                                         300'000);
   const RunRecord* open = p_.book->FindOpen(*id);
   if (open == nullptr || timeout == 0) {
     if (open != nullptr) {
-      json out = RunJson(*open);
+      json out = RunJson(*open, c.who);
       out["done"] = false;
       return Json(c, 200, out);
     }
     Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
     if (!run.ok()) return Fail(c, run.status());
     if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-    json out = RunJson(**run);
+    json out = RunJson(**run, c.who);
     out["done"] = true;
     return Json(c, 200, out);
   }
@@ -143,7 +155,7 @@ void Api::WaitRun(Call& c) {
     if (*answered) return;
     *answered = true;
     if (!run) return FailWith(*call, 404, "not_found", "no such run");
-    json out = RunJson(*run);
+    json out = RunJson(*run, call->who);
     out["done"] = true;
     Json(*call, 200, out);
   });
@@ -153,7 +165,7 @@ void Api::WaitRun(Call& c) {
     *answered = true;
     const RunRecord* now = p_.book->FindOpen(run_id);
     if (now == nullptr) return GetRun(*call);
-    json out = RunJson(*now);
+    json out = RunJson(*now, call->who);
     out["done"] = false;
     Json(*call, 200, out);
   });
@@ -162,6 +174,7 @@ void Api::WaitRun(Call& c) {
 void Api::ReadLogs(Call& c) {
   std::optional<int64_t> id = IntParam(c.params, "id");
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  if (!RunReadable(c, *id)) return;
   int64_t after = IntParam(c.req.query, "after").value_or(0);
   int64_t wait = std::clamp<int64_t>(IntParam(c.req.query, "wait_ms").value_or(0), 0, 60'000);
   SendLogs(std::make_shared<Call>(std::move(c)), *id, after, ctx_->MonoMs() + wait);
@@ -228,6 +241,9 @@ void Api::ListMisses(Call& c) {
   if (it == c.req.query.end()) return FailWith(c, 400, "bad_request", "job= is required");
   JobEntry* job = p_.jobs->FindByName(it->second);
   if (job == nullptr) return FailWith(c, 404, "not_found", "no such job: " + it->second);
+  if (!Auth::Allows(c.who, Role::kRead, job->name)) {
+    return FailOutOfScope(c, "");
+  }
   Result<std::vector<store::MissRow>> misses =
       ctx_->store->ListMisses(job->id, IntParam(c.req.query, "since_ms").value_or(0));
   if (!misses.ok()) return Fail(c, misses.status());

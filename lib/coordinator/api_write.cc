@@ -37,7 +37,6 @@ void Api::Trigger(Call& c) {
   Result<TriggerRequest> req = TriggerRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   const std::string& key = req->idempotency_key;
-  const std::map<std::string, std::string>& env = req->env;
   if (!key.empty()) {
     Result<std::optional<int64_t>> existing = ctx_->store->FindRunByKey(job->id, key);
     if (!existing.ok()) return Fail(c, existing.status());
@@ -46,18 +45,23 @@ void Api::Trigger(Call& c) {
       const RunRecord* open = p_.book->FindOpen(**existing);
       Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(**existing);
       if (!stored.ok() || !*stored) return Fail(c, stored.status());
-      json out = RunJson(open ? *open : **stored);
+      json out = RunJson(open ? *open : **stored, c.who);
       out["existing"] = true;
       return Json(c, 200, out);
     }
   }
-  std::string env_json = env.empty() ? "" : json(env).dump();
+  // A trigger sets only what the job declares (jobs.toml params), within its limits.
+  Result<std::shared_ptr<const Job>> spec = p_.book->SpecOf(*job);
+  if (!spec.ok()) return Fail(c, spec.status());
+  Result<std::map<std::string, std::string>> params = ResolveParams((*spec)->params, req->params);
+  if (!params.ok()) return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
+  std::string env_json = params->empty() ? "" : json(*params).dump();
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
   if (!run.ok()) return Fail(c, run.status());
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "trigger", c.who.name, job->name,
                                  "run " + std::to_string(run->id));
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
-  json out = RunJson(run.value());
+  json out = RunJson(run.value(), c.who);
   out["existing"] = false;
   JsonAfterCommit(c, 201, out);
 }
@@ -83,7 +87,7 @@ void Api::CancelRun(Call& c) {
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "cancel", c.who.name, "run " + c.params["id"], "");
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
-  json out = run.ok() && *run ? RunJson(**run) : json{{"id", *id}};
+  json out = run.ok() && *run ? RunJson(**run, c.who) : json{{"id", *id}};
   JsonAfterCommit(c, 200, out);
 }
 
@@ -106,7 +110,7 @@ void Api::RetryRun(Call& c) {
   if (!run.ok()) return Fail(c, run.status());
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "retry", c.who.name, "run " + c.params["id"],
                                  "run " + std::to_string(run->id));
-  JsonAfterCommit(c, 201, RunJson(run.value()));
+  JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
 }
 
 void Api::DrainAgent(Call& c) {

@@ -99,7 +99,10 @@ bool Auth::Allows(const Principal& who, Role needed, std::string_view job) {
     case Role::kAdmin: return who.role == Role::kAdmin;
     case Role::kAgent: return who.role == Role::kAgent;
     case Role::kRead:
-      return who.role == Role::kRead || who.role == Role::kTrigger || who.role == Role::kAdmin;
+      if (who.role == Role::kAdmin) return true;
+      if (who.role != Role::kRead && who.role != Role::kTrigger) return false;
+      // A scoped token reads only its jobs; routes without a job filter what they list.
+      return job.empty() || who.jobs_glob.empty() || GlobMatch(who.jobs_glob, job);
     case Role::kTrigger:
       if (who.role == Role::kAdmin) return true;
       if (who.role != Role::kTrigger) return false;

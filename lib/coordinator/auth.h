@@ -1,7 +1,8 @@
 // Auth decides who may call which route. API tokens are random secrets handed out once
 // (bootstrap files, `jobctl token create`) and stored only as SHA-256 hashes. Each has a
-// role: admin (everything), read (list, show, runs, logs), trigger (trigger and read,
-// optionally only for jobs matching a glob), agent (the agent routes only).
+// role: admin (everything), read (list, show, runs, logs), trigger (trigger and read), agent
+// (the agent routes only). A read or trigger token may be limited to jobs matching a glob: it
+// then reads and triggers only those.
 // Loop thread only; owned by the Coordinator.
 #pragma once
 
@@ -24,7 +25,7 @@ struct Principal {
   int64_t token_id = 0;
   std::string name;
   Role role = Role::kRead;
-  std::string jobs_glob;  // trigger role: only these jobs; "" = all
+  std::string jobs_glob;  // read and trigger roles: only these jobs; "" = all
 };
 
 // 128 random bits as text: "jc_" + 32 hex digits.

@@ -139,8 +139,15 @@ Result<ApplyRequest> ApplyRequestFromJson(const json& body, const std::string& t
 Result<TriggerRequest> TriggerRequestFromJson(const json& body) {
   TriggerRequest req;
   Status s = Opt(body, "idempotency_key", &req.idempotency_key);
-  if (s.ok()) s = Opt(body, "env", &req.env);
+  if (s.ok() && body.contains("params") && body.contains("env")) {
+    s = Status::InvalidArgument("give \"params\", not both \"params\" and \"env\"");
+  }
+  if (s.ok()) s = Opt(body, body.contains("params") ? "params" : "env", &req.params);
   if (!s.ok()) return s;
+  if (req.idempotency_key.size() > kMaxIdempotencyKey) {
+    return Status::InvalidArgument("idempotency_key is longer than " +
+                                   std::to_string(kMaxIdempotencyKey) + " bytes");
+  }
   return req;
 }
 
@@ -158,8 +165,8 @@ Result<TokenRequest> TokenRequestFromJson(const json& body) {
   if (!s.ok()) return s;
   std::optional<Role> role = ParseRole(req.role_name);
   if (!role) return Status::InvalidArgument("role is admin, read, trigger or agent");
-  if (!req.jobs.empty() && *role != Role::kTrigger) {
-    return Status::InvalidArgument("a jobs glob only applies to the trigger role");
+  if (!req.jobs.empty() && *role != Role::kTrigger && *role != Role::kRead) {
+    return Status::InvalidArgument("a jobs glob only applies to the read and trigger roles");
   }
   req.role = *role;
   return req;

@@ -25,9 +25,10 @@ struct HeartbeatRequest {
 };
 
 struct TriggerRequest {
-  std::string idempotency_key;  // "" = none
-  std::map<std::string, std::string> env;
+  std::string idempotency_key;  // "" = none; at most kMaxIdempotencyKey bytes
+  std::map<std::string, std::string> params;  // "params" (or, from older clients, "env")
 };
+inline constexpr size_t kMaxIdempotencyKey = 200;
 
 struct DrainRequest {
   bool draining = true;
@@ -36,7 +37,7 @@ struct DrainRequest {
 struct TokenRequest {
   std::string role_name = "read";  // as sent; parses to `role`
   Role role = Role::kRead;
-  std::string jobs;  // trigger role only: a glob of job names, "" = all
+  std::string jobs;  // read and trigger roles: a glob of job names, "" = all
   std::string name;  // "" = "<role>-token"
 };
 

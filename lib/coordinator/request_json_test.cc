@@ -77,12 +77,13 @@ TEST(RequestJsonTest, ApplyNamesTheTokenInTheAuthor) {
   EXPECT_FALSE(ApplyRequestFromJson(Parse(R"({"dry_run":true})"), "ci").ok());
 }
 
-TEST(RequestJsonTest, TokenJobsGlobOnlyForTheTriggerRole) {
+TEST(RequestJsonTest, TokenJobsGlobOnlyForTheReadAndTriggerRoles) {
   Result<TokenRequest> r = TokenRequestFromJson(Parse(R"({"role":"trigger","jobs":"deploy-*"})"));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->role, Role::kTrigger);
   EXPECT_EQ(TokenRequestFromJson(Parse("{}"))->role, Role::kRead);
-  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"read","jobs":"x"})")).ok());
+  EXPECT_TRUE(TokenRequestFromJson(Parse(R"({"role":"read","jobs":"x"})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"admin","jobs":"x"})")).ok());
   EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"open"})")).ok());
 }
 

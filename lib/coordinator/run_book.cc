@@ -14,6 +14,18 @@
 namespace jobctl::coordinator {
 namespace {
 
+// The run's stored parameters ({"NAME": "value"}); nothing from a malformed or foreign value.
+std::map<std::string, std::string> RunParams(const std::string& env_json) {
+  std::map<std::string, std::string> out;
+  if (env_json.empty()) return out;
+  nlohmann::json j = nlohmann::json::parse(env_json, nullptr, false);
+  if (!j.is_object()) return out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
+  }
+  return out;
+}
+
 // A shard whose holder keeps vanishing is not re-run forever.
 constexpr int kMaxLostReruns = 5;
 
@@ -239,15 +251,8 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
   a["trace_id"] = run.rec.trace_id;
   a["command"] = spec.command;
   a["shell"] = spec.shell;
-  nlohmann::json& env = a["env"] = spec.env;
-  if (!run.rec.env_json.empty()) {
-    nlohmann::json extra = nlohmann::json::parse(run.rec.env_json, nullptr, false);
-    if (extra.is_object()) {
-      for (auto it = extra.begin(); it != extra.end(); ++it) {
-        if (it.value().is_string()) env[it.key()] = std::move(it.value());
-      }
-    }
-  }
+  a["env"] = ShardEnv(spec, RunParams(run.rec.env_json));
+  if (!spec.secrets.empty()) a["secrets"] = spec.secrets;  // names only: the agent reads them
   a["run_as"] = spec.run_as;
   a["cwd"] = spec.cwd;
   a["timeout_ms"] = spec.timeout ? nlohmann::json(spec.timeout->count()) : nlohmann::json();

@@ -73,6 +73,9 @@ class RunBook {
   // The open runs of a job (for overlap = replace).
   std::vector<int64_t> OpenRunsOf(int64_t job_id) const;
 
+  // The job's definition, loaded from the store when no open run holds it.
+  Result<std::shared_ptr<const Job>> SpecOf(JobEntry& job);
+
   // Called after the commit that finished a run (log followers stop waiting).
   std::function<void(int64_t run_id)> on_finished;
 
@@ -82,7 +85,6 @@ class RunBook {
     std::shared_ptr<const Job> spec;
     std::vector<std::function<void(std::optional<RunRecord>)>> waiters;
   };
-  Result<std::shared_ptr<const Job>> SpecOf(JobEntry& job);
   // True (and the holder's lease released) when a result for a shard that already ended
   // gets the shard's state as its answer; false when it must be judged (or refused).
   bool AnswersAsEnded(const ShardRecord& shard, const ResultReport& report);

@@ -45,4 +45,22 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
+std::map<std::string, std::string> ShardEnv(const Job& job,
+                                            const std::map<std::string, std::string>& run_params) {
+  std::map<std::string, std::string> env;
+  for (const auto& [name, value] : job.env) {
+    if (EnvNameProblem(name).empty()) env[name] = value;
+  }
+  for (const auto& [name, param] : job.params) {
+    if (!ParamNameProblem(name).empty()) continue;
+    auto it = run_params.find(name);
+    if (it != run_params.end()) {
+      env[name] = it->second;
+    } else if (param.default_value) {
+      env[name] = *param.default_value;
+    }
+  }
+  return env;
+}
+
 }  // namespace jobctl

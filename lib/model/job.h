@@ -13,6 +13,7 @@
 
 #include "base/duration.h"
 #include "model/cron.h"
+#include "model/env_rules.h"
 #include "model/schedule.h"
 
 namespace jobctl {
@@ -75,6 +76,9 @@ struct Job {
   std::string run_as;  // "" = the agent's own user
   std::string cwd;     // "" = run_as user's home (or the agent's state dir)
   std::map<std::string, std::string> env;
+  std::map<std::string, Param> params;  // what a trigger may set (env_rules.h)
+  // Variable -> file name in agentd's secrets_dir: values read on the host, never stored here.
+  std::map<std::string, std::string> secrets;
   bool enabled = true;
   std::string description;
 
@@ -92,5 +96,12 @@ inline ScheduleSpec ScheduleSpecOf(const Job& job) {
           .hash_key = job.name,
           .anchor = FromUnixMs(job.anchor_ms)};
 }
+
+// A shard's environment beyond what agentd adds: the job's env, then each declared parameter's
+// value for this run (`run_params`, a manual run's resolved values) or its default. Only names
+// the job declares now and that env_rules.h allows pass: a run or job stored by an older
+// version, or a run from before the job file dropped a parameter, brings nothing else.
+std::map<std::string, std::string> ShardEnv(const Job& job,
+                                            const std::map<std::string, std::string>& run_params);
 
 }  // namespace jobctl

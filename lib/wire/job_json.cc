@@ -20,6 +20,12 @@ bool Matches(const std::vector<LabelSelector>& on, const std::map<std::string, s
 }
 
 json JobToJson(const Job& job) {
+  json params = json::object();
+  for (const auto& [name, p] : job.params) {
+    params[name] = {{"default", p.default_value ? json(*p.default_value) : json(nullptr)},
+                    {"required", p.required},
+                    {"max_length", p.max_length}};
+  }
   json on = json::array();
   for (const LabelSelector& s : job.on) on.push_back(SelectorText(s));
   json j = {
@@ -47,6 +53,8 @@ json JobToJson(const Job& job) {
       {"run_as", job.run_as},
       {"cwd", job.cwd},
       {"env", job.env},
+      {"params", params},
+      {"secrets", job.secrets},
       {"enabled", job.enabled},
       {"description", job.description},
   };
@@ -78,6 +86,32 @@ Status GetEnum(const json& j, const char* key, std::optional<E> (*parse)(std::st
   std::optional<E> v = parse(text);
   if (!v) return Status::InvalidArgument(std::string("job.") + key + ": unknown value \"" + text + "\"");
   *out = *v;
+  return Status::Ok();
+}
+
+// "params": {"NAME": {"default": "x" | null, "required": bool, "max_length": n}}; absent in
+// specs stored before parameters existed.
+Status GetParams(const json& j, std::map<std::string, Param>* out) {
+  auto it = j.find("params");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::InvalidArgument("job.params: expected an object");
+  for (auto p = it->begin(); p != it->end(); ++p) {
+    if (!p.value().is_object()) return Status::InvalidArgument("job.params." + p.key() + ": expected an object");
+    Param param;
+    const json& v = p.value();
+    if (v.contains("default") && !v["default"].is_null()) {
+      std::string d;
+      if (Status s = Get(v, "default", &d); !s.ok()) return s;
+      param.default_value = std::move(d);
+    }
+    if (Status s = Get(v, "required", &param.required); !s.ok()) return s;
+    if (Status s = Get(v, "max_length", &param.max_length); !s.ok()) return s;
+    if (!ParamNameProblem(p.key()).empty() || param.max_length < 1 ||
+        param.max_length > kMaxParamLength) {
+      return Status::InvalidArgument("job.params." + p.key() + ": not a valid parameter");
+    }
+    (*out)[p.key()] = std::move(param);
+  }
   return Status::Ok();
 }
 
@@ -137,6 +171,8 @@ Result<Job> JobFromJson(const json& j) {
   if (s.ok()) s = Get(j, "run_as", &job.run_as);
   if (s.ok()) s = Get(j, "cwd", &job.cwd);
   if (s.ok()) s = Get(j, "env", &job.env);
+  if (s.ok()) s = GetParams(j, &job.params);
+  if (s.ok()) s = Get(j, "secrets", &job.secrets);
   if (s.ok()) s = Get(j, "enabled", &job.enabled);
   if (s.ok()) s = Get(j, "description", &job.description);
   if (!s.ok()) return s;

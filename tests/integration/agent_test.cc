@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -258,6 +259,37 @@ TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
   EXPECT_EQ(refused["state"], "failed") << refused.dump();
   EXPECT_EQ(refused["shards"][0]["outcome"], "policy");
   EXPECT_NE(refused["shards"][0]["message"].get<std::string>().find("root"), std::string::npos);
+}
+
+// A secret's value is read by the agent from its own secrets_dir when the shard starts: the
+// job file and the coordinator hold only the file's name. A missing secret fails the shard,
+// naming it, without running anything.
+TEST_F(AgentTest, SecretsAreReadOnTheAgentHostAndNeverReachTheCoordinator) {
+  std::filesystem::create_directories(dir_.path() + "/secrets");
+  dir_.Write("secrets/db-password", "s3cret-value\n");
+  StartCoordinator();
+  AddAgent("a", {}, "secrets_dir = \"" + dir_.path() + "/secrets\"\n");
+  WaitForAgents(1);
+  coord_->Apply("[[job]]\nname = \"db\"\nschedule = \"@yearly\"\n"
+                "shell = 'echo \"pw=$DB_PASSWORD\"'\nsecrets = { DB_PASSWORD = \"db-password\" }\n"
+                "[[job]]\nname = \"missing\"\nschedule = \"@yearly\"\nshell = \"echo ran\"\n"
+                "secrets = { API_KEY = \"api-key\" }\n");
+  int64_t id = Trigger("db")["id"];
+  json done = WaitRun(id);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(Output(id, 0, "stdout"), "pw=s3cret-value\n");
+  json job = coord_->GetJson("/v1/jobs/db");
+  EXPECT_EQ(job["definition"]["secrets"]["DB_PASSWORD"], "db-password");
+  EXPECT_EQ(coord_->GetJson("/v1/jobfile").dump().find("s3cret"), std::string::npos);
+  EXPECT_EQ(coord_->Logs().find("s3cret"), std::string::npos);
+
+  int64_t missing = Trigger("missing")["id"];
+  json failed = WaitRun(missing);
+  EXPECT_EQ(failed["state"], "failed") << failed.dump();
+  EXPECT_EQ(failed["shards"][0]["outcome"], "spawn_failed");
+  EXPECT_NE(failed["shards"][0]["message"].get<std::string>().find("secret API_KEY"),
+            std::string::npos) << failed.dump();
+  EXPECT_EQ(Output(missing, 0, "stdout"), "");
 }
 
 TEST_F(AgentTest, AnIdleAgentOnlyHoldsItsLongPoll) {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <ctime>
+#include <functional>
 #include <thread>
 
 #include "base/base64.h"
@@ -156,8 +157,9 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
   Start();
   coord_->Apply(
       "[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
+      "params = { DAY = {} }\n"
       "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
-  json run = Trigger("flaky", {{"env", {{"DAY", "2024-03-09"}}}});
+  json run = Trigger("flaky", {{"params", {{"DAY", "2024-03-09"}}}});
   TestAgent agent(*coord_, "a");
   std::vector<json> first = agent.ClaimUpTo(1);
   ASSERT_EQ(first.size(), 1u);
@@ -174,6 +176,7 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
   // The new run is made from the job's current definition.
   coord_->Apply(
       "[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"exit 0\"\n"
+      "params = { DAY = {} }\n"
       "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
   http::HttpResponse r = coord_->Request("POST", Path("/v1/runs/", run, "/retry"));
   ASSERT_EQ(r.status, 201) << r.body;
@@ -200,6 +203,70 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
   EXPECT_EQ(coord_->Request("POST", Path("/v1/runs/", retry, "/retry")).status, 409);
   EXPECT_EQ(coord_->Request("POST", "/v1/runs/999999/retry").status, 404);
   EXPECT_EQ(coord_->Runs("flaky").size(), 2u);
+}
+
+// ---- trigger parameters ----
+
+// A trigger sets only the parameters the job declares, within their limits; the review's
+// reproduction (a deploy-* trigger token posting {"env": {"LD_PRELOAD": ...}}) is a 400 that
+// names the variable, and nothing runs.
+TEST_F(RunControlTest, TriggerSetsOnlyTheParametersTheJobDeclares) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"deploy-web\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "env = { STAGE = \"prod\" }\n"
+      "params = { VERSION = \"latest\", REGION = { max_length = 4 } }\n");
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "trigger"}, {"jobs", "deploy-*"}, {"name", "ci"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string ci = json::parse(made.body)["token"];
+  auto trigger = [&](const json& body) {
+    return coord_->Request("POST", "/v1/jobs/deploy-web/trigger", body.dump(), ci);
+  };
+  for (const json& bad : {json{{"env", {{"LD_PRELOAD", "/tmp/x.so"}}}},
+                          json{{"params", {{"LD_AUDIT", "/tmp/x.so"}}}},
+                          json{{"params", {{"PATH", "/tmp"}}}},
+                          json{{"params", {{"STAGE", "dev"}}}},
+                          json{{"params", {{"X=Y", "z"}}}},
+                          json{{"params", {{"REGION", "toolong"}}}}}) {
+    http::HttpResponse r = trigger(bad);
+    EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
+    std::string name = bad.begin().value().begin().key();
+    EXPECT_NE(json::parse(r.body)["message"].get<std::string>().find("\"" + name + "\""),
+              std::string::npos) << r.body;
+  }
+  EXPECT_EQ(coord_->Runs("deploy-web").size(), 0u) << "a refused trigger started a run";
+
+  TestAgent agent(*coord_, "a");
+  ASSERT_EQ(trigger({{"params", {{"REGION", "eu"}}}}).status, 201);
+  std::vector<json> got = agent.ClaimUpTo(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["env"], (json{{"STAGE", "prod"}, {"VERSION", "latest"}, {"REGION", "eu"}}));
+  ASSERT_EQ(agent.Finish(got[0], 0).status, 200);
+  // Not given: the default, and nothing for a parameter without one.
+  ASSERT_EQ(trigger(json::object()).status, 201);
+  got = agent.ClaimUpTo(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["env"], (json{{"STAGE", "prod"}, {"VERSION", "latest"}}));
+  ASSERT_EQ(agent.Finish(got[0], 0).status, 200);
+}
+
+// Names the dynamic loader or the C library read are refused in env and params when the job
+// file is applied, with the file, line and name.
+TEST_F(RunControlTest, ApplyRefusesLoaderVariables) {
+  Start();
+  for (const char* bad : {"env = { LD_PRELOAD = \"/tmp/x.so\" }",
+                          "env = { GCONV_PATH = \"/tmp\" }",
+                          "params = { LD_LIBRARY_PATH = \"\" }",
+                          "params = { GLIBC_TUNABLES = { required = true } }"}) {
+    std::string text = std::string("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\n") +
+                       "shell = \"true\"\n" + bad + "\n";
+    http::HttpResponse r = coord_->Request(
+        "POST", "/v1/jobfile", json{{"text", text}, {"base_revision", -1}}.dump());
+    EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
+    EXPECT_NE(r.body.find("dynamic loader"), std::string::npos) << r.body;
+    EXPECT_NE(r.body.find("jobs.toml:5:"), std::string::npos) << r.body;
+  }
 }
 
 // ---- pause and resume ----
@@ -313,10 +380,23 @@ TEST_F(RunControlTest, TriggerTokenLimitedToAGlobThenRevoked) {
   ASSERT_EQ(trig.status, 201) << trig.body;
   json run = json::parse(trig.body);
   EXPECT_EQ(run["job"], "backup-db");
-  EXPECT_EQ(coord_->Request("GET", "/v1/jobs", "", secret).status, 200);
-  EXPECT_EQ(coord_->Request("GET", "/v1/jobs/report", "", secret).status, 200);
+  // It reads what it may trigger, and nothing else.
+  http::HttpResponse jobs = coord_->Request("GET", "/v1/jobs", "", secret);
+  ASSERT_EQ(jobs.status, 200);
+  ASSERT_EQ(json::parse(jobs.body).size(), 1u) << jobs.body;
+  EXPECT_EQ(json::parse(jobs.body)[0]["name"], "backup-db");
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobs/backup-db", "", secret).status, 200);
   EXPECT_EQ(coord_->Request("GET", Path("/v1/runs/", run), "", secret).status, 200);
-  EXPECT_EQ(coord_->Request("GET", "/v1/runs?job=report", "", secret).status, 200);
+  EXPECT_EQ(coord_->Request("GET", "/v1/runs?job=backup-db", "", secret).status, 200);
+  json report_run = coord_->PostJson("/v1/jobs/report/trigger", json::object());
+  for (const std::string& path :
+       {std::string("/v1/jobs/report"), std::string("/v1/runs?job=report"), std::string("/v1/runs"),
+        Path("/v1/runs/", report_run), Path("/v1/runs/", report_run, "/logs"),
+        Path("/v1/runs/", report_run, "/wait"), std::string("/v1/misses?job=report"),
+        std::string("/v1/jobfile")}) {
+    http::HttpResponse r = coord_->Request("GET", path, "", secret);
+    EXPECT_EQ(r.status, 403) << path << ": " << r.body;
+  }
 
   http::HttpResponse other = coord_->Request("POST", "/v1/jobs/report/trigger", "{}", secret);
   EXPECT_EQ(other.status, 403) << other.body;
@@ -331,7 +411,7 @@ TEST_F(RunControlTest, TriggerTokenLimitedToAGlobThenRevoked) {
     EXPECT_EQ(coord_->Request(method, path, "{}", secret).status, 403) << method << " " << path;
   }
   EXPECT_EQ(coord_->Runs("backup-db").size(), 1u);
-  EXPECT_TRUE(coord_->Runs("report").empty());
+  EXPECT_EQ(coord_->Runs("report").size(), 1u);  // the admin's
   EXPECT_EQ(coord_->GetJson("/v1/jobs/backup-db")["paused"], false);
 
   http::HttpResponse list = coord_->Request("GET", "/v1/tokens");
@@ -362,6 +442,38 @@ TEST_F(RunControlTest, TriggerTokenLimitedToAGlobThenRevoked) {
       EXPECT_NE(t["revoked_at"], "") << t.dump();
     }
   }
+}
+
+// Read routes return no secret a reader need not have: a job's env values and shards'
+// fencing tokens are for admins only; the job file itself is the admin's.
+TEST_F(RunControlTest, ReadTokensSeeNeitherEnvValuesNorFencingTokens) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"db\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+                "env = { DB_PASSWORD = \"s3cret\" }\n");
+  http::HttpResponse made =
+      coord_->Request("POST", "/v1/tokens", json{{"role", "read"}, {"name", "viewer"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string reader = json::parse(made.body)["token"];
+  json run = coord_->PostJson("/v1/jobs/db/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  ASSERT_EQ(agent.ClaimUpTo(1).size(), 1u);
+  for (const std::string& path : {std::string("/v1/jobs/db"), std::string("/v1/runs?job=db"),
+                                  Path("/v1/runs/", run), Path("/v1/runs/", run, "/wait?timeout_ms=0")}) {
+    http::HttpResponse r = coord_->Request("GET", path, "", reader);
+    ASSERT_EQ(r.status, 200) << path << ": " << r.body;
+    EXPECT_EQ(r.body.find("s3cret"), std::string::npos) << path << ": " << r.body;
+    int tokens = 0;
+    std::function<void(const json&)> walk = [&](const json& j) {
+      if (j.is_object() && j.contains("token") && !j["token"].is_null()) ++tokens;
+      if (j.is_structured()) {
+        for (const json& v : j) walk(v);
+      }
+    };
+    walk(json::parse(r.body));
+    EXPECT_EQ(tokens, 0) << path << ": " << r.body;
+  }
+  EXPECT_EQ(coord_->GetJson("/v1/jobs/db")["definition"]["env"]["DB_PASSWORD"], "s3cret");
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobfile", "", reader).status, 403);
 }
 
 // ---- log chunks ----
