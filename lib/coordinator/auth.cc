@@ -24,21 +24,21 @@ std::string Hex(const unsigned char* p, size_t n) {
   return out;
 }
 
-bool SafeChar(char c, bool glob) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-' || (glob && (c == '*' || c == '?'));
-}
-
-Status CheckText(std::string_view text, std::string_view what, bool may_be_empty, bool glob) {
+// Letters, digits, '.', '_' and '-', and whatever `extra` adds ("/" in labels, as agentd
+// allows; "*?" in label globs).
+Status CheckText(std::string_view text, std::string_view what, bool may_be_empty,
+                 std::string_view extra) {
   if (text.empty() && !may_be_empty) return Status::InvalidArgument(std::string(what) + " is empty");
   if (text.size() > kMaxNameChars) {
     return Status::InvalidArgument(std::string(what) + " is longer than " +
                                    std::to_string(kMaxNameChars) + " characters");
   }
   for (char c : text) {
-    if (!SafeChar(c, glob)) {
-      return Status::InvalidArgument(std::string(what) + " may only use letters, digits, '.', '_'" +
-                                     (glob ? ", '-', '*' and '?'" : " and '-'"));
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-' || extra.find(c) != std::string_view::npos;
+    if (!ok) {
+      return Status::InvalidArgument(std::string(what) + " may only use letters, digits and . _ -" +
+                                     (extra.empty() ? "" : " " + std::string(extra)));
     }
   }
   return Status::Ok();
@@ -47,7 +47,7 @@ Status CheckText(std::string_view text, std::string_view what, bool may_be_empty
 }  // namespace
 
 Status CheckName(std::string_view name, std::string_view what) {
-  return CheckText(name, what, false, false);
+  return CheckText(name, what, false, "");
 }
 
 Status CheckLabels(const std::map<std::string, std::string>& labels, bool globs,
@@ -57,8 +57,11 @@ Status CheckLabels(const std::map<std::string, std::string>& labels, bool globs,
                                    " labels");
   }
   for (const auto& [k, v] : labels) {
-    if (Status s = CheckText(k, std::string(what) + " label name", false, false); !s.ok()) return s;
-    if (Status s = CheckText(v, std::string(what) + " label " + k, true, globs); !s.ok()) return s;
+    if (Status s = CheckText(k, std::string(what) + " label name", false, "/"); !s.ok()) return s;
+    if (Status s = CheckText(v, std::string(what) + " label " + k, true, globs ? "/*?" : "/");
+        !s.ok()) {
+      return s;
+    }
   }
   return Status::Ok();
 }

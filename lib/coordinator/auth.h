@@ -36,8 +36,8 @@ struct Principal {
 };
 
 // Names and labels stored with a token or an agent: at most 64 characters of [A-Za-z0-9._-]
-// (a label value may also be empty, and a label glob may use * and ?), at most kMaxLabels
-// labels. Every error names `what`.
+// (labels may also use '/', a label value may be empty, and a label glob may use * and ?),
+// at most kMaxLabels labels. Every error names `what`.
 inline constexpr size_t kMaxNameChars = 64;
 inline constexpr size_t kMaxLabels = 32;
 Status CheckName(std::string_view name, std::string_view what);

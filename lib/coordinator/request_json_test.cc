@@ -25,6 +25,7 @@ TEST(RequestJsonTest, ClaimMayNameItsAgentAndBoundsItsLabels) {
   for (int i = 0; i < 33; ++i) many["labels"]["k" + std::to_string(i)] = "v";
   EXPECT_EQ(ClaimRequestFromJson(many).status().message(), "claim: at most 32 labels");
   EXPECT_FALSE(ClaimRequestFromJson(Parse(R"({"labels":{"role":"a b"}})")).ok());
+  EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"labels":{"topology/zone":"eu/1"}})")).ok());
   EXPECT_FALSE(ClaimRequestFromJson(json{{"labels", {{std::string(65, 'k'), "v"}}}}).ok());
 }
 

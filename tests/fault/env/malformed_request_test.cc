@@ -63,7 +63,8 @@ class MalformedRequestTest : public EnvFaultTest {
     EXPECT_EQ(r.status, 200) << "no /healthz after: " << after;
   }
 
-  std::string Agent() const { return coord_->agent_token(); }
+  // An agent's own credential (enrolled through the join token).
+  std::string Agent() const { return coord_->AgentCredential("m"); }
   std::string Admin() const { return coord_->admin_token(); }
 };
 
@@ -227,11 +228,16 @@ TEST_F(MalformedRequestTest, EveryRouteButHealthAndReadinessRefusesMissingWrongO
                 "unauthenticated", what + " with an unknown token");
     ExpectError(Exchange(HttpRequest(route.method, path, "not a token", body)), 401,
                 "unauthenticated", what + " with a malformed token");
-    // A token of the wrong role: agent tokens only reach agent routes, read tokens only read.
-    bool agent_route = route.role == coordinator::Role::kAgent;
+    // A token of the wrong role: agent tokens only reach agent routes (and enrolment), the
+    // join token only enrolment, read tokens only read.
+    bool agent_route = route.role == coordinator::Role::kAgent || route.role == coordinator::Role::kJoin;
     if (!agent_route) {
       ExpectError(Exchange(HttpRequest(route.method, path, Agent(), body)), 403, "forbidden",
                   what + " with an agent token");
+    }
+    if (route.role != coordinator::Role::kJoin) {
+      ExpectError(Exchange(HttpRequest(route.method, path, coord_->agent_token(), body)), 403,
+                  "forbidden", what + " with the join token");
     }
     if (route.role != coordinator::Role::kRead) {
       ExpectError(Exchange(HttpRequest(route.method, path, read, body)), 403, "forbidden",
