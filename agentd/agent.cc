@@ -23,6 +23,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       settings_(std::move(settings)),
       rng_(std::random_device{}()),
       link_(std::make_unique<CoordinatorLink>(loop, settings_.coordinators, settings_.token)),
+      enroller_(loop, link_.get(), settings_.state_dir, settings_.token),
       spool_(settings_.state_dir + "/spool", settings_.spool_max_bytes),
       runner_(loop),
       drain_timer_(loop),
@@ -70,19 +71,25 @@ Status Agent::Start() {
   if (Status s = spool_.Open(); !s.ok()) return s;
   if (Status s = reporter_->Open(); !s.ok()) return s;
   if (Status s = leases_->Init(); !s.ok()) return s;
-  // Output and results a previous agentd left: output first, each result after its output.
-  shipper_->Recover();
-  for (AttemptKey key : reporter_->Pending()) {
-    if (shipper_->Finish(key)) reporter_->Release(key);
-  }
   log::Info("agentd started", {{"agent", settings_.identity.name},
                                {"coordinator", link_->current_url()},
                                {"slots", settings_.identity.slots},
                                {"user", self_.name},
                                {"state_dir", settings_.state_dir}});
   started_ = true;
-  claimer_->SetFree(FreeSlots());
+  enroller_.Start(settings_.identity.name, settings_.identity.labels, [this] { OnEnrolled(); });
   return Status::Ok();
+}
+
+void Agent::OnEnrolled() {
+  if (stopping_) return;
+  enrolled_ = true;
+  // Output and results a previous agentd left: output first, each result after its output.
+  shipper_->Recover();
+  for (AttemptKey key : reporter_->Pending()) {
+    if (shipper_->Finish(key)) reporter_->Release(key);
+  }
+  claimer_->SetFree(FreeSlots());
 }
 
 void Agent::Reconfigure(std::map<std::string, std::string> labels, int slots) {
@@ -90,7 +97,7 @@ void Agent::Reconfigure(std::map<std::string, std::string> labels, int slots) {
   settings_.identity.slots = slots;
   log::Info("configuration reloaded", {{"slots", slots}});
   claimer_->SetIdentity(settings_.identity);
-  claimer_->SetFree(FreeSlots());
+  if (enrolled_) claimer_->SetFree(FreeSlots());  // else the first claim, after enrolment
 }
 
 int Agent::FreeSlots() const {
@@ -336,6 +343,7 @@ void Agent::Shutdown() {
     log::Warn("coordinator did not take everything; the rest is sent at the next start",
               {{"spool_bytes", spool_.bytes()}});
   }
+  enroller_.Close();
   reporter_->Close();
   leases_->Close();
   claimer_->Close();

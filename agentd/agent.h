@@ -2,7 +2,8 @@
 // The Claimer brings assignments; each becomes a RunningShard (after the Policy allowed it),
 // whose lease the LeaseKeeper renews and whose output the LogShipper sends; when it ends, the
 // RunReporter reports the result once the output is in, and the lease is let go once the
-// result is. The CoordinatorLink carries every request.
+// result is. The CoordinatorLink carries every request, with the credential the Enroller
+// settled on before anything else is sent.
 //
 // main() owns the loop and the Agent; loop thread only. Stop() drains: no more claims,
 // running shards get drain_timeout, then they are killed and reported, and on_stopped runs
@@ -23,6 +24,7 @@
 #include "base/clock.h"
 #include "claimer.h"
 #include "coordinator_link.h"
+#include "enroller.h"
 #include "job_runner.h"
 #include "lease_keeper.h"
 #include "log_shipper.h"
@@ -38,7 +40,7 @@ namespace jobctl::agentd {
 struct AgentSettings {
   AgentIdentity identity;
   std::vector<std::string> coordinators;
-  std::string token;
+  std::string token;  // a join token (enrols) or an agent token bound to identity.name
   std::string state_dir;
   std::string exe_path;  // agentd itself, for the exec helper
   Policy policy;
@@ -61,6 +63,9 @@ class Agent {
   void Stop(std::function<void()> on_stopped);
 
  private:
+  // The coordinator took this agent's credential: output and results left by an earlier
+  // agentd go out, and claiming starts.
+  void OnEnrolled();
   void OnAssignments(std::vector<Assignment> list, int64_t sent_ms);
   void Accept(Assignment a, int64_t sent_ms);
   void Launch(RunningShard& shard);
@@ -87,6 +92,7 @@ class Agent {
   UserInfo self_info_;
   std::mt19937_64 rng_;
   std::unique_ptr<CoordinatorLink> link_;
+  Enroller enroller_;
   Spool spool_;
   UvRunner runner_;
   std::unique_ptr<LogShipper> shipper_;
@@ -98,6 +104,7 @@ class Agent {
   Timer drain_timer_;
   Timer flush_timer_;
   bool started_ = false;
+  bool enrolled_ = false;
   bool stopping_ = false;
   bool shutting_down_ = false;
   std::function<void()> on_stopped_;

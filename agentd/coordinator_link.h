@@ -45,6 +45,9 @@ class CoordinatorLink {
             std::chrono::milliseconds timeout, Callback cb);
   void Close(std::function<void()> on_closed);
 
+  // Requests sent from now on carry this bearer token (the Enroller's credential).
+  void SetToken(std::string token) { token_ = std::move(token); }
+
   bool reachable() const { return state_ == State::kReachable; }
   const std::string& current_url() const { return urls_[current_]; }
 

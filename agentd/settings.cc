@@ -77,6 +77,10 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   if (Status st = CheckLabel(s.identity.name, "agent name"); !st.ok()) {
     return st.WithContext("--name: expected");
   }
+  // The coordinator knows an agent by a credential bound to its name, and names it in URLs.
+  if (s.identity.name.find('/') != std::string::npos) {
+    return Status::InvalidArgument("--name: an agent name may not contain '/'");
+  }
   s.identity.labels = c.labels;
   if (flags.labels_set) {
     Result<std::map<std::string, std::string>> l = ParseLabels(flags.labels);

@@ -342,11 +342,22 @@ void HeartbeatPhase(int agents) {
   const int kThreads = 2;
   std::atomic<int64_t> sent{0}, failed{0};
   std::vector<std::thread> threads;
+  // Each agent speaks with its own credential: enrolled first, outside the measurement.
+  std::vector<std::string> credentials(static_cast<size_t>(agents));
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < agents; i += kThreads) {
+        credentials[static_cast<size_t>(i)] = c.AgentCredential("hb-" + std::to_string(i));
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  threads.clear();
   ProcSample s0 = Sample(c.process().pid());
   auto t0 = Clock::now();
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      jobctl::http::BlockingClient client(c.url(), c.agent_token());
+      jobctl::http::BlockingClient client(c.url(), "");
       jobctl::http::RequestOptions o;
       o.method = "POST";
       int64_t i = t;
@@ -354,7 +365,8 @@ void HeartbeatPhase(int agents) {
         auto due = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(static_cast<double>(i) / per_s));
         if (due - t0 >= std::chrono::seconds(seconds)) return;
         std::this_thread::sleep_until(due);
-        o.body = json{{"agent", "hb-" + std::to_string(i % agents)}, {"free", 4}, {"leases", json::array()}}.dump();
+        o.body = json{{"free", 4}, {"leases", json::array()}}.dump();
+        o.headers = {{"Authorization", "Bearer " + credentials[static_cast<size_t>(i % agents)]}};
         auto r = client.Request("/v1/agent/heartbeat", o);
         ++sent;
         if (!r.ok() || r->status != 200) ++failed;

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "base/duration.h"
 #include "cli.h"
 #include "client.h"
 #include "exit_codes.h"
@@ -48,18 +49,61 @@ int RunDrain(const std::string& name, bool undo, const GlobalOptions& g) {
   return kExitOk;
 }
 
+int RunRemoveAgent(const std::string& name, bool force, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("agents rm", name, client.status(), kExitConfig);
+  Result<json> r = (*client)->Delete("/v1/agents/" + UrlEncode(name) + (force ? "?force=1" : ""));
+  if (!r.ok()) return Fail("agents rm", name, r.status());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*r);
+    return kExitOk;
+  }
+  std::cout << "agent " << name << " removed; " << (*r).value("credentials_revoked", int64_t{0})
+            << " credential(s) revoked\n";
+  return kExitOk;
+}
+
 struct TokenOptions {
   std::string role;
   std::string jobs;
   std::string name;
+  std::string agent;
+  std::string labels;   // k=v[,k=v...], values may be globs
+  std::string expires;  // a duration: "30d", "12h"
   std::string id;
 };
 
 int RunTokenCreate(const TokenOptions& o, const GlobalOptions& g) {
-  Result<std::unique_ptr<Client>> client = Client::Connect(g);
-  if (!client.ok()) return Fail("token create", o.role, client.status(), kExitConfig);
   json body = {{"role", o.role}, {"name", o.name}};
   if (!o.jobs.empty()) body["jobs"] = o.jobs;
+  if (!o.agent.empty()) body["agent"] = o.agent;
+  if (!o.labels.empty()) {
+    json labels = json::object();
+    size_t start = 0;
+    while (start <= o.labels.size()) {
+      size_t end = std::min(o.labels.find(',', start), o.labels.size());
+      std::string item = o.labels.substr(start, end - start);
+      size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return Fail("token create", o.role,
+                    Status::InvalidArgument("--labels: expected k=v[,k=v...], got \"" + item + "\""),
+                    kExitUsage);
+      }
+      labels[item.substr(0, eq)] = item.substr(eq + 1);
+      start = end + 1;
+    }
+    body["labels"] = labels;
+  }
+  if (!o.expires.empty()) {
+    Result<Millis> d = ParseDuration(o.expires);
+    if (!d.ok() || d->count() <= 0) {
+      return Fail("token create", o.role,
+                  Status::InvalidArgument("--expires: expected a duration like 30d or 12h"), kExitUsage);
+    }
+    body["expires_in_ms"] = d->count();
+  }
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("token create", o.role, client.status(), kExitConfig);
   Result<json> r = (*client)->Post("/v1/tokens", body);
   if (!r.ok()) return Fail("token create", o.role, r.status());
   if (g.format() == OutputFormat::kJson) {
@@ -82,11 +126,13 @@ int RunTokenList(const GlobalOptions& g) {
     PrintJson(*r);
     return kExitOk;
   }
-  Table t({"ID", "NAME", "ROLE", "JOBS", "CREATED", "REVOKED"});
+  Table t({"ID", "NAME", "ROLE", "JOBS", "AGENT", "CREATED", "EXPIRES", "REVOKED"});
   for (const auto& tok : *r) {
     t.Add({JsonString(tok, "id"), JsonString(tok, "name"), JsonString(tok, "role"),
            JsonString(tok, "jobs").empty() ? "*" : JsonString(tok, "jobs"),
+           JsonString(tok, "agent").empty() ? "-" : JsonString(tok, "agent"),
            LocalTime(JsonString(tok, "created_at")),
+           JsonString(tok, "expires_at").empty() ? "never" : LocalTime(JsonString(tok, "expires_at")),
            JsonString(tok, "revoked_at").empty() ? "-" : LocalTime(JsonString(tok, "revoked_at"))});
   }
   t.Print(std::cout);
@@ -116,17 +162,32 @@ void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc) {
   drain->add_option("name", *drain_name, "Agent name")->required();
   drain->add_flag("--undo", *undo, "Let it take shards again");
   drain->callback([drain_name, undo, &g, rc] { *rc = RunDrain(*drain_name, *undo, g); });
+  auto rm_name = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  auto* rm = agents->add_subcommand("rm", "Forget an agent and revoke its credentials");
+  rm->add_option("name", *rm_name, "Agent name")->required();
+  rm->add_flag("--force", *force,
+               "Also while it holds leases: they end now and their shards are handled as lost");
+  rm->footer("Refused while the agent holds live leases, unless --force.\n"
+             "Example:\n  jobctl agents rm web-03");
+  rm->callback([rm_name, force, &g, rc] { *rc = RunRemoveAgent(*rm_name, *force, g); });
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API tokens");
   token->require_subcommand(1);
   auto create = std::make_shared<TokenOptions>();
   auto* c = token->add_subcommand("create", "Create a token (printed once)");
-  c->add_option("--role", create->role, "admin, read, trigger or agent")
+  c->add_option("--role", create->role, "admin, read, trigger, agent or join")
       ->required()
-      ->check(CLI::IsMember({"admin", "read", "trigger", "agent"}));
+      ->check(CLI::IsMember({"admin", "read", "trigger", "agent", "join"}));
   c->add_option("--jobs", create->jobs, "read and trigger roles: only jobs matching this glob");
   c->add_option("--name", create->name, "A name to recognize it by");
-  c->footer("Example:\n  jobctl token create --role trigger --jobs 'deploy-*' --name ci > ci.token");
+  c->add_option("--agent", create->agent, "agent role: the one agent name it speaks for (required)");
+  c->add_option("--labels", create->labels,
+                "agent and join roles: the only labels it may claim with, k=v[,k=v...] (v may be a glob)");
+  c->add_option("--expires", create->expires, "Refused after this long, e.g. 30d or 12h (default never)");
+  c->footer("Examples:\n  jobctl token create --role trigger --jobs 'deploy-*' --name ci > ci.token\n"
+            "  jobctl token create --role agent --agent web-03 --labels role=web > web-03.token\n"
+            "  jobctl token create --role join --expires 1d > join.token");
   c->callback([create, &g, rc] { *rc = RunTokenCreate(*create, g); });
   auto* l = token->add_subcommand("list", "List tokens (never their secrets)");
   l->callback([&g, rc] { *rc = RunTokenList(g); });

@@ -43,6 +43,7 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "timeout_grace") dur(node, key, &c.timeout_grace);
     else if (key == "header_timeout") dur(node, key, &c.header_timeout);
     else if (key == "idle_timeout") dur(node, key, &c.idle_timeout);
+    else if (key == "agent_expiry") dur(node, key, &c.agent_expiry);
     else if (key == "log_cap") {
       if (auto v = ParseSize(node)) c.log_cap_bytes = *v; else fail(node, key, "a size like \"64MiB\"");
     } else if (key == "max_jobfile") {
@@ -51,7 +52,7 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     } else {
       fail(node, key, "one of listen, data_dir, log_level, event_log, lease_ttl, heartbeat, "
                       "misfire_grace, timeout_grace, header_timeout, idle_timeout, log_cap, "
-                      "max_jobfile (unknown key)");
+                      "max_jobfile, agent_expiry (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {

@@ -27,6 +27,9 @@ struct CoordinatorConfig {
   // after idle_timeout (longer than any agent's keep-alive gap).
   Millis header_timeout = std::chrono::seconds(10);
   Millis idle_timeout = std::chrono::seconds(90);
+  // An agent neither seen nor holding a lease for this long leaves the agent registry
+  // (`jobctl agents`); its credential stays valid, and it reappears when it claims again.
+  Millis agent_expiry = std::chrono::hours(24 * 7);
   int64_t log_cap_bytes = 64LL << 20;  // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";

@@ -16,6 +16,7 @@ TEST(CoordinatorConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->max_jobfile_bytes, int64_t{8} << 20);
   EXPECT_EQ(c->header_timeout, std::chrono::seconds(10));
   EXPECT_EQ(c->idle_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(c->agent_expiry, std::chrono::hours(24 * 7));
 }
 
 TEST(CoordinatorConfigTest, ReadsEveryKey) {
@@ -28,6 +29,7 @@ misfire_grace = "1m"
 timeout_grace = "2m"
 header_timeout = "5s"
 idle_timeout = "3m"
+agent_expiry = "2d"
 log_cap = "256MiB"
 max_jobfile = "128MiB"
 log_level = "debug"
@@ -43,6 +45,7 @@ event_log = "/var/log/jobctl-events.jsonl"
   EXPECT_EQ(c->timeout_grace, std::chrono::minutes(2));
   EXPECT_EQ(c->header_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c->idle_timeout, std::chrono::minutes(3));
+  EXPECT_EQ(c->agent_expiry, std::chrono::hours(48));
   EXPECT_EQ(c->log_cap_bytes, int64_t{256} << 20);
   EXPECT_EQ(c->max_jobfile_bytes, int64_t{128} << 20);
   EXPECT_EQ(c->log_level, "debug");

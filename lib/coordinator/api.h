@@ -106,15 +106,23 @@ class Api {
   void CancelRun(Call& c);
   void RetryRun(Call& c);
   void DrainAgent(Call& c);
+  void RemoveAgent(Call& c);
   void CreateToken(Call& c);
   void ListTokens(Call& c);
   void RevokeToken(Call& c);
+  // Join (and agent).
+  void Enrol(Call& c);
   // Agent.
   void Claim(Call& c);
   void Heartbeat(Call& c);
   void AppendLog(Call& c);
   void PostResult(Call& c);
   void PostResults(Call& c);
+
+  // False (and answered 403) when a body names an agent other than the credential's.
+  bool SameAgent(Call& c, const std::string& named);
+  // The refusal of a body naming an agent other than the credential's.
+  static std::string OtherAgentMessage(const Principal& who, const std::string& named);
 
   void SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline_mono);
   // Records a refused request in the audit trail, at most a few per second so that a flood

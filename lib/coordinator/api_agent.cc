@@ -1,6 +1,8 @@
-// The agent routes: claim (long-poll), heartbeat, log chunks and results. Every renewal,
-// chunk and result carries the lease's fencing token; a stale one gets 409 and the agent
-// must stop that shard.
+// The agent routes: enrolment, claim (long-poll), heartbeat, log chunks and results. Who
+// the agent is comes from its credential: a body naming another agent is refused (403), and
+// a claim may only carry the labels its credential allows. Every renewal, chunk and result
+// carries the lease's fencing token and is taken only from the lease's holder; anything else
+// gets 409 (saying why, never which token is current) and the agent must stop that shard.
 #include "coordinator/api.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
@@ -19,13 +21,89 @@ std::optional<int64_t> QueryInt(const std::map<std::string, std::string>& q, con
   return *end == '\0' ? std::optional<int64_t>(v) : std::nullopt;
 }
 
+std::string LabelText(const std::map<std::string, std::string>& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out;
+}
+
 }  // namespace
+
+std::string Api::OtherAgentMessage(const Principal& who, const std::string& named) {
+  return "this credential is agent \"" + who.agent + "\"; the request names agent \"" + named +
+         "\" (an agent speaks only for itself)";
+}
+
+bool Api::SameAgent(Call& c, const std::string& named) {
+  if (named.empty() || named == c.who.agent) return true;
+  ++ctx_->metrics->auth_failures_total;
+  AuditDenied(c, "agent " + c.who.agent + " named agent " + named);
+  FailWith(c, 403, "forbidden", OtherAgentMessage(c.who, named));
+  return false;
+}
+
+void Api::Enrol(Call& c) {
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  Result<EnrolRequest> req = EnrolRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
+  if (std::optional<std::string> bad = LabelOutside(req->labels, c.who.labels)) {
+    return FailWith(c, 403, "forbidden",
+                    "token \"" + c.who.name + "\" does not allow label " + *bad +
+                        " (allowed: " + LabelText(c.who.labels) + ")");
+  }
+  if (c.who.role == Role::kAgent) {
+    // Already a credential of its own: enrolment just says whose.
+    if (!SameAgent(c, req->agent)) return;
+    return Json(c, 200, {{"agent", c.who.agent}, {"enrolled", false}, {"labels", c.who.labels}});
+  }
+  if (req->agent.empty()) return FailWith(c, 400, "bad_request", "field \"agent\" is required");
+  if (p_.auth->AgentToken(req->agent)) {
+    return FailWith(c, 409, "conflict",
+                    "agent " + req->agent + " already has a credential; a join token cannot take "
+                    "over an enrolled agent (if this host was reinstalled, run `jobctl agents rm " +
+                        req->agent + "` first)");
+  }
+  Result<std::string> secret = NewSecret();
+  if (!secret.ok()) return Fail(c, secret.status());
+  store::TokenRow row;
+  row.name = "agent-" + req->agent;
+  row.role = "agent";
+  row.hash = HashSecret(*secret);
+  row.created_ms = ctx_->NowMs();
+  row.agent = req->agent;
+  // The join token's label limits go with every agent it enrols.
+  if (!c.who.labels.empty()) row.labels_json = json(c.who.labels).dump();
+  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
+  Result<int64_t> id = ctx_->store->InsertToken(row);
+  if (!id.ok()) return Fail(c, id.status());
+  row.id = *id;
+  p_.auth->Add(row);
+  if (Status e = ctx_->store->InsertEvent(row.created_ms, "agent-enrol", c.who.name, req->agent,
+                                          "token " + std::to_string(*id));
+      !e.ok()) {
+    ctx_->batch->Fail(e);
+  }
+  JsonAfterCommit(c, 201, {{"agent", req->agent}, {"enrolled", true}, {"id", *id},
+                           {"labels", c.who.labels}, {"token", *secret}});
+}
 
 void Api::Claim(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
   Result<ClaimRequest> req = ClaimRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
+  if (!SameAgent(c, req->agent)) return;
+  if (std::optional<std::string> bad = LabelOutside(req->labels, c.who.labels)) {
+    ++ctx_->metrics->auth_failures_total;
+    AuditDenied(c, "agent " + c.who.agent + " claimed with label " + *bad);
+    return FailWith(c, 403, "forbidden",
+                    "agent " + c.who.agent + " may not claim with label " + *bad +
+                        " (its credential allows " + LabelText(c.who.labels) + ")");
+  }
+  req->agent = c.who.agent;
+  req->token_id = c.who.token_id;
+  req->token_expires_ms = c.who.expires_ms;
   p_.dispatcher->Claim(std::move(*req), c.res);
 }
 
@@ -35,8 +113,9 @@ void Api::Heartbeat(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
-  c.res->Send({200, "application/json", p_.dispatcher->Heartbeat(req->agent, req->leases, req->free),
-               {}});
+  if (!SameAgent(c, req->agent)) return;
+  c.res->Send({200, "application/json",
+               p_.dispatcher->Heartbeat(c.who.agent, req->leases, req->free), {}});
 }
 
 void Api::AppendLog(Call& c) {
@@ -68,7 +147,8 @@ void Api::AppendLog(Call& c) {
     records.push_back({*seq, name, at.value_or(0), c.req.body});
   }
   ShardKey key{*run, static_cast<int>(*shard)};
-  if (Status s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token); !s.ok()) {
+  if (Status s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token, c.who.agent);
+      !s.ok()) {
     return Fail(c, s);
   }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
@@ -118,6 +198,8 @@ void Api::PostResult(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<ResultReport> r = ResultReportFromJson(*body);
   if (!r.ok()) return Fail(c, r.status());
+  if (!SameAgent(c, r->agent)) return;
+  r->agent = c.who.agent;
   Result<RunState> state = p_.book->OnResult(*r);
   if (!state.ok()) return Fail(c, state.status());
   // Only once durable: a turn that fails to commit is rolled back, result included, and the
@@ -135,6 +217,11 @@ void Api::PostResults(Call& c) {
   json answers = json::array();
   for (const json& item : *items) {
     Result<ResultReport> r = ResultReportFromJson(item);
+    if (r.ok() && !r->agent.empty() && r->agent != c.who.agent) {
+      r = Status::PermissionDenied(OtherAgentMessage(c.who, r->agent));
+    } else if (r.ok()) {
+      r->agent = c.who.agent;
+    }
     Result<RunState> state = r.ok() ? p_.book->OnResult(*r) : Result<RunState>(r.status());
     if (state.ok()) {
       answers.push_back({{"accepted", true}, {"state", RunStateName(*state)}});

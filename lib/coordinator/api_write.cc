@@ -123,33 +123,73 @@ void Api::DrainAgent(Call& c) {
   JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
 }
 
+void Api::RemoveAgent(Call& c) {
+  const std::string& name = c.params["name"];
+  auto force_it = c.req.query.find("force");
+  bool force = force_it != c.req.query.end() && (force_it->second == "1" || force_it->second == "true");
+  Status forgot = p_.dispatcher->Forget(name, force);
+  if (!forgot.ok() && forgot.code() != Status::Code::kNotFound) return Fail(c, forgot);
+  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
+  Result<int64_t> revoked = ctx_->store->RevokeAgentTokens(name, ctx_->NowMs());
+  if (!revoked.ok()) return Fail(c, revoked.status());
+  if (!forgot.ok() && *revoked == 0) {
+    return FailWith(c, 404, "not_found", "no such agent: " + name);
+  }
+  p_.auth->RevokeAgent(name);
+  if (Status e = ctx_->store->InsertEvent(ctx_->NowMs(), "agent-remove", c.who.name, name,
+                                          std::to_string(*revoked) + " credential(s) revoked" +
+                                              (force ? ", forced" : ""));
+      !e.ok()) {
+    ctx_->batch->Fail(e);
+  }
+  log::Info("agent removed", {{"agent", name}, {"by", c.who.name}, {"credentials", *revoked}});
+  JsonAfterCommit(c, 200, {{"name", name}, {"removed", true}, {"credentials_revoked", *revoked}});
+}
+
 void Api::CreateToken(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
   Result<TokenRequest> req = TokenRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   const std::string& role_text = req->role_name;
-  const std::string& jobs = req->jobs;
-  const std::string& name = req->name;
+  if (req->role == Role::kAgent && p_.auth->AgentToken(req->agent)) {
+    return FailWith(c, 409, "conflict",
+                    "agent " + req->agent + " already has a credential; revoke it first (jobctl "
+                    "token revoke, or jobctl agents rm " + req->agent + ")");
+  }
   Result<std::string> secret = NewSecret();
   if (!secret.ok()) return Fail(c, secret.status());
-  store::TokenRow row{0, name.empty() ? role_text + "-token" : name, role_text, jobs,
-                      HashSecret(*secret), ctx_->NowMs(), std::nullopt};
+  store::TokenRow row;
+  row.name = !req->name.empty() ? req->name
+             : req->role == Role::kAgent ? "agent-" + req->agent
+                                         : role_text + "-token";
+  row.role = role_text;
+  row.jobs = req->jobs;
+  row.hash = HashSecret(*secret);
+  row.created_ms = ctx_->NowMs();
+  row.agent = req->agent;
+  if (!req->labels.empty()) row.labels_json = json(req->labels).dump();
+  if (req->expires_in_ms) row.expires_ms = row.created_ms + *req->expires_in_ms;
   if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
   Result<int64_t> id = ctx_->store->InsertToken(row);
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-create", c.who.name, row.name, role_text);
-  JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", jobs},
+  JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", row.jobs},
+                           {"agent", row.agent}, {"labels", req->labels},
+                           {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
                            {"token", *secret}});
 }
 
 void Api::ListTokens(Call& c) {
   json out = json::array();
   Status s = ctx_->store->ForEachToken([&out](store::TokenRow&& t) {
+    json labels = t.labels_json.empty() ? json::object() : json::parse(t.labels_json, nullptr, false);
     out.push_back({{"id", t.id}, {"name", t.name}, {"role", t.role}, {"jobs", t.jobs},
+                   {"agent", t.agent}, {"labels", labels.is_object() ? labels : json::object()},
                    {"created_at", FormatUtc(FromUnixMs(t.created_ms))},
+                   {"expires_at", t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : ""},
                    {"revoked_at", t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""}});
   });
   if (!s.ok()) return Fail(c, s);
@@ -166,6 +206,8 @@ void Api::RevokeToken(Call& c) {
                : Fail(c, s);
   }
   p_.auth->Revoke(*id);
+  // A claim parked with this credential is answered now, not served a shard later.
+  p_.dispatcher->CloseClaimsOfToken(*id, "token revoked");
   (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-revoke", c.who.name, c.params["id"], "");
   JsonAfterCommit(c, 200, {{"id", *id}, {"revoked", true}});
 }

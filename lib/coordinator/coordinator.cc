@@ -51,7 +51,8 @@ Status SplitHostPort(const std::string& listen, std::string* host, int* port) {
   return Status::Ok();
 }
 
-Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig config) {
+Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig config)
+    : auth_(clock) {
   ctx_.loop = loop;
   ctx_.clock = clock;
   ctx_.config = std::move(config);
@@ -85,17 +86,21 @@ Status Coordinator::Bootstrap() {
   if (Status s = store_->ForEachToken([&any](store::TokenRow&&) { any = true; }); !s.ok()) return s;
   if (any) return Status::Ok();
   // First start: an admin token for people and a join token for agents, as k3s and Vault do.
+  // The join token only enrols: each agent then speaks with a credential of its own.
   if (Status s = store_->Begin(); !s.ok()) return s;
   std::string note;
-  for (const char* role : {"admin", "agent"}) {
+  for (auto [file, role] : {std::pair{"admin", "admin"}, std::pair{"agent", "join"}}) {
     Result<std::string> secret = NewSecret();
     if (!secret.ok()) return secret.status();
-    std::string path = ctx_.config.data_dir + "/" + role + ".token";
+    std::string path = ctx_.config.data_dir + "/" + file + ".token";
     Status s = WriteSecretFile(path, *secret);
     if (s.ok()) {
-      s = store_->InsertToken({0, std::string("bootstrap-") + role, role, "", HashSecret(*secret),
-                               ctx_.NowMs(), std::nullopt})
-              .status();
+      store::TokenRow row;
+      row.name = std::string("bootstrap-") + role;
+      row.role = role;
+      row.hash = HashSecret(*secret);
+      row.created_ms = ctx_.NowMs();
+      s = store_->InsertToken(row).status();
     }
     if (!s.ok()) {
       store_->Rollback();

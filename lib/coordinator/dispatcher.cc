@@ -55,11 +55,17 @@ std::string LeaseKey(ShardKey k) {
 Dispatcher::Dispatcher(Context* ctx) : ctx_(ctx), lease_wheel_(ctx->MonoMs()) {}
 
 void Dispatcher::Start() {
-  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_}) {
+  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
     uv_timer_init(ctx_->loop, t);
     t->data = this;
   }
   started_ = true;
+  // The registry is swept a few times per expiry period, at most hourly.
+  uint64_t every = static_cast<uint64_t>(
+      std::clamp<int64_t>(ctx_->config.agent_expiry.count() / 4, 1000, 3'600'000));
+  uv_timer_start(&expiry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnExpiryTimer(); },
+                 every, every);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&expiry_timer_));
 }
 
 void Dispatcher::Close() {
@@ -70,7 +76,7 @@ void Dispatcher::Close() {
     }
   }
   if (!started_) return;
-  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_}) {
+  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
     uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
   }
   started_ = false;
@@ -150,6 +156,8 @@ void Dispatcher::RemovePending(ShardKey key) {
 }
 
 int Dispatcher::FreeOf(const AgentInfo& a) const {
+  // A claim is never held open past its credential's expiry (Claim), so a waiting claim's
+  // credential is live.
   return a.waiting && !a.draining ? a.waiting_free : 0;
 }
 
@@ -328,8 +336,13 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   }
   if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
   a.waiting = std::move(responder);
+  a.waiting_token_id = req.token_id;
   a.waiting_free = std::max(req.free, 0);
-  a.wait_deadline_mono = a.last_seen_mono + std::clamp<int64_t>(req.wait_ms, 0, kMaxClaimWaitMs);
+  int64_t wait_ms = std::clamp<int64_t>(req.wait_ms, 0, kMaxClaimWaitMs);
+  if (req.token_expires_ms) {
+    wait_ms = std::clamp<int64_t>(*req.token_expires_ms - a.last_seen_ms, 0, wait_ms);
+  }
+  a.wait_deadline_mono = a.last_seen_mono + wait_ms;
   uint64_t seq = ++a.claim_seq;
   std::string name = a.name;
   a.waiting->OnClose([this, name, seq] {
@@ -337,7 +350,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
     if (it != agents_.end() && it->second.claim_seq == seq) it->second.waiting.reset();
   });
   TryDispatch();
-  if (a.waiting && req.wait_ms <= 0) AnswerClaim(a, nlohmann::json::array());
+  if (a.waiting && wait_ms <= 0) AnswerClaim(a, nlohmann::json::array());
   ArmTimers();
 }
 
@@ -407,15 +420,84 @@ Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t to
                        {"token", token},
                        {"agent", agent},
                        {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
-  std::string current = it == leases_.end() ? "none" : std::to_string(it->second.token);
-  return Status::Conflict("stale token " + std::to_string(token) + " for run " +
-                          std::to_string(key.run) + " shard " + std::to_string(key.index) +
-                          " (current lease token: " + current + ")");
+  // Neither token is told: the caller's own is no news, and the current one belongs to the
+  // holder alone.
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
+                          std::to_string(key.index) + ": agent " + agent +
+                          " holds no live lease on it under that token (it expired, ended, or "
+                          "is another agent's)");
 }
 
 bool Dispatcher::Holds(ShardKey key, int64_t token) const {
   auto it = leases_.find(key);
   return it != leases_.end() && it->second.token == token;
+}
+
+bool Dispatcher::HeldBy(ShardKey key, int64_t token, const std::string& agent) const {
+  auto it = leases_.find(key);
+  return it != leases_.end() && it->second.token == token && it->second.agent == agent;
+}
+
+void Dispatcher::CloseClaimsOfToken(int64_t token_id, const std::string& why) {
+  for (auto& [name, a] : agents_) {
+    if (a.waiting && a.waiting_token_id == token_id) CloseClaimOf(name, why);
+  }
+}
+
+void Dispatcher::CloseClaimOf(const std::string& agent, const std::string& why) {
+  auto it = agents_.find(agent);
+  if (it == agents_.end() || !it->second.waiting) return;
+  AgentInfo& a = it->second;
+  a.waiting->Send({401, "application/json",
+                   nlohmann::json{{"error", "unauthenticated"}, {"message", why}}.dump(), {}});
+  a.waiting.reset();
+  ++a.claim_seq;
+  ArmClaimTimer();
+}
+
+Status Dispatcher::Forget(const std::string& agent, bool force) {
+  auto it = agents_.find(agent);
+  if (it == agents_.end()) return Status::NotFound("no such agent: " + agent);
+  if (size_t held = it->second.held.size(); held > 0 && !force) {
+    return Status::Conflict("agent " + agent + " holds " + std::to_string(held) +
+                            " live lease(s); wait for them to end, or use --force to end them "
+                            "now (their shards are handled as lost)");
+  }
+  // First the claim: a broadcast shard whose agent is not asking for work is lost, not
+  // queued again for an agent that is gone.
+  CloseClaimOf(agent, "agent " + agent + " was removed");
+  std::vector<std::pair<ShardKey, int64_t>> ending;
+  for (const auto& [key, lease] : leases_) {
+    if (lease.agent == agent) ending.emplace_back(key, lease.token);
+  }
+  for (const auto& [key, token] : ending) {
+    Release(key, "agent removed");
+    book_->OnLeaseExpired(key, token);
+  }
+  agents_.erase(agent);
+  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  Status s = ctx_->store->DeleteAgent(agent);
+  return s.code() == Status::Code::kNotFound ? Status::Ok() : s;
+}
+
+void Dispatcher::OnExpiryTimer() {
+  int64_t now_ms = ctx_->NowMs();
+  std::vector<std::string> gone;
+  for (const auto& [name, a] : agents_) {
+    if (!a.waiting && a.held.size() == 0 && !AgentAlive(a) &&
+        now_ms - a.last_seen_ms >= ctx_->config.agent_expiry.count()) {
+      gone.push_back(name);
+    }
+  }
+  if (gone.empty() || !ctx_->batch->Open().ok()) return;
+  for (const std::string& name : gone) {
+    log::Info("agent expired from the registry", {{"agent", name}});
+    agents_.erase(name);
+    if (Status s = ctx_->store->DeleteAgent(name); !s.ok() && s.code() != Status::Code::kNotFound) {
+      ctx_->batch->Fail(s);
+      return;
+    }
+  }
 }
 
 void Dispatcher::Release(ShardKey key, std::string_view why) {

@@ -65,6 +65,7 @@ struct AgentInfo {
   HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;
+  int64_t waiting_token_id = 0;  // the credential the open claim came with
   int waiting_free = 0;
   int64_t wait_deadline_mono = 0;
   uint64_t claim_seq = 0;  // tells a stale OnClose from the current claim
@@ -90,7 +91,9 @@ struct PendingShard {
 };
 
 struct ClaimRequest {
-  std::string agent;
+  std::string agent;  // from the credential (Api), never from the body
+  int64_t token_id = 0;
+  std::optional<int64_t> token_expires_ms;  // the claim is not held open past it
   std::map<std::string, std::string> labels;
   int slots = 1;
   int free = 1;
@@ -125,9 +128,19 @@ class Dispatcher {
   // The reply's JSON text.
   std::string Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
                         int free);
-  // Current token check for results and logs: kOk, or kConflict with the current state.
+  // Current token check for results and logs: kOk, or kConflict saying why (never which
+  // token is current).
   Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const;
   bool Holds(ShardKey key, int64_t token) const;  // that lease is live
+  // That lease is live and held by this agent.
+  bool HeldBy(ShardKey key, int64_t token, const std::string& agent) const;
+  // Answers the open claim that came with this credential (or, for the second form, this
+  // agent's open claim) with 401 and `why`: a revoked credential is served nothing more.
+  void CloseClaimsOfToken(int64_t token_id, const std::string& why);
+  void CloseClaimOf(const std::string& agent, const std::string& why);
+  // `jobctl agents rm`: forgets the agent. kNotFound if unknown; kConflict while it holds
+  // leases, unless `force`, when its leases end now as if they had expired.
+  Status Forget(const std::string& agent, bool force);
   // The lease ends; `why` (result, expired, released) goes to the event log.
   void Release(ShardKey key, std::string_view why);
   void MarkCanceled(ShardKey key);       // tell the holder at its next heartbeat
@@ -153,6 +166,8 @@ class Dispatcher {
   void AnswerClaim(AgentInfo& agent, nlohmann::json assignments);
   void OnLeaseTimer();
   void OnClaimTimer();
+  // Forgets agents neither seen nor holding a lease within agent_expiry.
+  void OnExpiryTimer();
   void ArmTimers();
   void ArmLeaseTimer();
   void ArmClaimTimer();
@@ -170,6 +185,7 @@ class Dispatcher {
   uv_timer_t lease_timer_{};
   uv_timer_t claim_timer_{};
   uv_timer_t retry_timer_{};
+  uv_timer_t expiry_timer_{};
   bool started_ = false;
 };
 

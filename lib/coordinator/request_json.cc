@@ -44,20 +44,21 @@ Status Opt(const json& body, const char* key, T* out) {
 
 Result<ClaimRequest> ClaimRequestFromJson(const json& body) {
   ClaimRequest req;
-  Status s = Need(body, "agent", &req.agent);
+  Status s = Opt(body, "agent", &req.agent);
   if (s.ok()) s = Opt(body, "labels", &req.labels);
   if (s.ok()) s = Opt(body, "slots", &req.slots);
   if (s.ok()) s = Opt(body, "free", &req.free);
   if (s.ok()) s = Opt(body, "version", &req.version);
   if (s.ok()) s = Opt(body, "wait_ms", &req.wait_ms);
   if (!s.ok()) return s;
-  if (req.agent.empty()) return Status::InvalidArgument("agent name is empty");
+  if (Status l = CheckLabels(req.labels, false, "claim"); !l.ok()) return l;
+  if (req.version.size() > 64) return Status::InvalidArgument("version is longer than 64 characters");
   return req;
 }
 
 Result<HeartbeatRequest> HeartbeatRequestFromJson(const json& body) {
   HeartbeatRequest req;
-  Status s = Need(body, "agent", &req.agent);
+  Status s = Opt(body, "agent", &req.agent);
   if (s.ok()) s = Opt(body, "free", &req.free);
   if (!s.ok()) return s;
   // Read in place, never copied: copying a JSON value recurses once per level of nesting, and
@@ -88,7 +89,7 @@ Result<ResultReport> ResultReportFromJson(const json& body) {
   if (s.ok()) s = Need(body, "shard", &index);
   if (s.ok()) s = Need(body, "attempt", &r.attempt);
   if (s.ok()) s = Need(body, "token", &r.token);
-  if (s.ok()) s = Need(body, "agent", &r.agent);
+  if (s.ok()) s = Opt(body, "agent", &r.agent);
   if (s.ok()) s = Need(body, "outcome", &outcome);
   if (s.ok()) s = Opt(body, "message", &r.message);
   if (s.ok() && body.contains("exit_code") && !body["exit_code"].is_null()) {
@@ -159,16 +160,53 @@ Result<DrainRequest> DrainRequestFromJson(const json& body) {
 
 Result<TokenRequest> TokenRequestFromJson(const json& body) {
   TokenRequest req;
+  int64_t expires_in_ms = 0;
   Status s = Opt(body, "role", &req.role_name);
   if (s.ok()) s = Opt(body, "jobs", &req.jobs);
   if (s.ok()) s = Opt(body, "name", &req.name);
+  if (s.ok()) s = Opt(body, "agent", &req.agent);
+  if (s.ok()) s = Opt(body, "labels", &req.labels);
+  if (s.ok()) s = Opt(body, "expires_in_ms", &expires_in_ms);
   if (!s.ok()) return s;
   std::optional<Role> role = ParseRole(req.role_name);
-  if (!role) return Status::InvalidArgument("role is admin, read, trigger or agent");
+  if (!role) return Status::InvalidArgument("role is admin, read, trigger, agent or join");
   if (!req.jobs.empty() && *role != Role::kTrigger && *role != Role::kRead) {
     return Status::InvalidArgument("a jobs glob only applies to the read and trigger roles");
   }
+  if (req.jobs.size() > 256) return Status::InvalidArgument("the jobs glob is longer than 256 characters");
+  if (*role == Role::kAgent && req.agent.empty()) {
+    return Status::InvalidArgument("an agent token is bound to one agent: \"agent\" is required");
+  }
+  if (*role != Role::kAgent && !req.agent.empty()) {
+    return Status::InvalidArgument("\"agent\" only applies to the agent role");
+  }
+  if (!req.labels.empty() && *role != Role::kAgent && *role != Role::kJoin) {
+    return Status::InvalidArgument("labels only apply to the agent and join roles");
+  }
+  if (!req.agent.empty()) {
+    if (Status n = CheckName(req.agent, "agent name"); !n.ok()) return n;
+  }
+  if (!req.name.empty()) {
+    if (Status n = CheckName(req.name, "token name"); !n.ok()) return n;
+  }
+  if (Status l = CheckLabels(req.labels, true, "allowed"); !l.ok()) return l;
+  if (body.contains("expires_in_ms") && !body["expires_in_ms"].is_null()) {
+    if (expires_in_ms <= 0) return Status::InvalidArgument("expires_in_ms must be positive");
+    req.expires_in_ms = expires_in_ms;
+  }
   req.role = *role;
+  return req;
+}
+
+Result<EnrolRequest> EnrolRequestFromJson(const json& body) {
+  EnrolRequest req;
+  Status s = Opt(body, "agent", &req.agent);
+  if (s.ok()) s = Opt(body, "labels", &req.labels);
+  if (!s.ok()) return s;
+  if (!req.agent.empty()) {
+    if (Status n = CheckName(req.agent, "agent name"); !n.ok()) return n;
+  }
+  if (Status l = CheckLabels(req.labels, false, "enrol"); !l.ok()) return l;
   return req;
 }
 

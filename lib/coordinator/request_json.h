@@ -19,7 +19,7 @@
 namespace jobctl::coordinator {
 
 struct HeartbeatRequest {
-  std::string agent;
+  std::string agent;  // "" when the body names none; the credential decides (Api)
   int free = 0;
   std::vector<HeartbeatLease> leases;
 };
@@ -38,10 +38,20 @@ struct TokenRequest {
   std::string role_name = "read";  // as sent; parses to `role`
   Role role = Role::kRead;
   std::string jobs;  // read and trigger roles: a glob of job names, "" = all
-  std::string name;  // "" = "<role>-token"
+  std::string name;  // "" = "<role>-token", or "agent-<agent>"
+  std::string agent;  // agent role: the agent name it is bound to (required)
+  std::map<std::string, std::string> labels;  // agent and join roles: allowed labels (globs)
+  std::optional<int64_t> expires_in_ms;       // from creation; nullopt = never
 };
 
-// `body` is the request body as a JSON object (Api::Body).
+// POST /v1/agent/enrol: the agent's name and the labels it will claim with.
+struct EnrolRequest {
+  std::string agent;
+  std::map<std::string, std::string> labels;
+};
+
+// `body` is the request body as a JSON object (Api::Body). The agent routes' "agent" field is
+// optional: who the agent is comes from its credential, and Api refuses a body naming another.
 Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
 Result<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& body);
 Result<ResultReport> ResultReportFromJson(const nlohmann::json& body);
@@ -54,5 +64,6 @@ Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body, const std:
 Result<TriggerRequest> TriggerRequestFromJson(const nlohmann::json& body);
 Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
 Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);
+Result<EnrolRequest> EnrolRequestFromJson(const nlohmann::json& body);
 
 }  // namespace jobctl::coordinator

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 json Parse(const std::string& text) { return json::parse(text); }
 
-TEST(RequestJsonTest, ClaimNeedsANonEmptyAgent) {
+TEST(RequestJsonTest, ClaimMayNameItsAgentAndBoundsItsLabels) {
   Result<ClaimRequest> r = ClaimRequestFromJson(
       Parse(R"({"agent":"a","labels":{"zone":"x"},"slots":4,"free":2,"wait_ms":100})"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -19,9 +19,39 @@ TEST(RequestJsonTest, ClaimNeedsANonEmptyAgent) {
   EXPECT_EQ(r->slots, 4);
   EXPECT_EQ(r->free, 2);
   EXPECT_EQ(r->wait_ms, 100);
-  EXPECT_EQ(ClaimRequestFromJson(Parse(R"({"agent":""})")).status().message(),
-            "agent name is empty");
-  EXPECT_FALSE(ClaimRequestFromJson(Parse(R"({"slots":1})")).ok());
+  // The name comes from the credential: the body need not say it.
+  EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"slots":1})")).ok());
+  json many = {{"labels", json::object()}};
+  for (int i = 0; i < 33; ++i) many["labels"]["k" + std::to_string(i)] = "v";
+  EXPECT_EQ(ClaimRequestFromJson(many).status().message(), "claim: at most 32 labels");
+  EXPECT_FALSE(ClaimRequestFromJson(Parse(R"({"labels":{"role":"a b"}})")).ok());
+  EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"labels":{"topology/zone":"eu/1"}})")).ok());
+  EXPECT_FALSE(ClaimRequestFromJson(json{{"labels", {{std::string(65, 'k'), "v"}}}}).ok());
+}
+
+TEST(RequestJsonTest, AnAgentTokenIsBoundToOneSafeName) {
+  Result<TokenRequest> r = TokenRequestFromJson(
+      Parse(R"({"role":"agent","agent":"web-1","labels":{"role":"web*"},"expires_in_ms":1000})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->agent, "web-1");
+  EXPECT_EQ(r->labels.at("role"), "web*");
+  EXPECT_EQ(r->expires_in_ms, 1000);
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"agent"})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"read","agent":"x"})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"agent","agent":"a/b"})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(json{{"role", "agent"}, {"agent", std::string(65, 'a')}}).ok());
+  EXPECT_FALSE(TokenRequestFromJson(json{{"role", "read"}, {"name", std::string(65, 'a')}}).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"read","labels":{"a":"b"}})")).ok());
+  EXPECT_FALSE(TokenRequestFromJson(Parse(R"({"role":"join","expires_in_ms":0})")).ok());
+  EXPECT_TRUE(TokenRequestFromJson(Parse(R"({"role":"join","labels":{"zone":"eu-*"}})")).ok());
+}
+
+TEST(RequestJsonTest, LabelsOutsideTheAllowedOnesAreNamed) {
+  std::map<std::string, std::string> allowed = {{"role", "web*"}, {"zone", "eu"}};
+  EXPECT_EQ(LabelOutside({{"role", "web-2"}, {"zone", "eu"}}, allowed), std::nullopt);
+  EXPECT_EQ(LabelOutside({{"role", "db"}}, allowed), "role=db");
+  EXPECT_EQ(LabelOutside({{"gpu", "yes"}}, allowed), "gpu=yes");
+  EXPECT_EQ(LabelOutside({{"gpu", "yes"}}, {}), std::nullopt);
 }
 
 TEST(RequestJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {

@@ -301,9 +301,10 @@ void RunBook::EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64
 
 bool RunBook::AnswersAsEnded(const ShardRecord& s, const ResultReport& r) {
   // A repeat of the accepted result, or the report of a holder whose shard ended without it
-  // (canceled): that lease ends now. A lease that expired is no longer held: stale.
-  if (s.token != r.token || !IsTerminal(s.state)) return false;
-  bool held = dispatcher_->Holds(r.key, r.token);
+  // (canceled): that lease ends now. A lease that expired is no longer held: stale. Either
+  // only from the agent that held it.
+  if (s.token != r.token || !IsTerminal(s.state) || s.agent != r.agent) return false;
+  bool held = dispatcher_->HeldBy(r.key, r.token, r.agent);
   if (!held) return EndedByResultOf(s, r.token);
   dispatcher_->Release(r.key, "released");
   return true;
@@ -332,8 +333,9 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   }
   ShardRecord& shard = run.rec.shards[static_cast<size_t>(r.key.index)];
   if (AnswersAsEnded(shard, r)) return shard.state;
-  if (auto a = answered_.find(r.key); a != answered_.end() && a->second.first == r.token) {
-    return a->second.second;
+  if (auto a = answered_.find(r.key);
+      a != answered_.end() && a->second.token == r.token && a->second.agent == r.agent) {
+    return a->second.state;
   }
   if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
   if (shard.attempt != r.attempt || shard.state != RunState::kRunning) {
@@ -357,7 +359,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
                                              {"state", RunStateName(state)}});
   dispatcher_->Release(r.key, "result");
   EraseDeadline(r.key);
-  answered_[r.key] = {r.token, state};
+  answered_[r.key] = {r.token, r.agent, state};
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
@@ -388,21 +390,32 @@ bool RunBook::EndedByResult(ShardKey key, int64_t token) {
   if (open_.contains(key.run)) {
     // Every accepted result of an open run is in answered_, retried attempts included.
     auto a = answered_.find(key);
-    return a != answered_.end() && a->second.first == token;
+    return a != answered_.end() && a->second.token == token;
   }
   // A finished run: its shard row keeps the last attempt's token and outcome.
   Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
   return shard.ok() && *shard && EndedByResultOf(**shard, token);
 }
 
-Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {
-  auto it = open_.find(key.run);
+Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent) {
+  if (!dispatcher_->HeldBy(key, token, agent)) {
+    ++ctx_->metrics->stale_token_total;
+    ctx_->events->Write("refused", {{"what", "log"},
+                                    {"run", key.run},
+                                    {"shard", key.index},
+                                    {"token", token},
+                                    {"agent", agent}});
+    return Status::Conflict("run " + std::to_string(key.run) + " shard " +
+                            std::to_string(key.index) + ": agent " + agent +
+                            " holds no live lease on it under that token (the attempt ended, "
+                            "its lease expired, or it is another agent's); output is taken "
+                            "only from the holder of a live lease");
+  }
+  // The lease is live, so its run is open, or was canceled with the lease still held.
   const ShardRecord* shard = nullptr;
   std::optional<RunRecord> stored;
-  if (it != open_.end()) {
-    if (key.index >= 0 && key.index < static_cast<int>(it->second.rec.shards.size())) {
-      shard = &it->second.rec.shards[static_cast<size_t>(key.index)];
-    }
+  if (auto it = open_.find(key.run); it != open_.end()) {
+    shard = &it->second.rec.shards.at(static_cast<size_t>(key.index));
   } else {
     Result<std::optional<RunRecord>> r = ctx_->store->GetRun(key.run);
     if (!r.ok()) return r.status();
@@ -412,17 +425,10 @@ Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token) {
     }
   }
   if (shard == nullptr) return Status::NotFound("no such run or shard");
-  if (shard->token == token && shard->attempt == attempt) return Status::Ok();
-  ++ctx_->metrics->stale_token_total;
-  ctx_->events->Write("refused", {{"what", "log"},
-                                  {"run", key.run},
-                                  {"shard", key.index},
-                                  {"token", token},
-                                  {"current", shard->token}});
-  return Status::Conflict("stale token " + std::to_string(token) + " for run " +
-                          std::to_string(key.run) + " shard " + std::to_string(key.index) +
-                          " (current: attempt " + std::to_string(shard->attempt) + ", token " +
-                          std::to_string(shard->token) + ")");
+  if (shard->attempt == attempt) return Status::Ok();
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
+                          std::to_string(key.index) + ": that lease is not of attempt " +
+                          std::to_string(attempt));
 }
 
 void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {

@@ -60,8 +60,11 @@ class RunBook {
   // acknowledgement reaches it): true for an attempt that ended with a result, false for one
   // that is running, was never granted under this token, or ended because its lease expired.
   bool EndedByResult(ShardKey key, int64_t token);
-  // Whether log chunks with this (attempt, token) belong to the shard's current attempt.
-  Status CheckLogToken(ShardKey key, int attempt, int64_t token);
+  // Whether `agent` may append log chunks to this (attempt, token): only while it holds
+  // that attempt's lease. Once the lease ended (result accepted, expired, agent removed)
+  // nothing more is appended; agentd sends an attempt's result only after all its output
+  // was taken, so its own chunks never trail its result. kConflict says why, never a token.
+  Status CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent);
   void OnLeaseExpired(ShardKey key, int64_t token);
 
   Status Cancel(int64_t run_id, const std::string& why);
@@ -102,9 +105,14 @@ class RunBook {
   JobIndex* jobs_;
   Dispatcher* dispatcher_;
   std::map<int64_t, OpenRun> open_;
-  // The answer given to the last accepted result of each shard of an open run, by token:
-  // a repeated result for an attempt that was since retried gets the same answer.
-  std::map<ShardKey, std::pair<int64_t, RunState>> answered_;
+  // The answer given to the last accepted result of each shard of an open run, by token and
+  // holder: a repeated result for an attempt that was since retried gets the same answer.
+  struct Answer {
+    int64_t token = 0;
+    std::string agent;
+    RunState state = RunState::kPending;
+  };
+  std::map<ShardKey, Answer> answered_;
   // Timeout backstop: (deadline on the wall clock, shard) for running shards with a timeout.
   std::set<std::pair<int64_t, ShardKey>> deadlines_;
   uv_timer_t deadline_timer_{};

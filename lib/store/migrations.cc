@@ -73,6 +73,17 @@ UPDATE jobs SET
   misfire_cap = COALESCE(json_extract(spec, '$.misfire_cap'), 100)
 WHERE json_valid(spec);
 )sql"},
+      // Agent credentials: an agent token is bound to one agent name (and optionally a set of
+      // allowed labels, a JSON object of label -> value glob); any token may expire. An agent
+      // token bound to no name was the shared bootstrap credential: it becomes a join token,
+      // which can only enrol agents.
+      {3, R"sql(
+ALTER TABLE tokens ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+ALTER TABLE tokens ADD COLUMN expires_ms INTEGER;
+UPDATE tokens SET role = 'join' WHERE role = 'agent' AND agent = '';
+CREATE INDEX tokens_by_agent ON tokens(agent) WHERE agent != '';
+)sql"},
   };
   return kMigrations;
 }

@@ -113,12 +113,18 @@ Status Store::Prepare() {
        "draining = excluded.draining"},
       {&all_agents_,
        "SELECT name, labels, slots, version, last_seen_ms, draining FROM agents ORDER BY name"},
+      {&delete_agent_, "DELETE FROM agents WHERE name = ?1"},
       {&insert_token_,
-       "INSERT INTO tokens(name, role, jobs, hash, created_ms) VALUES(?1, ?2, ?3, ?4, ?5)"},
+       "INSERT INTO tokens(name, role, jobs, hash, created_ms, agent, labels, expires_ms) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
       {&revoke_token_,
        "UPDATE tokens SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL"},
+      {&revoke_agent_tokens_,
+       "UPDATE tokens SET revoked_ms = ?2 WHERE agent = ?1 AND role = 'agent' "
+       "AND revoked_ms IS NULL"},
       {&all_tokens_,
-       "SELECT id, name, role, jobs, hash, created_ms, revoked_ms FROM tokens ORDER BY id"},
+       "SELECT id, name, role, jobs, hash, created_ms, revoked_ms, agent, labels, expires_ms "
+       "FROM tokens ORDER BY id"},
       {&insert_event_,
        "INSERT INTO events(at_ms, kind, actor, subject, detail) VALUES(?1, ?2, ?3, ?4, ?5)"},
   };
@@ -519,6 +525,10 @@ Status Store::ForEachAgent(const std::function<void(AgentRow&&)>& fn) {
   return use.status();
 }
 
+Status Store::DeleteAgent(const std::string& name) {
+  return delete_agent_.Bind().Bind(1, name).ExecExpectingChanges(1);
+}
+
 Result<int64_t> Store::InsertToken(const TokenRow& t) {
   Status s = insert_token_.Bind()
                  .Bind(1, t.name)
@@ -526,6 +536,9 @@ Result<int64_t> Store::InsertToken(const TokenRow& t) {
                  .Bind(3, t.jobs)
                  .Bind(4, t.hash)
                  .Bind(5, t.created_ms)
+                 .Bind(6, t.agent)
+                 .Bind(7, t.labels_json)
+                 .Bind(8, t.expires_ms)
                  .Exec();
   if (!s.ok()) return s;
   return sqlite3_last_insert_rowid(db_.handle());
@@ -535,11 +548,17 @@ Status Store::RevokeToken(int64_t id, int64_t at_ms) {
   return revoke_token_.Bind().Bind(1, id).Bind(2, at_ms).ExecExpectingChanges(1);
 }
 
+Result<int64_t> Store::RevokeAgentTokens(const std::string& agent, int64_t at_ms) {
+  Status s = revoke_agent_tokens_.Bind().Bind(1, agent).Bind(2, at_ms).Exec();
+  if (!s.ok()) return s;
+  return sqlite3_changes64(db_.handle());
+}
+
 Status Store::ForEachToken(const std::function<void(TokenRow&&)>& fn) {
   auto use = all_tokens_.Bind();
   while (use.Step()) {
     fn({use.Int(0), use.Text(1), use.Text(2), use.Text(3), use.Text(4), use.Int(5),
-        use.OptInt(6)});
+        use.OptInt(6), use.Text(7), use.Text(8), use.OptInt(9)});
   }
   return use.status();
 }

@@ -97,6 +97,9 @@ struct TokenRow {
   std::string hash;  // hex SHA-256 of the secret
   int64_t created_ms = 0;
   std::optional<int64_t> revoked_ms;
+  std::string agent;        // agent role: the one agent name it speaks for; else ""
+  std::string labels_json;  // agent and join roles: allowed labels {"k": "glob"}; "" = any
+  std::optional<int64_t> expires_ms;  // refused from then on; nullopt = never
 };
 
 struct MissRow {
@@ -174,9 +177,12 @@ class Store {
 
   Status PutAgent(const AgentRow& agent);
   Status ForEachAgent(const std::function<void(AgentRow&&)>& fn);
+  Status DeleteAgent(const std::string& name);  // kNotFound when there is no such row
 
   Result<int64_t> InsertToken(const TokenRow& token);
   Status RevokeToken(int64_t id, int64_t at_ms);
+  // Revokes every active token bound to this agent name; the number revoked.
+  Result<int64_t> RevokeAgentTokens(const std::string& agent, int64_t at_ms);
   Status ForEachToken(const std::function<void(TokenRow&&)>& fn);
 
   Status InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
@@ -198,8 +204,8 @@ class Store {
   Statement get_run_, shards_of_run_, get_shard_, find_run_by_key_, open_runs_, all_runs_, list_misses_,
       last_results_;
   Statement put_lease_, delete_lease_, all_leases_;
-  Statement put_agent_, all_agents_;
-  Statement insert_token_, revoke_token_, all_tokens_;
+  Statement put_agent_, all_agents_, delete_agent_;
+  Statement insert_token_, revoke_token_, revoke_agent_tokens_, all_tokens_;
   Statement insert_event_;
 };
 

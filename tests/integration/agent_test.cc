@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -301,6 +302,67 @@ TEST_F(AgentTest, AnIdleAgentOnlyHoldsItsLongPoll) {
   std::this_thread::sleep_for(seconds(6));  // the idle period being measured
   EXPECT_LE(coord_->Metric("jobctl_claims_total") - claims, 1) << "claims should be long-polls, not a loop";
   EXPECT_LE(coord_->Metric("jobctl_heartbeats_total") - beats, 2) << "an idle agent holds no leases";
+}
+
+TEST_F(AgentTest, AgentdEnrolsOnceWithTheJoinTokenAndKeepsItsOwnCredential) {
+  StartCoordinator();
+  auto agent_tokens = [&](const std::string& name) {
+    int n = 0;
+    for (const auto& t : coord_->GetJson("/v1/tokens")) {
+      n += t["role"] == "agent" && t["agent"] == name && t["revoked_at"] == "";
+    }
+    return n;
+  };
+  AgentProcess& a = AddAgent("a");
+  WaitForAgents(1);
+  std::string credential = a.state_dir() + "/credential";
+  struct stat st{};
+  ASSERT_EQ(::stat(credential.c_str(), &st), 0) << "agentd kept no credential";
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(agent_tokens("a"), 1);
+  // Restarted, it uses its own credential: no second enrolment (which would be refused).
+  a.process().Signal(SIGTERM);
+  ASSERT_EQ(a.process().Wait(seconds(20)), 0);
+  agents_.clear();
+  AgentProcess& again = AddAgent("a");
+  coord_->Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hi\"\n");
+  int64_t id = Trigger("hello")["id"];
+  EXPECT_EQ(WaitRun(id, seconds(30))["state"], "succeeded");
+  EXPECT_EQ(agent_tokens("a"), 1);
+  EXPECT_FALSE(again.process().WaitForLog("enrolment refused", milliseconds(10)));
+  // Removed by the admin and restarted, it enrols afresh with the join token.
+  again.process().Signal(SIGTERM);
+  ASSERT_EQ(again.process().Wait(seconds(20)), 0);
+  agents_.clear();
+  ASSERT_EQ(coord_->Request("DELETE", "/v1/agents/a").status, 200);
+  AddAgent("a");
+  WaitForAgents(1);
+  EXPECT_EQ(agent_tokens("a"), 1);
+}
+
+TEST_F(AgentTest, AgentdRunsWithAnAdminMadeAgentTokenAndRefusesAnotherAgentsName) {
+  StartCoordinator();
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "agent"}, {"agent", "web-1"}, {"labels", {{"role", "web"}}}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string token = json::parse(made.body)["token"];
+  agents_.push_back(std::make_unique<AgentProcess>(*coord_, dir_, "web-1",
+                                                   std::vector<std::string>{"--labels", "role=web"},
+                                                   "", Launch{}, token));
+  WaitForAgents(1);
+  EXPECT_NE(::access((agents_.back()->state_dir() + "/credential").c_str(), F_OK), 0)
+      << "an agent token needs no enrolment";
+  coord_->Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\non = [\"role=web\"]\n"
+                "shell = \"echo hi\"\n");
+  int64_t id = Trigger("hello")["id"];
+  json run = WaitRun(id, seconds(30));
+  EXPECT_EQ(run["state"], "succeeded");
+  EXPECT_EQ(run["shards"][0]["agent"], "web-1");
+  // The same token under another name is refused, and says so.
+  AgentProcess& wrong = *agents_.emplace_back(std::make_unique<AgentProcess>(
+      *coord_, dir_, "web-2", std::vector<std::string>{}, "", Launch{}, token));
+  EXPECT_TRUE(wrong.process().WaitForLog("this credential is agent", seconds(20))) << wrong.Logs();
+  for (const auto& agent : coord_->GetJson("/v1/agents")) EXPECT_NE(agent["name"], "web-2");
 }
 
 }  // namespace

@@ -155,5 +155,33 @@ TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
   EXPECT_EQ(missing.err, "jobctl: trigger nope: no such job: nope\n");
 }
 
+TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
+  ProcessResult made = Jobctl({"token", "create", "--role", "agent", "--agent", "web-3", "--labels",
+                               "role=web", "--expires", "30d"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(made.out.rfind("jc_", 0), 0u) << made.out;
+  ProcessResult twice = Jobctl({"token", "create", "--role", "agent", "--agent", "web-3"});
+  EXPECT_EQ(twice.exit_code, 75) << twice.err;
+  EXPECT_NE(twice.err.find("agent web-3 already has a credential"), std::string::npos) << twice.err;
+  ProcessResult list = Jobctl({"token", "list", "-o", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  bool found = false;
+  for (const json& t : json::parse(list.out)) {
+    if (t["agent"] != "web-3") continue;
+    found = true;
+    EXPECT_EQ(t["role"], "agent");
+    EXPECT_EQ(t["labels"]["role"], "web");
+    EXPECT_NE(t["expires_at"], "");
+  }
+  EXPECT_TRUE(found) << list.out;
+  // The agent the fixture started holds nothing: it goes at once, with its credential.
+  ProcessResult rm = Jobctl({"agents", "rm", "host-1"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(rm.out, "agent host-1 removed; 1 credential(s) revoked\n");
+  ProcessResult again = Jobctl({"agents", "rm", "host-1"});
+  EXPECT_EQ(again.exit_code, 65);
+  EXPECT_EQ(again.err, "jobctl: agents rm host-1: no such agent: host-1\n");
+}
+
 }  // namespace
 }  // namespace jobctl::testing

@@ -479,7 +479,8 @@ TEST_F(RunControlTest, ReadTokensSeeNeitherEnvValuesNorFencingTokens) {
 // ---- log chunks ----
 
 // A chunk sent again with the same seq (the agent did not see the answer) is acknowledged
-// with "stored": false and kept once, also after the shard's result.
+// with "stored": false and kept once. After the shard's result nothing more is taken, a
+// resend neither (agentd sends a result only once all its output was acknowledged).
 TEST_F(RunControlTest, RepeatedLogSeqIsAcknowledgedAndStoredOnce) {
   Start();
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
@@ -498,7 +499,7 @@ TEST_F(RunControlTest, RepeatedLogSeqIsAcknowledgedAndStoredOnce) {
   EXPECT_EQ(again["truncated"], false);
   EXPECT_EQ(send(2, "world\n")["stored"], true);
   ASSERT_EQ(agent.Finish(a[0], 0).status, 200);
-  EXPECT_EQ(send(2, "world\n")["stored"], false);
+  EXPECT_EQ(agent.Log(a[0], 2, "stdout", "world\n").status, 409);
   EXPECT_EQ(coord_->Output(run["id"], 0, "stdout"), "hello\nworld\n");
 }
 

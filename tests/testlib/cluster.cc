@@ -162,6 +162,38 @@ std::string Coordinator::agent_token() const {
   return t.substr(0, t.find('\n'));
 }
 
+http::HttpResponse Coordinator::Enrol(const std::string& name,
+                                      const std::map<std::string, std::string>& labels,
+                                      const std::string& token) const {
+  http::BlockingClient client(url(), token.empty() ? agent_token() : token);
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = nlohmann::json{{"agent", name}, {"labels", labels}}.dump();
+  Result<http::HttpResponse> r = client.Request("/v1/agent/enrol", o);
+  if (!r.ok()) throw std::runtime_error("enrol " + name + ": " + r.status().ToString());
+  return *r;
+}
+
+std::string Coordinator::AgentCredential(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(agents_mu_);
+  if (auto it = credentials_.find(name); it != credentials_.end()) return it->second;
+  if (auto it = state_dirs_.find(name); it != state_dirs_.end()) {
+    std::string t = ReadFile(it->second + "/credential");
+    t = t.substr(0, t.find('\n'));
+    if (!t.empty()) return t;
+  }
+  http::HttpResponse r = Enrol(name);
+  if (r.status != 201) throw std::runtime_error("enrol " + name + ": HTTP " + std::to_string(r.status) + " " + r.body);
+  std::string token = nlohmann::json::parse(r.body)["token"];
+  credentials_[name] = token;
+  return token;
+}
+
+void Coordinator::NoteAgentStateDir(const std::string& name, const std::string& state_dir) const {
+  std::lock_guard<std::mutex> lock(agents_mu_);
+  state_dirs_[name] = state_dir;
+}
+
 std::string Coordinator::Logs() const { return ReadFile(dir_.path() + "/coordinator.log"); }
 
 http::HttpResponse Coordinator::Request(const std::string& method, const std::string& path,
@@ -241,10 +273,13 @@ bool Coordinator::Eventually(const std::function<bool()>& pred, std::chrono::mil
 
 AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
                            std::vector<std::string> extra_args, const std::string& config,
-                           const Launch& launch)
+                           const Launch& launch, const std::string& token)
     : name_(std::move(name)) {
   state_dir_ = dir.path() + "/agent-" + name_;
-  std::string token_file = dir.Write("agent-" + name_ + ".token", c.agent_token() + "\n");
+  c.NoteAgentStateDir(name_, state_dir_);
+  // The join token: agentd enrols with it on its first start.
+  std::string token_file =
+      dir.Write("agent-" + name_ + ".token", (token.empty() ? c.agent_token() : token) + "\n");
   // agentd refuses to run jobs as root unless allowed; tests run jobs as whoever runs them.
   std::string text = config;
   if (text.find("allow_run_as") == std::string::npos) {
@@ -266,10 +301,14 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
 std::string AgentProcess::Logs() const { return ReadFile(daemon_->log_path()); }
 
 TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels)
-    : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(c.agent_token()),
+    : TestAgent(c, name, std::move(labels), c.AgentCredential(name)) {}
+
+TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels,
+                     std::string token)
+    : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(std::move(token)),
       http_(url_, token_) {}
 
-std::vector<nlohmann::json> TestAgent::Claim(int free, int wait_ms) {
+http::HttpResponse TestAgent::ClaimRaw(int free, int wait_ms) {
   http::RequestOptions o;
   o.method = "POST";
   o.body = nlohmann::json{{"agent", name_}, {"labels", labels_}, {"slots", std::max(free, 1)},
@@ -277,11 +316,15 @@ std::vector<nlohmann::json> TestAgent::Claim(int free, int wait_ms) {
                .dump();
   o.timeout = std::chrono::milliseconds(wait_ms + 30'000);
   Result<http::HttpResponse> r = http_.Request("/v1/agent/claim", o);
-  if (!r.ok() || r->status != 200) {
-    throw std::runtime_error("claim: " + (r.ok() ? r->body : r.status().ToString()));
-  }
+  if (!r.ok()) throw std::runtime_error("claim: " + r.status().ToString());
+  return *r;
+}
+
+std::vector<nlohmann::json> TestAgent::Claim(int free, int wait_ms) {
+  http::HttpResponse r = ClaimRaw(free, wait_ms);
+  if (r.status != 200) throw std::runtime_error("claim: " + r.body);
   std::vector<nlohmann::json> out;
-  nlohmann::json body = nlohmann::json::parse(r->body);
+  nlohmann::json body = nlohmann::json::parse(r.body);
   for (auto& a : body["assignments"]) out.push_back(a);
   return out;
 }

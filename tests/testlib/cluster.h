@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,17 @@ class Coordinator {
   int port() const { return port_; }
   std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
   std::string admin_token() const;
+  // The bootstrap join token (agent.token): it only enrols agents (POST /v1/agent/enrol).
   std::string agent_token() const;
+  // POST /v1/agent/enrol as `name` with `token` (the join token when empty): the raw answer.
+  http::HttpResponse Enrol(const std::string& name, const std::map<std::string, std::string>& labels = {},
+                           const std::string& token = "") const;
+  // A credential of agent `name`: the one a TestAgent of this coordinator already enrolled,
+  // else the one its agentd keeps in its state dir, else a new one enrolled with the join
+  // token. Throws if none can be had.
+  std::string AgentCredential(const std::string& name) const;
+  // AgentProcess says where its agentd keeps its credential.
+  void NoteAgentStateDir(const std::string& name, const std::string& state_dir) const;
   const std::string& data_dir() const { return data_dir_; }
   std::string Logs() const;  // everything the coordinator printed, all starts
 
@@ -104,15 +115,19 @@ class Coordinator {
   int port_ = 0;
   int starts_ = 0;
   std::unique_ptr<Daemon> daemon_;
+  mutable std::mutex agents_mu_;
+  mutable std::map<std::string, std::string> credentials_;  // by agent name
+  mutable std::map<std::string, std::string> state_dirs_;   // agentd's, by agent name
 };
 
 // A real agentd pointed at the coordinator, with its own state directory.
 class AgentProcess {
  public:
-  // `config` is the agentd.toml text (empty: an empty file, flags only).
+  // `config` is the agentd.toml text (empty: an empty file, flags only). agentd gets the
+  // join token and enrols at its first start, unless `token` (an agent token) is given.
   AgentProcess(const Coordinator& c, const TempDir& dir, std::string name,
                std::vector<std::string> extra_args = {}, const std::string& config = "",
-               const Launch& launch = {});
+               const Launch& launch = {}, const std::string& token = "");
   Daemon& process() { return *daemon_; }
   const std::string& name() const { return name_; }
   const std::string& state_dir() const { return state_dir_; }
@@ -124,10 +139,17 @@ class AgentProcess {
   std::unique_ptr<Daemon> daemon_;
 };
 
-// Speaks the agent protocol synchronously: claim, heartbeat, logs, result.
+// Speaks the agent protocol synchronously: claim, heartbeat, logs, result. It speaks as agent
+// `name` with that agent's credential (Coordinator::AgentCredential: enrolled through the
+// join token the first time), or with the token given.
 class TestAgent {
  public:
   TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels = {});
+  TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels,
+            std::string token);
+  // The raw answer to one claim (for tests of refusals).
+  http::HttpResponse ClaimRaw(int free, int wait_ms);
+  const std::string& token() const { return token_; }
   // One claim with the given wait; the assignments (possibly none).
   std::vector<nlohmann::json> Claim(int free, int wait_ms);
   // Claims until `n` shards are granted; fewer when a claim brings nothing within `wait_ms`.

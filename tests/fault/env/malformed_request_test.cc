@@ -63,7 +63,8 @@ class MalformedRequestTest : public EnvFaultTest {
     EXPECT_EQ(r.status, 200) << "no /healthz after: " << after;
   }
 
-  std::string Agent() const { return coord_->agent_token(); }
+  // An agent's own credential (enrolled through the join token).
+  std::string Agent() const { return coord_->AgentCredential("m"); }
   std::string Admin() const { return coord_->admin_token(); }
 };
 
@@ -165,14 +166,14 @@ TEST_F(MalformedRequestTest, OversizedHeadsAndBodiesAreRefusedBeforeTheyAreRead)
 TEST_F(MalformedRequestTest, WrongJsonTypesInEveryAgentRouteGet400) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> bodies = {
       {"/v1/agent/claim",
-       {"not json", "[]", "\"agent\"", "{\"agent\":5}", "{\"agent\":\"\"}", "{\"agent\":null}",
+       {"not json", "[]", "\"agent\"", "{\"agent\":5}", "{\"agent\":[]}",
         "{\"agent\":\"t\",\"slots\":\"2\"}", "{\"agent\":\"t\",\"labels\":[\"a\"]}",
         "{\"agent\":\"t\",\"labels\":{\"a\":1}}", "{\"agent\":\"t\",\"wait_ms\":1e30}",
         "{\"agent\":\"t\",\"free\":true}", "{\"agent\":\"t\",\"free\":1.5}",
         "{\"agent\":\"t\",\"version\":{}}",
         "{\"agent\":\"t\",\"slots\":99999999999999999999}"}},
       {"/v1/agent/heartbeat",
-       {"not json", "{}", "{\"agent\":[]}", "{\"agent\":\"t\",\"leases\":{}}",
+       {"not json", "[]", "{\"agent\":[]}", "{\"agent\":\"t\",\"leases\":{}}",
         "{\"agent\":\"t\",\"leases\":[1]}", "{\"agent\":\"t\",\"leases\":[{\"run\":\"1\",\"shard\":0,\"token\":1}]}",
         "{\"agent\":\"t\",\"leases\":[{\"run\":1,\"shard\":0.5,\"token\":1}]}",
         "{\"agent\":\"t\",\"leases\":[{\"run\":1,\"shard\":0}]}", "{\"agent\":\"t\",\"free\":\"1\"}",
@@ -227,11 +228,16 @@ TEST_F(MalformedRequestTest, EveryRouteButHealthAndReadinessRefusesMissingWrongO
                 "unauthenticated", what + " with an unknown token");
     ExpectError(Exchange(HttpRequest(route.method, path, "not a token", body)), 401,
                 "unauthenticated", what + " with a malformed token");
-    // A token of the wrong role: agent tokens only reach agent routes, read tokens only read.
-    bool agent_route = route.role == coordinator::Role::kAgent;
+    // A token of the wrong role: agent tokens only reach agent routes (and enrolment), the
+    // join token only enrolment, read tokens only read.
+    bool agent_route = route.role == coordinator::Role::kAgent || route.role == coordinator::Role::kJoin;
     if (!agent_route) {
       ExpectError(Exchange(HttpRequest(route.method, path, Agent(), body)), 403, "forbidden",
                   what + " with an agent token");
+    }
+    if (route.role != coordinator::Role::kJoin) {
+      ExpectError(Exchange(HttpRequest(route.method, path, coord_->agent_token(), body)), 403,
+                  "forbidden", what + " with the join token");
     }
     if (route.role != coordinator::Role::kRead) {
       ExpectError(Exchange(HttpRequest(route.method, path, read, body)), 403, "forbidden",
@@ -322,16 +328,13 @@ TEST_F(MalformedRequestTest, ReplaysWithAnOldTokenGet409AndStoreNothing) {
   json now = second[0];
   ASSERT_GT(now["token"].get<int64_t>(), old["token"].get<int64_t>());
 
-  auto expect_conflict = [&](const http::HttpResponse& r, const std::string& what,
-                             bool names_current = true) {
+  // A refusal says why, and never which token is current (nor echoes the caller's).
+  auto expect_conflict = [&](const http::HttpResponse& r, const std::string& what) {
     RawResponse raw{r.status, {{"content-type", "application/json"}}, r.body, false};
     ExpectError(raw, 409, "conflict", what);
-    if (names_current) {
-      std::string current = std::to_string(now["token"].get<int64_t>());
-      EXPECT_TRUE(r.body.find("token " + current + ")") != std::string::npos ||
-                  r.body.find("token: " + current + ")") != std::string::npos)
-          << what << " should name the current token: " << r.body;
-    }
+    std::string current = std::to_string(now["token"].get<int64_t>());
+    EXPECT_EQ(r.body.find("token " + current), std::string::npos) << what << ": " << r.body;
+    EXPECT_EQ(r.body.find("token: "), std::string::npos) << what << ": " << r.body;
   };
   expect_conflict(a.Log(old, 1, "stdout", "before\n"), "replayed log chunk");
   expect_conflict(a.Log(old, 2, "stdout", "after\n"), "new chunk with the old token");
@@ -358,7 +361,7 @@ TEST_F(MalformedRequestTest, ReplaysWithAnOldTokenGet409AndStoreNothing) {
   http::HttpResponse again = b.Finish(now, 0);
   EXPECT_EQ(again.status, 200);
   EXPECT_EQ(json::parse(again.body)["state"], json::parse(fin.body)["state"]);
-  expect_conflict(a.Finish(old, 1, "exited"), "old token after the run ended", false);
+  expect_conflict(a.Finish(old, 1, "exited"), "old token after the run ended");
   json end = WaitRun(id, seconds(10));
   EXPECT_EQ(end["state"], "succeeded") << end.dump();
   EXPECT_EQ(end["shards"][0]["exit_code"], 0);
