@@ -27,6 +27,24 @@ struct CoordinatorConfig {
   // after idle_timeout (longer than any agent's keep-alive gap).
   Millis header_timeout = std::chrono::seconds(10);
   Millis idle_timeout = std::chrono::seconds(90);
+  // The body must arrive within body_timeout of the end of its head; a trickle of bytes does
+  // not extend it.
+  Millis body_timeout = std::chrono::seconds(60);
+  // Connections, in all and per client address (an IPv6 client: its /64), and request bodies
+  // being received (by Content-Length), in all and per client address.
+  int64_t max_connections = 4096;
+  int64_t max_connections_per_client = 256;
+  int64_t max_inflight_bytes = 256LL << 20;
+  int64_t max_inflight_bytes_per_client = 32LL << 20;
+  // Requests per second per API token, refused with 429 past a burst (token buckets); 0 is no
+  // limit. A trigger token's triggers also count against their own, smaller bucket. Agent
+  // tokens have their own figures: a fleet may share one token.
+  double rate_limit = 100;
+  double rate_burst = 200;
+  double trigger_rate_limit = 2;
+  double trigger_burst = 20;
+  double agent_rate_limit = 1000;
+  double agent_burst = 2000;
   int64_t log_cap_bytes = 64LL << 20;  // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";
