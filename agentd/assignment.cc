@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/bounded_json.h"
 #include "wire/json_number.h"
 
 namespace jobctl::agentd {
@@ -56,7 +57,7 @@ Status ParseOne(const json& j, Assignment* a) {
 }  // namespace
 
 Result<std::vector<Assignment>> ParseClaimReply(std::string_view body, ClaimReplyExtras* extras) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  json j = wire::ParseJson(body);
   if (!j.is_object() || !j.contains("assignments") || !j["assignments"].is_array()) {
     return Status::InvalidArgument("claim reply: expected {\"assignments\": [...]}");
   }
@@ -90,7 +91,7 @@ std::string ResultToJson(const ShardResult& r, std::string_view agent) {
 }
 
 Result<ShardResult> ResultFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = wire::ParseJson(text);
   if (!j.is_object()) return Status::Corrupt("result: not a JSON object");
   ShardResult r;
   std::string outcome;

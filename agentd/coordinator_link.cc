@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "wire/bounded_json.h"
 
 namespace jobctl::agentd {
 
@@ -27,7 +28,7 @@ Reply ClassifyStatus(int s) {
 
 std::string Describe(const Result<http::HttpResponse>& r) {
   if (!r.ok()) return r.status().message();
-  nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+  nlohmann::json body = wire::ParseJson(r->body);
   std::string message = body.is_object() && body.contains("message") && body["message"].is_string()
                             ? body["message"].get<std::string>()
                             : r->body.substr(0, 200);

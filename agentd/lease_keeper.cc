@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/log.h"
+#include "wire/bounded_json.h"
 #include "wire/json_number.h"
 
 namespace jobctl::agentd {
@@ -101,7 +102,7 @@ void LeaseKeeper::Heartbeat() {
 // the lists in place (no copies: a deeply nested value must not recurse); throws
 // nlohmann::json::exception on values of the wrong type.
 void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  nlohmann::json j = wire::ParseJson(body);
   if (!j.is_object()) return;
   // A positive integer that fits, or nothing.
   auto number = [](const nlohmann::json& obj, const char* name) -> std::optional<int64_t> {

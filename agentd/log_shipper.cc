@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "wire/bounded_json.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::agentd {
@@ -18,7 +19,7 @@ namespace {
 
 // {"stored": ..., "truncated": true}: the run is at its log cap on the coordinator.
 bool ReachedCap(const std::string& body) {
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  nlohmann::json j = wire::ParseJson(body);
   if (!j.is_object()) return false;
   auto it = j.find("truncated");
   return it != j.end() && it->is_boolean() && it->get<bool>();

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "wire/bounded_json.h"
 
 namespace jobctl::agentd {
 
@@ -168,7 +169,7 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
     ready_.insert(ready_.begin(), pending.begin(), pending.end());
     return SendMore();
   }
-  nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+  nlohmann::json body = wire::ParseJson(r->body);
   auto answers = body.is_object() ? body.find("results") : body.end();
   if (answers == body.end() || !answers->is_array() || answers->size() != keys.size()) {
     log::Warn("result batch answer not understood; sending again", {{"error", Describe(r)}});

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "wire/bounded_json.h"
 #include "config/cli_config.h"
 
 namespace jobctl::cli {
@@ -40,6 +41,7 @@ Status FromHttp(const http::HttpResponse& r, const nlohmann::json& body) {
     case 404: return Status::NotFound(msg);
     case 409: return Status::Conflict(msg);
     case 413: return Status::InvalidArgument(msg);
+    case 429: return Status::Unavailable(msg);  // over a rate limit: try again later
     case 503: return Status::Unavailable(msg);
     case 507: return Status::ResourceExhausted(msg);
     default: return Status::Internal(msg);
@@ -97,7 +99,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
 Result<nlohmann::json> Client::Send(const std::string& path, const http::RequestOptions& options) {
   Result<http::HttpResponse> r = http_.Request(path, options);
   if (!r.ok()) return r.status();
-  nlohmann::json body = r->body.empty() ? nlohmann::json() : nlohmann::json::parse(r->body, nullptr, false);
+  nlohmann::json body = r->body.empty() ? nlohmann::json() : wire::ParseJson(r->body);
   if (r->status >= 200 && r->status < 300) {
     if (body.is_discarded()) return Status::Internal("the coordinator sent a response that is not JSON");
     return body;

@@ -4,6 +4,7 @@
 
 #include "config/toml_values.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -31,6 +32,16 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
     if (d.ok() && d->count() > 0) *out = *d; else fail(n, key, "a duration like \"15s\"");
   };
+  auto count = [&](const toml::node& n, std::string_view key, int64_t* out) {
+    if (auto v = n.value<int64_t>(); v && *v > 0) *out = *v; else fail(n, key, "a positive integer");
+  };
+  auto size = [&](const toml::node& n, std::string_view key, int64_t* out) {
+    if (auto v = ParseSize(n); v && *v > 0) *out = *v; else fail(n, key, "a size like \"32MiB\"");
+  };
+  auto rate = [&](const toml::node& n, std::string_view key, double* out) {
+    if (auto v = n.value<double>(); v && *v >= 0) *out = *v;
+    else fail(n, key, "a number of requests per second (0: no limit)");
+  };
   for (auto&& [k, node] : root) {
     std::string key(k.str());
     if (key == "listen") str(node, key, &c.listen);
@@ -44,6 +55,17 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "header_timeout") dur(node, key, &c.header_timeout);
     else if (key == "idle_timeout") dur(node, key, &c.idle_timeout);
     else if (key == "agent_expiry") dur(node, key, &c.agent_expiry);
+    else if (key == "body_timeout") dur(node, key, &c.body_timeout);
+    else if (key == "max_connections") count(node, key, &c.max_connections);
+    else if (key == "max_connections_per_client") count(node, key, &c.max_connections_per_client);
+    else if (key == "max_inflight") size(node, key, &c.max_inflight_bytes);
+    else if (key == "max_inflight_per_client") size(node, key, &c.max_inflight_bytes_per_client);
+    else if (key == "rate_limit") rate(node, key, &c.rate_limit);
+    else if (key == "rate_burst") rate(node, key, &c.rate_burst);
+    else if (key == "trigger_rate_limit") rate(node, key, &c.trigger_rate_limit);
+    else if (key == "trigger_burst") rate(node, key, &c.trigger_burst);
+    else if (key == "agent_rate_limit") rate(node, key, &c.agent_rate_limit);
+    else if (key == "agent_burst") rate(node, key, &c.agent_burst);
     else if (key == "log_cap") {
       if (auto v = ParseSize(node)) c.log_cap_bytes = *v; else fail(node, key, "a size like \"64MiB\"");
     } else if (key == "max_jobfile") {
@@ -51,12 +73,31 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
       else fail(node, key, "a size like \"8MiB\"");
     } else {
       fail(node, key, "one of listen, data_dir, log_level, event_log, lease_ttl, heartbeat, "
-                      "misfire_grace, timeout_grace, header_timeout, idle_timeout, log_cap, "
-                      "max_jobfile, agent_expiry (unknown key)");
+                      "misfire_grace, timeout_grace, header_timeout, idle_timeout, "
+                      "body_timeout, log_cap, max_jobfile, agent_expiry, max_connections, "
+                      "max_connections_per_client, max_inflight, max_inflight_per_client, "
+                      "rate_limit, rate_burst, trigger_rate_limit, trigger_burst, "
+                      "agent_rate_limit, agent_burst (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {
     errors = std::string(filename) + ": heartbeat must be at most half of lease_ttl";
+  }
+  // A job file travels as a JSON string (escapes add up to a quarter): it must fit. Limits
+  // left unset grow with max_jobfile; set ones too small are an error.
+  int64_t jobfile_body = c.max_jobfile_bytes + c.max_jobfile_bytes / 4 + 4096;
+  if (!root.contains("max_inflight_per_client")) {
+    c.max_inflight_bytes_per_client = std::max(c.max_inflight_bytes_per_client, jobfile_body);
+  }
+  if (!root.contains("max_inflight")) {
+    c.max_inflight_bytes = std::max(c.max_inflight_bytes, c.max_inflight_bytes_per_client);
+  }
+  if (errors.empty() && c.max_inflight_bytes_per_client < jobfile_body) {
+    errors = std::string(filename) + ": max_inflight_per_client must hold a whole job file "
+                                     "(max_jobfile plus a quarter)";
+  }
+  if (errors.empty() && c.max_inflight_bytes < c.max_inflight_bytes_per_client) {
+    errors = std::string(filename) + ": max_inflight must be at least max_inflight_per_client";
   }
   if (!errors.empty()) return Status::InvalidArgument(errors);
   return c;

@@ -30,6 +30,24 @@ struct CoordinatorConfig {
   // An agent neither seen nor holding a lease for this long leaves the agent registry
   // (`jobctl agents`); its credential stays valid, and it reappears when it claims again.
   Millis agent_expiry = std::chrono::hours(24 * 7);
+  // The body must arrive within body_timeout of the end of its head; a trickle of bytes does
+  // not extend it.
+  Millis body_timeout = std::chrono::seconds(60);
+  // Connections, in all and per client address (an IPv6 client: its /64), and request bodies
+  // being received (by Content-Length), in all and per client address.
+  int64_t max_connections = 4096;
+  int64_t max_connections_per_client = 256;
+  int64_t max_inflight_bytes = 256LL << 20;
+  int64_t max_inflight_bytes_per_client = 32LL << 20;
+  // Requests per second per API token, refused with 429 past a burst (token buckets); 0 is no
+  // limit. A trigger token's triggers also count against their own, smaller bucket. Agent
+  // tokens have their own figures.
+  double rate_limit = 100;
+  double rate_burst = 200;
+  double trigger_rate_limit = 2;
+  double trigger_burst = 20;
+  double agent_rate_limit = 1000;
+  double agent_burst = 2000;
   int64_t log_cap_bytes = 64LL << 20;  // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";

@@ -70,3 +70,44 @@ TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
 
 }  // namespace
 }  // namespace jobctl
+
+namespace jobctl {
+namespace {
+
+TEST(CoordinatorConfigTest, ReadsTheHttpLimitsAndRateLimits) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(
+      "body_timeout = \"20s\"\nmax_connections = 100\nmax_connections_per_client = 10\n"
+      "max_inflight = \"64MiB\"\nmax_inflight_per_client = \"16MiB\"\nrate_limit = 5\n"
+      "rate_burst = 10\ntrigger_rate_limit = 0.5\ntrigger_burst = 3\nagent_rate_limit = 0\n"
+      "agent_burst = 7\n",
+      "c.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->body_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(c->max_connections, 100);
+  EXPECT_EQ(c->max_connections_per_client, 10);
+  EXPECT_EQ(c->max_inflight_bytes, 64LL << 20);
+  EXPECT_EQ(c->max_inflight_bytes_per_client, 16LL << 20);
+  EXPECT_EQ(c->rate_limit, 5);
+  EXPECT_EQ(c->rate_burst, 10);
+  EXPECT_EQ(c->trigger_rate_limit, 0.5);
+  EXPECT_EQ(c->trigger_burst, 3);
+  EXPECT_EQ(c->agent_rate_limit, 0);
+  EXPECT_EQ(c->agent_burst, 7);
+}
+
+TEST(CoordinatorConfigTest, PerClientBodiesMustHoldAWholeJobFile) {
+  Result<CoordinatorConfig> c =
+      ParseCoordinatorConfig("max_jobfile = \"8MiB\"\nmax_inflight_per_client = \"4MiB\"\n", "c.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("max_inflight_per_client"), std::string::npos);
+  // Left unset, the per-client figure grows with the job file.
+  Result<CoordinatorConfig> big = ParseCoordinatorConfig("max_jobfile = \"128MiB\"\n", "c.toml");
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_GE(big->max_inflight_bytes_per_client, (160LL << 20));
+  EXPECT_GE(big->max_inflight_bytes, big->max_inflight_bytes_per_client);
+  EXPECT_FALSE(ParseCoordinatorConfig("max_connections = 0\n", "c.toml").ok());
+  EXPECT_FALSE(ParseCoordinatorConfig("rate_limit = -1\n", "c.toml").ok());
+}
+
+}  // namespace
+}  // namespace jobctl

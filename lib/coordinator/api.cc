@@ -5,6 +5,7 @@
 #include "coordinator/metrics.h"
 #include "http/path_pattern.h"
 #include "model/time_format.h"
+#include "wire/bounded_json.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
@@ -68,72 +69,147 @@ size_t Api::BodyLimit(const http::Request& head, size_t max_jobfile) {
   return 1 << 20;
 }
 
-void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
+const Api::Route* Api::Match(const http::Request& req, std::map<std::string, std::string>* params,
+                             bool* path_known) {
   // The route table's patterns, split once (matching then allocates nothing).
   static const std::vector<http::PathPattern> kPatterns = [] {
     std::vector<http::PathPattern> out;
     for (const Route& r : Routes()) out.emplace_back(r.pattern);
     return out;
   }();
-  Call c{std::move(req), std::move(res), {}, {}};
-  const Route* route = nullptr;
-  bool path_known = false;
   const std::vector<Route>& routes = Routes();
-  for (size_t i = 0; i < routes.size() && route == nullptr; ++i) {
-    http::PathPattern::Params params;
-    if (c.req.method != routes[i].method || !kPatterns[i].Match(c.req.path, &params)) continue;
-    route = &routes[i];
-    for (size_t p = 0; p < params.size; ++p) {
-      c.params.emplace(std::string(params.items[p].first), std::string(params.items[p].second));
+  *path_known = false;
+  for (size_t i = 0; i < routes.size(); ++i) {
+    http::PathPattern::Params found;
+    if (req.method != routes[i].method || !kPatterns[i].Match(req.path, &found)) continue;
+    for (size_t p = 0; p < found.size; ++p) {
+      params->emplace(std::string(found.items[p].first), std::string(found.items[p].second));
     }
+    return &routes[i];
   }
-  for (size_t i = 0; i < routes.size() && route == nullptr && !path_known; ++i) {
-    path_known = kPatterns[i].Match(c.req.path);  // another method's path: 405, not 404
+  for (size_t i = 0; i < routes.size() && !*path_known; ++i) {
+    *path_known = kPatterns[i].Match(req.path);  // another method's path: 405, not 404
   }
+  return nullptr;
+}
+
+namespace {
+
+// RFC 7235: the scheme is case-insensitive and one or more spaces follow it. Auth expects
+// "Bearer <secret>" exactly, so any spelling is brought to that one.
+std::string BearerHeader(const http::Request& req) {
+  std::string h = req.Header("authorization");
+  constexpr std::string_view kScheme = "bearer";
+  if (h.size() <= kScheme.size() || (h[kScheme.size()] != ' ' && h[kScheme.size()] != '\t'))
+    return h;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    char c = h[i];
+    if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c) != kScheme[i]) return h;
+  }
+  size_t secret = h.find_first_not_of(" \t", kScheme.size());
+  return "Bearer " + (secret == std::string::npos ? std::string() : h.substr(secret));
+}
+
+}  // namespace
+
+Result<Principal> Api::Authorize(const http::Request& req, const Route& route,
+                                 const std::map<std::string, std::string>& params,
+                                 std::optional<Refusal>* refusal) {
+  Result<Principal> who = p_.auth->Authenticate(BearerHeader(req));
+  if (!who.ok()) {
+    ++ctx_->metrics->auth_failures_total;
+    AuditDenied("", req, who.status().message());
+    *refusal = Refusal{401, "unauthenticated", who.status().message()};
+    return who.status();
+  }
+  auto name = params.find("name");
+  if (!Auth::Allows(*who, route.role, name == params.end() ? "" : name->second)) {
+    ++ctx_->metrics->auth_failures_total;
+    AuditDenied(who->name, req, "token " + who->name + " lacks role " + std::string(RoleName(route.role)));
+    *refusal = Refusal{403, "forbidden",
+                       "token \"" + who->name + "\" (role " + std::string(RoleName(who->role)) +
+                           ") may not " + req.method + " " + req.path + " (needs role " +
+                           std::string(RoleName(route.role)) + ")"};
+    return Status::PermissionDenied(refusal->value().message);
+  }
+  return who;
+}
+
+std::optional<http::Response> Api::Admit(const http::Request& head) {
+  std::map<std::string, std::string> params;
+  bool path_known = false;
+  const Route* route = Match(head, &params, &path_known);
   if (route == nullptr) {
     // Which paths exist is only told to callers with a valid token.
-    if (!p_.auth->Authenticate(c.req.Header("authorization")).ok()) {
+    if (!p_.auth->Authenticate(BearerHeader(head)).ok()) {
       ++ctx_->metrics->auth_failures_total;
-      FailWith(c, 401, "unauthenticated", "missing or unknown bearer token");
-      return;
+      return ErrorResponse(401, "unauthenticated", "missing or unknown bearer token");
     }
-    FailWith(c, path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
-             c.req.method + " " + c.req.path + (path_known ? " is not allowed" : " does not exist"));
-    return;
+    return ErrorResponse(path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
+                         head.method + " " + head.path +
+                             (path_known ? " is not allowed" : " does not exist"));
+  }
+  if (route->role == Role::kOpen) return std::nullopt;
+  std::optional<Refusal> refusal;
+  Result<Principal> who = Authorize(head, *route, params, &refusal);
+  if (!who.ok()) return ErrorResponse(refusal->status, refusal->error, refusal->message);
+  const CoordinatorConfig& cfg = ctx_->config;
+  std::string key = std::to_string(who->token_id);
+  RateLimit limit = who->role == Role::kAgent ? RateLimit{cfg.agent_rate_limit, cfg.agent_burst}
+                                              : RateLimit{cfg.rate_limit, cfg.rate_burst};
+  int64_t now = ctx_->MonoMs();
+  int64_t wait_ms = limiter_.Take(key, limit, now);
+  // Trigger tokens are what scripts and CI hold: their runs get a bucket of their own.
+  bool trigger = route->handler == &Api::Trigger && who->role == Role::kTrigger;
+  if (wait_ms == 0 && trigger) {
+    wait_ms = limiter_.Take(key + "/trigger", {cfg.trigger_rate_limit, cfg.trigger_burst}, now);
+  }
+  if (wait_ms == 0) return std::nullopt;
+  ++ctx_->metrics->rate_limited_total;
+  http::Response r = ErrorResponse(
+      429, "too_many_requests",
+      "token \"" + who->name + "\" is over its rate limit" +
+          (trigger ? std::string(" for triggers") : std::string()) +
+          "; retry in " + std::to_string(wait_ms) + " ms");
+  r.headers.emplace_back("Retry-After", std::to_string((wait_ms + 999) / 1000));
+  return r;
+}
+
+void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
+  Call c{std::move(req), std::move(res), {}, {}};
+  bool path_known = false;
+  const Route* route = Match(c.req, &c.params, &path_known);
+  if (route == nullptr) {
+    // Admit() answers these at the headers; this covers a server without the hook.
+    if (std::optional<http::Response> r = Admit(c.req)) return c.res->Send(std::move(*r));
+    return FailWith(c, 500, "internal", "no route");
   }
   if (route->role != Role::kOpen) {
-    Result<Principal> who = p_.auth->Authenticate(c.req.Header("authorization"));
-    if (!who.ok()) {
-      ++ctx_->metrics->auth_failures_total;
-      AuditDenied(c, who.status().message());
-      FailWith(c, 401, "unauthenticated", who.status().message());
-      return;
-    }
+    // Admit() checked this already; checked again because a token may be revoked while its
+    // body arrives.
+    std::optional<Refusal> refusal;
+    Result<Principal> who = Authorize(c.req, *route, c.params, &refusal);
+    if (!who.ok()) return FailWith(c, refusal->status, refusal->error, refusal->message);
     c.who = *who;
-    std::string job = c.params.count("name") ? c.params["name"] : "";
-    if (!Auth::Allows(c.who, route->role, job)) {
-      ++ctx_->metrics->auth_failures_total;
-      AuditDenied(c, "token " + c.who.name + " lacks role " + std::string(RoleName(route->role)));
-      FailWith(c, 403, "forbidden",
-               "token \"" + c.who.name + "\" (role " + std::string(RoleName(c.who.role)) +
-                   ") may not " + c.req.method + " " + c.req.path + " (needs role " +
-                   std::string(RoleName(route->role)) + ")");
-      return;
-    }
   }
   (this->*(route->handler))(c);
 }
 
-void Api::AuditDenied(const Call& c, std::string_view why) {
+void Api::AuditDenied(const std::string& who, const http::Request& req, std::string_view why) {
   int64_t now = ctx_->MonoMs();
   if (now - audit_window_start_ >= 1000) {
     audit_window_start_ = now;
     audit_in_window_ = 0;
   }
   if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
-  Status s = ctx_->store->InsertEvent(ctx_->NowMs(), "auth-failure", c.who.name,
-                                      c.req.method + " " + c.req.path, std::string(why));
+  Status s = ctx_->store->InsertEvent(ctx_->NowMs(), "auth-failure", who,
+                                      req.method + " " + req.path, std::string(why));
   if (!s.ok()) ctx_->batch->Fail(s);
+}
+
+http::Response Api::ErrorResponse(int status, std::string_view error, const std::string& message) {
+  json body = {{"error", error}, {"message", message}};
+  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
 }
 
 void Api::Json(Call& c, int status, const json& body) {
@@ -141,7 +217,7 @@ void Api::Json(Call& c, int status, const json& body) {
 }
 
 void Api::FailWith(Call& c, int status, std::string_view error, const std::string& message) {
-  Json(c, status, {{"error", error}, {"message", message}});
+  c.res->Send(ErrorResponse(status, error, message));
 }
 
 Api::HttpError Api::ErrorFor(const Status& s) {
@@ -180,10 +256,9 @@ void Api::JsonAfterCommit(Call& c, int status, json body) {
 
 Result<json> Api::Body(const Call& c) {
   if (c.req.body.empty()) return json::object();
-  json j = json::parse(c.req.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status::InvalidArgument("the request body must be a JSON object");
-  }
+  Result<json> j = wire::ParseJsonOr(c.req.body);
+  if (!j.ok()) return Status::InvalidArgument("the request body: " + j.status().message());
+  if (!j->is_object()) return Status::InvalidArgument("the request body must be a JSON object");
   return j;
 }
 
@@ -270,6 +345,7 @@ void Api::GetMetrics(Call& c) {
   Metrics& m = *ctx_->metrics;
   m.active_leases = p_.dispatcher->active_leases();
   m.open_runs = p_.book->open_runs();
+  m.parked_waiters = p_.log_hub->waiters();
   m.jobs = 0;
   p_.jobs->ForEach([&m](const JobEntry& j) { m.jobs += j.active ? 1 : 0; });
   m.agents_connected = 0;

@@ -19,6 +19,7 @@
 #include "coordinator/dispatcher.h"
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
+#include "coordinator/rate_limiter.h"
 #include "coordinator/run_book.h"
 #include "http/server.h"
 
@@ -52,6 +53,11 @@ class Api {
   };
 
   Api(Context* ctx, Parts parts) : ctx_(ctx), p_(std::move(parts)) {}
+  // Runs when a request's headers are in, before its body is read (http::Limits::admit):
+  // refuses an unknown route (401 without a valid token, else 404 or 405), a missing or
+  // unknown token (401), a token whose role does not allow the route (403) and a token over
+  // its rate limit (429 with Retry-After). Nothing else of the request is looked at.
+  std::optional<http::Response> Admit(const http::Request& head);
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
   // The body limit per route: `max_jobfile` for the job file (8 MiB by default), 256 KiB for a
   // log chunk, else 1 MiB.
@@ -59,6 +65,23 @@ class Api {
   static const std::vector<Route>& Routes();
 
  private:
+  // The route for the request's method and path, with its {name} segments; null when none
+  // (`path_known`: another method has this path).
+  static const Route* Match(const http::Request& req, std::map<std::string, std::string>* params,
+                            bool* path_known);
+  // Who is calling a route that needs a token, or the refusal (401, 403) as {status, error,
+  // message}; audits refusals.
+  struct Refusal {
+    int status;
+    std::string_view error;
+    std::string message;
+  };
+  Result<Principal> Authorize(const http::Request& req, const Route& route,
+                              const std::map<std::string, std::string>& params,
+                              std::optional<Refusal>* refusal);
+  static http::Response ErrorResponse(int status, std::string_view error,
+                                      const std::string& message);
+
   // Replies.
   void Json(Call& c, int status, const nlohmann::json& body);
   struct HttpError {
@@ -124,15 +147,20 @@ class Api {
   // The refusal of a body naming an agent other than the credential's.
   static std::string OtherAgentMessage(const Principal& who, const std::string& named);
 
-  void SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline_mono);
+  // Answers a /wait: the run as it is now, "done" once it ended.
+  void AnswerWait(std::shared_ptr<http::Responder> res, int64_t run_id, const Principal& who);
+  // `parked`: the follower's current LogHub waiter, cancelled when its client hangs up.
+  void SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> parked,
+                int64_t run_id, int64_t after, int64_t deadline_mono);
   // Records a refused request in the audit trail, at most a few per second so that a flood
   // of bad requests cannot turn into a flood of writes.
-  void AuditDenied(const Call& c, std::string_view why);
+  void AuditDenied(const std::string& who, const http::Request& req, std::string_view why);
 
   Context* ctx_;
   Parts p_;
   int64_t audit_window_start_ = 0;
   int audit_in_window_ = 0;
+  RateLimiter limiter_;
 };
 
 }  // namespace jobctl::coordinator

@@ -134,41 +134,35 @@ void Api::WaitRun(Call& c) {
   if (!RunReadable(c, *id)) return;
   int64_t timeout = std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0,
                                         300'000);
-  const RunRecord* open = p_.book->FindOpen(*id);
-  if (open == nullptr || timeout == 0) {
-    if (open != nullptr) {
-      json out = RunJson(*open, c.who);
-      out["done"] = false;
-      return Json(c, 200, out);
-    }
-    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
-    if (!run.ok()) return Fail(c, run.status());
-    if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-    json out = RunJson(**run, c.who);
-    out["done"] = true;
+  int64_t run_id = *id;
+  if (p_.book->FindOpen(run_id) == nullptr || timeout == 0) return AnswerWait(c.res, run_id, c.who);
+  // Answer at the end of the run (the run book wakes -run after its commit) or with the
+  // current state at the deadline. Only the responder waits: the request and whatever body
+  // came with it are released when this returns, and a client that hangs up takes its
+  // waiter with it.
+  std::shared_ptr<http::Responder> res = c.res;
+  LogHub* hub = p_.log_hub;
+  LogHub::WaiterId parked =
+      hub->Park(-run_id, ctx_->MonoMs() + timeout, [this, res, run_id, who = c.who] {
+        AnswerWait(res, run_id, who);
+      });
+  res->OnClose([hub, parked] { hub->Cancel(parked); });
+}
+
+void Api::AnswerWait(std::shared_ptr<http::Responder> res, int64_t run_id, const Principal& who) {
+  if (!res->alive()) return;
+  Call c{{}, std::move(res), {{"id", std::to_string(run_id)}}, who};
+  if (const RunRecord* open = p_.book->FindOpen(run_id)) {
+    json out = RunJson(*open, c.who);
+    out["done"] = false;
     return Json(c, 200, out);
   }
-  // Answer at the end of the run, or with the current state at the deadline.
-  auto call = std::make_shared<Call>(std::move(c));
-  auto answered = std::make_shared<bool>(false);
-  p_.book->Wait(*id, [this, call, answered](std::optional<RunRecord> run) {
-    if (*answered) return;
-    *answered = true;
-    if (!run) return FailWith(*call, 404, "not_found", "no such run");
-    json out = RunJson(*run, call->who);
-    out["done"] = true;
-    Json(*call, 200, out);
-  });
-  int64_t run_id = *id;
-  p_.log_hub->Park(-run_id, ctx_->MonoMs() + timeout, [this, call, answered, run_id] {
-    if (*answered) return;
-    *answered = true;
-    const RunRecord* now = p_.book->FindOpen(run_id);
-    if (now == nullptr) return GetRun(*call);
-    json out = RunJson(*now, call->who);
-    out["done"] = false;
-    Json(*call, 200, out);
-  });
+  Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
+  if (!run.ok()) return Fail(c, run.status());
+  if (!*run) return FailWith(c, 404, "not_found", "no such run: " + std::to_string(run_id));
+  json out = RunJson(**run, c.who);
+  out["done"] = true;
+  Json(c, 200, out);
 }
 
 void Api::ReadLogs(Call& c) {
@@ -177,10 +171,19 @@ void Api::ReadLogs(Call& c) {
   if (!RunReadable(c, *id)) return;
   int64_t after = IntParam(c.req.query, "after").value_or(0);
   int64_t wait = std::clamp<int64_t>(IntParam(c.req.query, "wait_ms").value_or(0), 0, 60'000);
-  SendLogs(std::make_shared<Call>(std::move(c)), *id, after, ctx_->MonoMs() + wait);
+  // A follower keeps its query while it waits, nothing else of the request.
+  c.req.body = std::string();
+  c.req.headers.clear();
+  auto parked = std::make_shared<LogHub::WaiterId>(0);
+  c.res->OnClose([hub = p_.log_hub, parked] {
+    if (*parked != 0) hub->Cancel(*parked);
+  });
+  SendLogs(std::make_shared<Call>(std::move(c)), parked, *id, after, ctx_->MonoMs() + wait);
 }
 
-void Api::SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64_t deadline) {
+void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> parked,
+                   int64_t run_id, int64_t after, int64_t deadline) {
+  *parked = 0;
   if (!c->res->alive()) return;
   store::LogQuery q;
   q.run_id = run_id;
@@ -196,8 +199,8 @@ void Api::SendLogs(std::shared_ptr<Call> c, int64_t run_id, int64_t after, int64
   bool open = p_.book->FindOpen(run_id) != nullptr;
   if (chunks->empty() && open && ctx_->MonoMs() < deadline) {
     // Follow: wait for the next commit of this run's output, or for the run's end.
-    p_.log_hub->Park(run_id, deadline, [this, c, run_id, after, deadline] {
-      SendLogs(c, run_id, after, deadline);
+    *parked = p_.log_hub->Park(run_id, deadline, [this, c, parked, run_id, after, deadline] {
+      SendLogs(c, parked, run_id, after, deadline);
     });
     return;
   }

@@ -223,7 +223,16 @@ Status Coordinator::Start() {
   // Long-polls hold a connection up to a minute (no timer runs while a request waits);
   // idle keep-alive connections are kept a little longer by default.
   limits.header_timeout_ms = static_cast<uint64_t>(ctx_.config.header_timeout.count());
+  limits.body_timeout_ms = static_cast<uint64_t>(ctx_.config.body_timeout.count());
   limits.idle_timeout_ms = static_cast<uint64_t>(ctx_.config.idle_timeout.count());
+  // Authentication, role and rate limit are decided at the headers: a body is buffered only
+  // for a caller allowed to send it.
+  limits.admit = [this](const http::Request& head) { return api_->Admit(head); };
+  limits.max_connections = static_cast<size_t>(ctx_.config.max_connections);
+  limits.max_connections_per_client = static_cast<size_t>(ctx_.config.max_connections_per_client);
+  limits.max_body_bytes_in_flight = static_cast<size_t>(ctx_.config.max_inflight_bytes);
+  limits.max_body_bytes_in_flight_per_client =
+      static_cast<size_t>(ctx_.config.max_inflight_bytes_per_client);
   server_ = std::make_unique<http::HttpServer>(
       ctx_.loop, limits, [this](http::Request&& req, std::shared_ptr<http::Responder> res) {
         api_->Handle(std::move(req), std::move(res));

@@ -1,6 +1,7 @@
 #include "coordinator/log_hub.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace jobctl::coordinator {
 
@@ -11,37 +12,62 @@ void LogHub::Start() {
 }
 
 void LogHub::Close() {
-  auto all = std::move(by_run_);
+  std::vector<std::function<void()>> wake;
+  for (auto& [id, w] : waiters_) wake.push_back(std::move(w.wake));
+  waiters_.clear();
   by_run_.clear();
-  for (auto& [run, w] : all) w.wake();
+  by_deadline_.clear();
   if (started_) uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
   started_ = false;
+  for (auto& w : wake) w();
 }
 
-void LogHub::Park(int64_t run_id, int64_t deadline_mono, std::function<void()> wake) {
-  by_run_.insert({run_id, Waiter{deadline_mono, std::move(wake)}});
+LogHub::WaiterId LogHub::Park(int64_t run_id, int64_t deadline_mono, std::function<void()> wake) {
+  WaiterId id = next_id_++;
+  waiters_.emplace(id, Waiter{run_id, deadline_mono, std::move(wake)});
+  by_run_.emplace(run_id, id);
+  by_deadline_.emplace(deadline_mono, id);
+  Arm();
+  return id;
+}
+
+std::function<void()> LogHub::Take(WaiterId id) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return nullptr;
+  Waiter w = std::move(it->second);
+  waiters_.erase(it);
+  by_deadline_.erase({w.deadline_mono, id});
+  auto [first, last] = by_run_.equal_range(w.run_id);
+  for (auto r = first; r != last; ++r) {
+    if (r->second == id) {
+      by_run_.erase(r);
+      break;
+    }
+  }
+  return std::move(w.wake);
+}
+
+void LogHub::Cancel(WaiterId id) {
+  Take(id);
   Arm();
 }
 
 void LogHub::Notify(int64_t run_id) {
+  std::vector<WaiterId> ids;
   auto [first, last] = by_run_.equal_range(run_id);
+  for (auto it = first; it != last; ++it) ids.push_back(it->second);
   std::vector<std::function<void()>> wake;
-  for (auto it = first; it != last; ++it) wake.push_back(std::move(it->second.wake));
-  by_run_.erase(first, last);
+  for (WaiterId id : ids) wake.push_back(Take(id));
   for (auto& w : wake) w();
   Arm();
 }
 
 void LogHub::OnTimer() {
+  armed_for_ = -1;
   int64_t now = ctx_->MonoMs();
   std::vector<std::function<void()>> wake;
-  for (auto it = by_run_.begin(); it != by_run_.end();) {
-    if (it->second.deadline_mono <= now) {
-      wake.push_back(std::move(it->second.wake));
-      it = by_run_.erase(it);
-    } else {
-      ++it;
-    }
+  while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+    wake.push_back(Take(by_deadline_.begin()->second));
   }
   for (auto& w : wake) w();
   Arm();
@@ -49,12 +75,14 @@ void LogHub::OnTimer() {
 
 void LogHub::Arm() {
   if (!started_) return;
-  if (by_run_.empty()) {
+  if (by_deadline_.empty()) {
     uv_timer_stop(&timer_);
+    armed_for_ = -1;
     return;
   }
-  int64_t earliest = by_run_.begin()->second.deadline_mono;
-  for (const auto& [run, w] : by_run_) earliest = std::min(earliest, w.deadline_mono);
+  int64_t earliest = by_deadline_.begin()->first;
+  if (earliest == armed_for_) return;
+  armed_for_ = earliest;
   int64_t in = std::max<int64_t>(earliest - ctx_->MonoMs(), 0);
   uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<LogHub*>(t->data)->OnTimer(); },
                  static_cast<uint64_t>(in), 0);

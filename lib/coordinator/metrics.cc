@@ -46,6 +46,8 @@ std::string Metrics::Render(const std::string& version) const {
   counter("jobctl_log_bytes_total", "Job output bytes stored.", log_bytes_total);
   counter("jobctl_auth_failures_total", "Requests refused for authentication.",
           auth_failures_total);
+  counter("jobctl_rate_limited_total", "Requests refused by a token's rate limit.",
+          rate_limited_total);
   out += "# HELP jobctl_runs_finished_total Runs that reached a final state.\n"
          "# TYPE jobctl_runs_finished_total counter\n";
   for (const auto& [state, n] : runs_finished_total) {
@@ -55,6 +57,7 @@ std::string Metrics::Render(const std::string& version) const {
   gauge("jobctl_agents_connected", "Agents seen within one lease TTL.", agents_connected);
   gauge("jobctl_jobs", "Jobs in the current job file.", jobs);
   gauge("jobctl_open_runs", "Runs pending or running.", open_runs);
+  gauge("jobctl_parked_waiters", "Long-polls (run waits, followed logs) waiting.", parked_waiters);
   out += fire_lateness.Render("jobctl_fire_lateness_seconds",
                               "Time from a scheduled instant to its run being committed.");
   out += claim_latency.Render("jobctl_claim_latency_seconds",

@@ -35,6 +35,7 @@ struct Metrics {
   uint64_t stale_token_total = 0;
   uint64_t log_bytes_total = 0;
   uint64_t auth_failures_total = 0;
+  uint64_t rate_limited_total = 0;  // requests refused with 429 by a token's rate limit
   std::map<std::string, uint64_t> runs_finished_total;  // by state
   Histogram fire_lateness;     // run committed - scheduled instant
   Histogram claim_latency;     // shard pending -> granted
@@ -44,6 +45,7 @@ struct Metrics {
   uint64_t agents_connected = 0;
   uint64_t jobs = 0;
   uint64_t open_runs = 0;
+  uint64_t parked_waiters = 0;  // long-polls (/wait, logs -f) waiting in the LogHub
 
   std::string Render(const std::string& version) const;
 };

@@ -97,8 +97,10 @@ std::string_view ErrorCodeForHttpStatus(int http_status) {
     case 411: return "length_required";
     case 413: return "payload_too_large";
     case 414: return "uri_too_long";
+    case 429: return "too_many_requests";
     case 431: return "headers_too_large";
     case 505: return "http_version_not_supported";
+    case 503: return "unavailable";
     default: return http_status >= 500 ? "internal" : "bad_request";
   }
 }

@@ -90,6 +90,33 @@ std::string Serialize(const Response& r, const Framing& f) {
   return out;
 }
 
+// The Content-Length the client declared; 0 without one. http_parser has already refused a
+// malformed or repeated one.
+size_t DeclaredLength(const Request& head) {
+  std::string text = head.Header("content-length");
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+  return text.empty() || *end != '\0' ? 0 : static_cast<size_t>(n);
+}
+
+// The address a client is counted by: its IP, or for IPv6 its /64, which is what one host or
+// one customer usually gets; counting single IPv6 addresses would let one host take them all.
+std::string ClientAddress(uv_tcp_t* tcp) {
+  sockaddr_storage peer{};
+  int len = sizeof peer;
+  if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return "?";
+  char name[INET6_ADDRSTRLEN] = "?";
+  if (peer.ss_family == AF_INET6) {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&peer);
+    bool mapped_v4 = IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr);
+    if (!mapped_v4) std::fill(v6->sin6_addr.s6_addr + 8, v6->sin6_addr.s6_addr + 16, 0);
+    uv_ip6_name(v6, name, sizeof name);
+  } else if (peer.ss_family == AF_INET) {
+    uv_ip4_name(reinterpret_cast<sockaddr_in*>(&peer), name, sizeof name);
+  }
+  return name;
+}
+
 bool IsContinueExpected(const Request& head) {
   std::string expect = head.Header("expect");
   std::transform(expect.begin(), expect.end(), expect.begin(),
@@ -101,11 +128,17 @@ bool IsContinueExpected(const Request& head) {
 
 class Connection {
  public:
-  explicit Connection(HttpServer* server) : server_(server), parser_(server->parser_limits_) {}
+  explicit Connection(HttpServer* server)
+      : server_(server),
+        parser_(ParserLimits{server->parser_limits_.max_header_bytes,
+                             server->parser_limits_.default_max_body,
+                             [this](const Request& head) { return OnHead(head); }}) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  void Start(uv_stream_t* listener);
+  // Accepts the pending connection; false when its client is over a connection limit (the
+  // caller closes it).
+  bool Start(uv_stream_t* listener);
   void CloseNow();
   void OnServerClose();
   void Deliver(Response response);
@@ -121,8 +154,11 @@ class Connection {
   void OnWriteDone(int status);
   void OnHandleClosed();
   void ProcessInput();
+  size_t OnHead(const Request& head);
   void Dispatch();
   void FailRequest();
+  void Refuse();
+  void ReleaseBody();
   void MaybeSendContinue();
   bool Write(std::string bytes);
   void Drain();
@@ -146,23 +182,34 @@ class Connection {
   bool peer_eof_ = false;
   bool processing_ = false;  // inside ProcessInput: a nested call leaves the work to it
   bool continue_sent_ = false;
+  std::string client_;                 // the address this connection counts against
+  bool counted_ = false;               // in the server's per-client connection count
+  size_t body_reserved_ = 0;           // declared body bytes of the current request
+  std::optional<Response> refusal_;    // set by OnHead: answer this, read no body
 };
 
-void Connection::Start(uv_stream_t* listener) {
+bool Connection::Start(uv_stream_t* listener) {
   uv_tcp_init(server_->loop_, &tcp_);
   uv_timer_init(server_->loop_, &timer_);
   tcp_.data = this;
   timer_.data = this;
   open_handles_ = 2;
-  if (uv_accept(listener, stream()) != 0) return CloseNow();
+  if (uv_accept(listener, stream()) != 0) return false;
+  client_ = ClientAddress(&tcp_);
+  counted_ = server_->AddConnection(client_);
+  if (!counted_) return false;
   uv_tcp_nodelay(&tcp_, 1);
   UpdateReading();
   UpdateTimer();
+  return true;
 }
 
 void Connection::CloseNow() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
+  ReleaseBody();
+  if (counted_) server_->RemoveConnection(client_);
+  counted_ = false;
   auto on_closed = [](uv_handle_t* h) { From(h->data)->OnHandleClosed(); };
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);
   uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
@@ -227,6 +274,10 @@ void Connection::ProcessInput() {
     if (parser_.state() == RequestParser::State::kFailed) {
       FailRequest();
     } else if (parser_.state() == RequestParser::State::kComplete) {
+      if (refusal_) {
+        Refuse();  // leaves kReading: the loop ends and nothing more is parsed
+        continue;
+      }
       Dispatch();  // the handler may answer at once, which puts us back in kReading
     } else {
       MaybeSendContinue();
@@ -237,7 +288,45 @@ void Connection::ProcessInput() {
   UpdateTimer();
 }
 
+// Runs inside the parser, once the head is complete and before any byte of the body: an
+// answer from the admit hook, or a body the client may not buffer, makes the limit 0, so the
+// parser takes no body byte (a non-empty body fails at once with 413, which FailRequest
+// replaces by the refusal).
+size_t Connection::OnHead(const Request& head) {
+  const Limits& limits = server_->limits_;
+  if (limits.admit) {
+    refusal_ = limits.admit(head);
+    if (refusal_) return 0;
+  }
+  size_t limit = limits.body_limit ? limits.body_limit(head) : limits.default_max_body;
+  size_t declared = DeclaredLength(head);
+  if (declared == 0 || declared > limit) return limit;  // over the limit: the parser's 413
+  if (int status = server_->ReserveBody(client_, declared); status != 0) {
+    std::string why = status == 429 ? "this client has too many request bodies in flight"
+                                    : "the server has too many request bodies in flight";
+    refusal_ = Response{status, "application/json", ErrorBody(status, why), {{"Retry-After", "1"}}};
+    return 0;
+  }
+  body_reserved_ = declared;
+  return limit;
+}
+
+void Connection::ReleaseBody() {
+  if (body_reserved_ > 0) server_->ReleaseBody(client_, body_reserved_);
+  body_reserved_ = 0;
+}
+
+void Connection::Refuse() {
+  Response response = std::move(*refusal_);
+  refusal_.reset();
+  framing_ = Framing{1, true, false};
+  if (Write(Serialize(response, framing_))) Drain();
+}
+
 void Connection::Dispatch() {
+  // From here the body is the handler's, which parses it and lets it go (a long-poll keeps
+  // only its responder); the budget counts bodies being received.
+  ReleaseBody();
   Request request = parser_.TakeRequest();
   framing_ = Framing{request.http_minor, !request.keep_alive, request.method == "HEAD"};
   continue_sent_ = false;
@@ -258,6 +347,8 @@ void Connection::Deliver(Response response) {
 }
 
 void Connection::FailRequest() {
+  if (refusal_) return Refuse();
+  ReleaseBody();
   int status = parser_.error_http_status();
   Response response{status, "application/json", ErrorBody(status, parser_.error().message()), {}};
   framing_ = Framing{1, true, false};
@@ -268,7 +359,7 @@ void Connection::FailRequest() {
 // second for it; answering at once saves that second on every job file upload. A body over
 // the limit never gets here: the parser already failed with 413.
 void Connection::MaybeSendContinue() {
-  if (continue_sent_ || parser_.state() != RequestParser::State::kBody) return;
+  if (continue_sent_ || refusal_ || parser_.state() != RequestParser::State::kBody) return;
   const Request& head = parser_.request();
   if (!head.body.empty() || !IsContinueExpected(head)) return;
   continue_sent_ = true;
@@ -343,8 +434,9 @@ void Connection::UpdateReading() {
   }
 }
 
-// The head deadline runs from the first byte of a request and is never extended (slowloris);
-// the idle and body deadlines restart on activity, which is what every call here follows.
+// The head deadline runs from the first byte of a request, the body deadline from the end of
+// the head; neither is extended by activity, so a byte every few seconds cannot hold a
+// connection (slowloris). Only the idle deadline restarts, at the end of each response.
 void Connection::UpdateTimer() {
   const Limits& limits = server_->limits_;
   Deadline next = Deadline::kNone;
@@ -356,7 +448,7 @@ void Connection::UpdateTimer() {
       } else if (parser_.state() == RequestParser::State::kHead) {
         next = Deadline::kHead, ms = limits.header_timeout_ms;
       } else {
-        next = Deadline::kBody, ms = limits.idle_timeout_ms;
+        next = Deadline::kBody, ms = limits.body_timeout_ms;
       }
       break;
     case Phase::kAwaiting: break;  // the handler decides how long a response takes
@@ -366,7 +458,7 @@ void Connection::UpdateTimer() {
       break;
     case Phase::kClosed: return;
   }
-  bool restart = next != deadline_ || next == Deadline::kIdle || next == Deadline::kBody;
+  bool restart = next != deadline_ || next == Deadline::kIdle;
   deadline_ = next;
   if (next == Deadline::kNone) {
     uv_timer_stop(&timer_);
@@ -489,8 +581,48 @@ void HttpServer::OnConnection(int status) {
   auto owned = std::make_unique<Connection>(this);
   Connection* c = owned.get();
   connections_.emplace(c, std::move(owned));
-  c->Start(reinterpret_cast<uv_stream_t*>(&listener_));
-  if (connections_.size() > limits_.max_connections) c->CloseNow();
+  if (!c->Start(reinterpret_cast<uv_stream_t*>(&listener_))) c->CloseNow();
+}
+
+bool HttpServer::AddConnection(const std::string& client) {
+  ClientUse& use = clients_[client];
+  // connections_ already holds the new one; clients_ does not yet.
+  if (connections_.size() > limits_.max_connections ||
+      use.connections >= limits_.max_connections_per_client) {
+    if (use.connections == 0 && use.body_bytes == 0) clients_.erase(client);
+    return false;
+  }
+  ++use.connections;
+  return true;
+}
+
+void HttpServer::RemoveConnection(const std::string& client) {
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return;
+  --it->second.connections;
+  if (it->second.connections == 0 && it->second.body_bytes == 0) clients_.erase(it);
+}
+
+int HttpServer::ReserveBody(const std::string& client, size_t bytes) {
+  ClientUse& use = clients_[client];  // exists: the connection is counted
+  if (use.body_bytes + bytes > limits_.max_body_bytes_in_flight_per_client) return 429;
+  if (body_bytes_ + bytes > limits_.max_body_bytes_in_flight) return 503;
+  use.body_bytes += bytes;
+  body_bytes_ += bytes;
+  return 0;
+}
+
+void HttpServer::ReleaseBody(const std::string& client, size_t bytes) {
+  body_bytes_ -= bytes;
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return;
+  it->second.body_bytes -= bytes;
+  if (it->second.connections == 0 && it->second.body_bytes == 0) clients_.erase(it);
+}
+
+HttpServer::ClientUse HttpServer::client_use(const std::string& address) const {
+  auto it = clients_.find(address);
+  return it == clients_.end() ? ClientUse{} : it->second;
 }
 
 void HttpServer::OnConnectionClosed(Connection* connection) {

@@ -8,10 +8,16 @@
 // that a client hanging up under a long-poll is noticed. Keep-alive follows HTTP/1.1
 // (HTTP/1.0 only with "Connection: keep-alive"). Request bodies need Content-Length (see
 // request_parser.h). A malformed or oversized request is answered with a JSON error
-// {"error":"bad_request","message":"..."} and the connection is closed. Slow or idle
-// connections are closed by a per-connection timer: the request head must arrive within
-// header_timeout_ms of its first byte, and an idle keep-alive connection (or a body that
-// stops arriving) within idle_timeout_ms.
+// {"error":"bad_request","message":"..."} and the connection is closed.
+//
+// What an unauthenticated client can hold is bounded: once the headers are complete and
+// before a byte of the body is read, Limits::admit may refuse the request (the coordinator
+// authenticates there), and the refusal is sent with "Connection: close" while the body is
+// discarded unread. Deadlines are absolute, never extended by a trickle of bytes: the head
+// must arrive within header_timeout_ms of its first byte, the body within body_timeout_ms
+// of the end of the head, and a keep-alive connection with no request is closed after
+// idle_timeout_ms. Connections and the declared bodies being received are capped in all and
+// per client address (an IPv6 client counts by its /64).
 #pragma once
 
 #include <uv.h>
@@ -20,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -72,12 +79,24 @@ class Responder {
 struct Limits {
   size_t max_header_bytes = 16 * 1024;
   size_t default_max_body = 1 << 20;
-  // Called once the headers are complete; returns the body limit for that request (e.g. 8 MiB
-  // for POST /v1/jobfile, 256 KiB for log chunks). Optional.
+  // Called once the headers are complete and admitted; returns the body limit for that
+  // request (e.g. 8 MiB for POST /v1/jobfile, 256 KiB for log chunks). Optional.
   std::function<size_t(const Request& head)> body_limit;
-  uint64_t header_timeout_ms = 10'000;  // slowloris: the head must complete in this time
-  uint64_t idle_timeout_ms = 60'000;    // keep-alive connection with no request; stalled body
-  size_t max_connections = 4096;        // further connections are accepted and closed at once
+  // Called once the headers are complete, before any byte of the body is read or buffered.
+  // A Response refuses the request (401, 403, 404, 429, ...): it is sent, the connection
+  // closes and the body is never buffered. Optional: without it every request is admitted.
+  std::function<std::optional<Response>(const Request& head)> admit;
+  uint64_t header_timeout_ms = 10'000;  // the head must complete this long after its first byte
+  uint64_t body_timeout_ms = 60'000;    // the body must complete this long after the head
+  uint64_t idle_timeout_ms = 60'000;    // a keep-alive connection with no request
+  // Further connections are accepted and closed at once.
+  size_t max_connections = 4096;
+  size_t max_connections_per_client = 256;
+  // Content-Length of the request bodies being received (until handed to the handler). A
+  // request that would pass the per-client figure is refused with 429, one that would pass
+  // the total with 503, both before any of its body is read.
+  size_t max_body_bytes_in_flight = size_t{256} << 20;
+  size_t max_body_bytes_in_flight_per_client = size_t{32} << 20;
 };
 
 // Called on the loop thread for each complete request, never after Close() began.
@@ -101,9 +120,23 @@ class HttpServer {
   // on_closed once every handle's close callback ran (at once if nothing was open). Once.
   void Close(std::function<void()> on_closed);
   size_t connections() const { return connections_.size(); }  // open or closing
+  // Counted connections and declared body bytes in flight of one client address ("127.0.0.1",
+  // an IPv6 client's /64 as "2001:db8::"); zeros for an address with none.
+  struct ClientUse {
+    size_t connections = 0;
+    size_t body_bytes = 0;
+  };
+  ClientUse client_use(const std::string& address) const;
+  size_t body_bytes_in_flight() const { return body_bytes_; }
 
  private:
   friend class Connection;
+  // Counts a new connection of `client`; false when it is over a connection limit.
+  bool AddConnection(const std::string& client);
+  void RemoveConnection(const std::string& client);
+  // Reserves `bytes` of body for `client`: 0 when granted, else the status that refuses it.
+  int ReserveBody(const std::string& client, size_t bytes);
+  void ReleaseBody(const std::string& client, size_t bytes);
   static void OnConnectionCb(uv_stream_t* listener, int status);
   void OnConnection(int status);
   void OnListenerClosed();
@@ -121,6 +154,8 @@ class HttpServer {
   bool closing_ = false;  // Close() began
   std::function<void()> on_closed_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<std::string, ClientUse> clients_;  // entries with a count above zero
+  size_t body_bytes_ = 0;                               // the sum of clients_' body_bytes
   std::vector<char> read_buffer_;  // shared by all connections: each read is consumed at once
 };
 

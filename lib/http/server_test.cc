@@ -8,12 +8,14 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,10 +89,17 @@ using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
 
 class RawClient {
  public:
-  explicit RawClient(int port) {
+  // `from`: the loopback address to connect from ("127.0.0.2"), to look like another client.
+  explicit RawClient(int port, const char* from = nullptr) {
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{5, 0};  // every recv gives up after 5 s, so a broken server fails, not hangs
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (from != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, from, &local.sin_addr);
+      bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -102,6 +111,7 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Send(std::string_view bytes) {
     while (!bytes.empty()) {
       ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
@@ -693,6 +703,163 @@ TEST_F(HttpServerTest, ConnectionsOverTheLimitAreClosed) {
   EXPECT_NE(first.find("200 OK"), std::string::npos);
   EXPECT_TRUE(second_eof);
   EXPECT_EQ(second, "");
+}
+
+// ---- limits against hostile clients ----
+
+// A client without credentials must not make the server buffer its upload: the admit hook
+// answers once the headers are in, and no byte of the 8 MiB body is ever sent.
+TEST_F(HttpServerTest, AdmitRefusalIsAnsweredAtTheHeadersWithoutReadingTheBody) {
+  Limits limits;
+  limits.default_max_body = 16 << 20;
+  limits.admit = [](const Request& head) -> std::optional<Response> {
+    if (!head.Header("authorization").empty()) return std::nullopt;
+    return Response{401, "application/json", R"({"error":"unauthenticated"})", {}};
+  };
+  StartServer(std::move(limits));
+  std::string got;
+  bool eof = false;
+  size_t reserved_while_open = 1;
+  Run([&] {
+    RawClient c(server_->port());
+    c.Send("POST /v1/jobfile HTTP/1.1\r\nContent-Length: 8388608\r\n\r\n");
+    eof = c.ReadUntilEof(&got);
+    Post([&] { reserved_while_open = server_->body_bytes_in_flight(); });
+  });
+  EXPECT_TRUE(eof);
+  EXPECT_EQ(CountOf(got, "HTTP/1.1 401"), 1u) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos);
+  EXPECT_EQ(handled_, 0);
+  EXPECT_EQ(reserved_while_open, 0u);
+}
+
+TEST_F(HttpServerTest, AdmittedRequestsReachTheHandler) {
+  Limits limits;
+  int admitted = 0;
+  limits.admit = [&admitted](const Request& head) -> std::optional<Response> {
+    ++admitted;
+    EXPECT_EQ(head.path, "/ok");
+    EXPECT_TRUE(head.body.empty());
+    return std::nullopt;
+  };
+  StartServer(std::move(limits));
+  CurlReply reply;
+  std::string body = "payload";
+  Run([&] {
+    CurlHandle curl(curl_easy_init());
+    FetchOptions opt;
+    opt.post_body = &body;
+    reply = Fetch(curl.get(), Url("/ok"), opt);
+  });
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(admitted, 1);
+  EXPECT_EQ(handled_, 1);
+}
+
+// The body deadline runs from the end of the head and a byte now and then does not extend it.
+TEST_F(HttpServerTest, TricklingBodyIsCutOffAtTheBodyDeadline) {
+  Limits limits;
+  limits.body_timeout_ms = 300;
+  limits.idle_timeout_ms = 30'000;
+  StartServer(std::move(limits));
+  bool closed = false;
+  long closed_after_ms = 0;
+  Run([&] {
+    RawClient c(server_->port());
+    Clock::time_point start = Clock::now();
+    c.Send("POST / HTTP/1.1\r\nContent-Length: 1000\r\n\r\n");
+    // One byte every 50 ms would take 50 s; the server must give up after about 300 ms.
+    for (int i = 0; i < 100 && !closed; ++i) {
+      c.Send("x");
+      timeval tv{0, 50'000};
+      fd_set fds;
+      FD_ZERO(&fds);
+      FD_SET(c.fd(), &fds);
+      if (select(c.fd() + 1, &fds, nullptr, nullptr, &tv) > 0) {
+        char b;
+        closed = recv(c.fd(), &b, 1, 0) <= 0;
+      }
+    }
+    closed_after_ms = MillisSince(start);
+  });
+  EXPECT_TRUE(closed);
+  EXPECT_GE(closed_after_ms, 250);
+  EXPECT_LT(closed_after_ms, 3'000);
+  EXPECT_EQ(handled_, 0);
+}
+
+// One address cannot take every connection: its surplus is closed at once while another
+// address is still served.
+TEST_F(HttpServerTest, ConnectionsOverThePerClientLimitAreClosedOthersAreServed) {
+  Limits limits;
+  limits.max_connections_per_client = 2;
+  StartServer(std::move(limits));
+  std::string third, other;
+  bool third_eof = false;
+  HttpServer::ClientUse use_while_open;
+  Run([&] {
+    RawClient a(server_->port()), b(server_->port());
+    std::string got;
+    a.Send("GET /a HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(a.ReadOneResponse(&got));
+    b.Send("GET /b HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(b.ReadOneResponse(&got));
+    RawClient c(server_->port());
+    third_eof = c.ReadUntilEof(&third);
+    RawClient d(server_->port(), "127.0.0.2");
+    d.Send("GET /d HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(d.ReadOneResponse(&other));
+    std::promise<void> seen;
+    Post([&] {
+      use_while_open = server_->client_use("127.0.0.1");
+      seen.set_value();
+    });
+    seen.get_future().wait();
+  });
+  EXPECT_TRUE(third_eof);
+  EXPECT_EQ(third, "");
+  EXPECT_NE(other.find("200 OK"), std::string::npos);
+  EXPECT_EQ(use_while_open.connections, 2u);
+}
+
+// Declared bodies count against their client until answered: a second upload from the same
+// address is refused with 429 and Retry-After, one from another address is read.
+TEST_F(HttpServerTest, BodiesInFlightOverThePerClientLimitAre429) {
+  Limits limits;
+  limits.max_body_bytes_in_flight_per_client = 1000;
+  limits.max_body_bytes_in_flight = 1500;
+  StartServer(std::move(limits));
+  std::string second, other, global;
+  HttpServer::ClientUse after;
+  Run([&] {
+    RawClient first(server_->port());
+    first.Send("POST /1 HTTP/1.1\r\nContent-Length: 800\r\n\r\n" + std::string(100, 'a'));
+    RawClient same(server_->port());
+    same.Send("POST /2 HTTP/1.1\r\nContent-Length: 800\r\n\r\n");
+    EXPECT_TRUE(same.ReadUntilEof(&second));
+    RawClient far(server_->port(), "127.0.0.3");
+    far.Send("POST /3 HTTP/1.1\r\nContent-Length: 600\r\n\r\n");
+    RawClient over(server_->port(), "127.0.0.4");
+    over.Send("POST /4 HTTP/1.1\r\nContent-Length: 200\r\n\r\n");
+    EXPECT_TRUE(over.ReadUntilEof(&global));  // 800 + 600 + 200 > 1500 in all
+    far.Send(std::string(600, 'c'));
+    EXPECT_TRUE(far.ReadOneResponse(&other));
+    first.Send(std::string(700, 'a'));
+    std::string done;
+    EXPECT_TRUE(first.ReadOneResponse(&done));
+    std::promise<void> seen;
+    Post([&] {
+      after = server_->client_use("127.0.0.1");
+      seen.set_value();
+    });
+    seen.get_future().wait();
+  });
+  EXPECT_EQ(CountOf(second, "HTTP/1.1 429"), 1u) << second;
+  EXPECT_NE(second.find("Retry-After: 1"), std::string::npos);
+  EXPECT_EQ(CountOf(global, "HTTP/1.1 503"), 1u) << global;
+  EXPECT_NE(other.find("200 OK"), std::string::npos);
+  EXPECT_EQ(after.body_bytes, 0u);  // released once answered
+  EXPECT_EQ(handled_, 2);
 }
 
 // ---- Listen ----

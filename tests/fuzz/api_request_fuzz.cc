@@ -14,6 +14,7 @@
 
 #include "agentd/assignment.h"
 #include "coordinator/request_json.h"
+#include "wire/bounded_json.h"
 
 namespace {
 
@@ -123,7 +124,7 @@ void CheckToken(const json& body) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   // As Api::Body: an empty body is an empty object, anything else must be a JSON object.
-  json body = text.empty() ? json::object() : json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json body = text.empty() ? json::object() : jobctl::wire::ParseJson(text);
   if (!body.is_object()) return 0;
   CheckClaim(body);
   CheckHeartbeat(body);

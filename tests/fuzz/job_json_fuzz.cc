@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/bounded_json.h"
 #include "wire/job_json.h"
 
 namespace {
@@ -23,7 +24,7 @@ void Check(bool ok) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  json in = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json in = jobctl::wire::ParseJson(text);
   if (in.is_discarded()) return 0;
   jobctl::Result<jobctl::Job> job = jobctl::wire::JobFromJson(in);
   if (!job.ok()) {

@@ -25,7 +25,7 @@ class MalformedRequestTest : public EnvFaultTest {
   void SetUp() override {
     UseEventLogs();
     StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\nheader_timeout = \"2s\"\n"
-                     "idle_timeout = \"3s\"\n");
+                     "idle_timeout = \"3s\"\nbody_timeout = \"3s\"\n");
   }
 
   std::unique_ptr<RawConnection> Connect() {

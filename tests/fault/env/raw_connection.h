@@ -19,7 +19,9 @@ struct RawResponse {
 
 class RawConnection {
  public:
-  RawConnection(const std::string& host, int port);  // throws when it cannot connect
+  // Throws when it cannot connect. `from`: a local address to connect from ("127.0.0.2", to
+  // look like another client); empty: the kernel's choice.
+  RawConnection(const std::string& host, int port, const std::string& from = "");
   ~RawConnection();
   RawConnection(const RawConnection&) = delete;
   RawConnection& operator=(const RawConnection&) = delete;
