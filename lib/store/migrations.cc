@@ -73,6 +73,14 @@ UPDATE jobs SET
   misfire_cap = COALESCE(json_extract(spec, '$.misfire_cap'), 100)
 WHERE json_valid(spec);
 )sql"},
+      // The audit trail names the credential of each change, and is read newest first by
+      // time, action or actor (GET /v1/audit).
+      {3, R"sql(
+ALTER TABLE events ADD COLUMN token_id INTEGER;
+CREATE INDEX events_by_time ON events(at_ms);
+CREATE INDEX events_by_kind ON events(kind, id);
+CREATE INDEX events_by_actor ON events(actor, id);
+)sql"},
   };
   return kMigrations;
 }
