@@ -47,6 +47,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"GET", "/v1/tokens", Role::kAdmin, &Api::ListTokens},
       {"POST", "/v1/tokens", Role::kAdmin, &Api::CreateToken},
       {"DELETE", "/v1/tokens/{id}", Role::kAdmin, &Api::RevokeToken},
+      {"GET", "/v1/audit", Role::kAdmin, &Api::ListAudit},
       {"POST", "/v1/agent/claim", Role::kAgent, &Api::Claim},
       {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
       {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},
@@ -129,9 +130,18 @@ void Api::AuditDenied(const Call& c, std::string_view why) {
     audit_in_window_ = 0;
   }
   if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
-  Status s = ctx_->store->InsertEvent(ctx_->NowMs(), "auth-failure", c.who.name,
-                                      c.req.method + " " + c.req.path, std::string(why));
+  Status s = Audit(c, "auth-failure", c.req.method + " " + c.req.path, std::string(why));
   if (!s.ok()) ctx_->batch->Fail(s);
+}
+
+Status Api::Audit(const Call& c, std::string_view action, std::string subject,
+                  std::string detail) {
+  // A refused request before authentication has no credential: token id 0 is none.
+  std::optional<int64_t> token;
+  if (c.who.token_id != 0) token = c.who.token_id;
+  return ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), std::string(action),
+                                                  c.who.name, token, std::move(subject),
+                                                  std::move(detail)});
 }
 
 void Api::Json(Call& c, int status, const json& body) {

@@ -24,6 +24,7 @@ void Api::ApplyJobFile(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<ApplyRequest> req = ApplyRequestFromJson(*body, c.who.name);
   if (!req.ok()) return Fail(c, req.status());
+  req->credential = {c.who.name, c.who.token_id};
   ApplyOutcome out = p_.applier->Apply(*req);
   if (out.wrote && out.http_status == 200) return JsonAfterCommit(c, 200, out.body);
   Json(c, out.http_status, out.body);
@@ -54,8 +55,9 @@ void Api::Trigger(Call& c) {
   std::string env_json = env.empty() ? "" : json(env).dump();
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
   if (!run.ok()) return Fail(c, run.status());
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "trigger", c.who.name, job->name,
-                                 "run " + std::to_string(run->id));
+  if (Status s = Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id)); !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
   json out = RunJson(run.value());
   out["existing"] = false;
@@ -65,14 +67,16 @@ void Api::Trigger(Call& c) {
 void Api::Pause(Call& c) {
   JobEntry* job = JobOr404(c);
   if (job == nullptr) return;
-  if (Status s = p_.applier->SetPaused(*job, true, c.who.name); !s.ok()) return Fail(c, s);
+  Credential who{c.who.name, c.who.token_id};
+  if (Status s = p_.applier->SetPaused(*job, true, who); !s.ok()) return Fail(c, s);
   JsonAfterCommit(c, 200, JobSummary(*job));
 }
 
 void Api::Resume(Call& c) {
   JobEntry* job = JobOr404(c);
   if (job == nullptr) return;
-  if (Status s = p_.applier->SetPaused(*job, false, c.who.name); !s.ok()) return Fail(c, s);
+  Credential who{c.who.name, c.who.token_id};
+  if (Status s = p_.applier->SetPaused(*job, false, who); !s.ok()) return Fail(c, s);
   JsonAfterCommit(c, 200, JobSummary(*job));
 }
 
@@ -80,7 +84,7 @@ void Api::CancelRun(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
   if (Status s = p_.book->Cancel(*id, "canceled by " + c.who.name); !s.ok()) return Fail(c, s);
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "cancel", c.who.name, "run " + c.params["id"], "");
+  if (Status s = Audit(c, "cancel", "run " + c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
   json out = run.ok() && *run ? RunJson(**run) : json{{"id", *id}};
@@ -104,8 +108,10 @@ void Api::RetryRun(Call& c) {
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
                                           (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "retry", c.who.name, "run " + c.params["id"],
-                                 "run " + std::to_string(run->id));
+  if (Status s = Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
+      !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 201, RunJson(run.value()));
 }
 
@@ -116,6 +122,9 @@ void Api::DrainAgent(Call& c) {
   if (!req.ok()) return Fail(c, req.status());
   bool draining = req->draining;
   if (Status s = p_.dispatcher->SetDraining(c.params["name"], draining); !s.ok()) return Fail(c, s);
+  if (Status s = Audit(c, draining ? "drain" : "undrain", c.params["name"], ""); !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
 }
 
@@ -136,7 +145,10 @@ void Api::CreateToken(Call& c) {
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-create", c.who.name, row.name, role_text);
+  if (Status s = Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
+      !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", jobs},
                            {"token", *secret}});
 }
@@ -162,7 +174,7 @@ void Api::RevokeToken(Call& c) {
                : Fail(c, s);
   }
   p_.auth->Revoke(*id);
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-revoke", c.who.name, c.params["id"], "");
+  if (Status s = Audit(c, "token-revoke", c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
   JsonAfterCommit(c, 200, {{"id", *id}, {"revoked", true}});
 }
 
