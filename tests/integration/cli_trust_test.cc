@@ -119,7 +119,7 @@ class CliTrustTest : public CoordinatorFixture {
     for (auto& [k, v] : extra) o.env[k] = v;
     o.cwd = dir_.path();
     o.unset_env = {"NO_COLOR"};
-    return Run(Argv(std::move(args)), o);
+    return jobctl::testing::Run(Argv(std::move(args)), o);
   }
   std::string OnTerminal(std::vector<std::string> args, int* rc = nullptr) {
     int code = 0;
