@@ -68,7 +68,7 @@ Result<std::string> ReadValid(const std::string& verb, const std::string& path, 
   }
   JobFileResult parsed = ParseJobFile(*text, path);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << d.ToString() << '\n';
+    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     *rc = Fail(verb, path, Status::InvalidArgument(std::to_string(parsed.errors.size()) +
                                                    " error(s); nothing was applied"));
     return Status::InvalidArgument("invalid");
