@@ -55,7 +55,8 @@ void Api::Trigger(Call& c) {
   std::string env_json = env.empty() ? "" : json(env).dump();
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
   if (!run.ok()) return Fail(c, run.status());
-  if (Status s = Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id)); !s.ok()) {
+  if (Status s = Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id));
+      !s.ok()) {
     ctx_->batch->Fail(s);
   }
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
@@ -145,7 +146,8 @@ void Api::CreateToken(Call& c) {
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  if (Status s = Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
+  if (Status s = Audit(c, "token-create", row.name,
+                       "id " + std::to_string(*id) + ", role " + role_text);
       !s.ok()) {
     ctx_->batch->Fail(s);
   }
