@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/secret_file.h"
 #include "model/env_rules.h"
 #include "secrets.h"
 
@@ -65,9 +66,9 @@ Status Agent::Start() {
     return s;
   }
   self_ = {me->name, geteuid() == 0};
-  std::error_code ec;
-  std::filesystem::create_directories(settings_.state_dir, ec);
-  if (ec) return Status::Io("cannot create state dir " + settings_.state_dir + ": " + ec.message());
+  if (Status s = MakePrivateDir(settings_.state_dir); !s.ok()) {
+    return s.WithContext("state dir");
+  }
   if (Status s = spool_.Open(); !s.ok()) return s;
   if (Status s = reporter_->Open(); !s.ok()) return s;
   if (Status s = leases_->Init(); !s.ok()) return s;

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "base/secret_file.h"
 #include "wire/bounded_json.h"
 
 namespace jobctl::agentd {
@@ -33,9 +34,8 @@ std::string RunReporter::PathFor(AttemptKey key) const {
 }
 
 Status RunReporter::Open() {
+  if (Status s = MakePrivateDir(dir_); !s.ok()) return s;
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return Status::Io("cannot create " + dir_ + ": " + ec.message());
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".json") {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/secret_file.h"
 #include "base/version.h"
 #include "config/agent_config.h"
 
@@ -22,6 +23,9 @@ std::string Trim(std::string s) {
 Result<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument(path + ": cannot read the token file");
+  if (std::optional<std::string> loose = LooseSecretFileMode(path, "token file")) {
+    log::Warn(*loose, {{"path", path}});
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   std::string token = Trim(ss.str());

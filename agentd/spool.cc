@@ -10,6 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/log.h"
+#include "base/secret_file.h"
+
 namespace jobctl::agentd {
 namespace {
 
@@ -98,16 +101,18 @@ void Spool::SaveDropped(AttemptKey key, const Attempt& a) {
     return;
   }
   // Rare (once per dropped segment) and tiny; losing it loses only the marker's number.
-  if (FILE* f = std::fopen(path.c_str(), "w")) {
-    std::fprintf(f, "%lld\n", static_cast<long long>(a.dropped));
-    std::fclose(f);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  std::string text = std::to_string(a.dropped) + "\n";
+  if (write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    log::Debug("cannot write a dropped-output count", {{"path", path}});
   }
+  close(fd);
 }
 
 Status Spool::Open() {
+  if (Status s = MakePrivateDir(dir_); !s.ok()) return s;
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) return Status::Io("cannot create " + dir_ + ": " + ec.message());
   std::vector<std::pair<uint64_t, std::string>> found;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     found.emplace_back(0, entry.path().filename().string());

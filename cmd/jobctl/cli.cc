@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "exit_codes.h"
+#include "output.h"
 
 namespace jobctl::cli {
 
@@ -15,10 +16,15 @@ int Fail(std::string_view verb, std::string_view object, const Status& status) {
 }
 
 int Fail(std::string_view verb, std::string_view object, const Status& status, int exit_code) {
-  std::cerr << "jobctl: " << verb;
-  if (!object.empty()) std::cerr << ' ' << object;
-  std::cerr << ": " << status.message() << '\n';
+  // The message may quote the coordinator, and through it what agents and other users sent.
+  std::string line(verb);
+  if (!object.empty()) line += " " + std::string(object);
+  std::cerr << "jobctl: " << Shown(line + ": " + status.message(), STDERR_FILENO) << '\n';
   return exit_code;
+}
+
+void Warn(std::string_view message) {
+  std::cerr << "jobctl: warning: " << Shown(message, STDERR_FILENO) << '\n';
 }
 
 Result<std::string> ReadFileText(const std::string& path) {

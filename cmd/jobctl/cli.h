@@ -28,6 +28,9 @@ struct GlobalOptions {
 int Fail(std::string_view verb, std::string_view object, const Status& status);
 int Fail(std::string_view verb, std::string_view object, const Status& status, int exit_code);
 
+// Prints "jobctl: warning: <message>" on stderr.
+void Warn(std::string_view message);
+
 // Reads a whole file ("-" = stdin). kIo with the OS reason when it cannot.
 Result<std::string> ReadFileText(const std::string& path);
 
@@ -39,6 +42,7 @@ void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterAudit(CLI::App& app, GlobalOptions& g, int* rc);         // audit
 void RegisterEdit(CLI::App& app, GlobalOptions& g, int* rc);        // add, rm, edit
 void RegisterImport(CLI::App& app, GlobalOptions& g, int* rc);      // import-crontab
 void RegisterCompletion(CLI::App& app, GlobalOptions& g, int* rc);  // completion bash|zsh|fish

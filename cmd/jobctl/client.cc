@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/secret_file.h"
 #include "wire/bounded_json.h"
 #include "config/cli_config.h"
 
@@ -23,6 +24,7 @@ std::string Env(const char* name) {
 Result<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument("cannot read token file " + path);
+  if (std::optional<std::string> loose = LooseSecretFileMode(path, "token file")) Warn(*loose);
   std::string token;
   std::getline(in, token);
   while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
@@ -86,6 +88,9 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
     token = Env("JOBCTL_TOKEN");
   } else if (!file->token.empty()) {
     token = file->token;
+    if (std::optional<std::string> loose = LooseSecretFileMode(file->path, "config file with a token")) {
+      Warn(*loose);
+    }
   } else if (!file->token_file.empty()) {
     Result<std::string> t = ReadToken(file->token_file);
     if (!t.ok()) return t.status();

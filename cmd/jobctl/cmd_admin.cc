@@ -45,7 +45,7 @@ int RunDrain(const std::string& name, bool undo, const GlobalOptions& g) {
   if (!client.ok()) return Fail("agents drain", name, client.status(), kExitConfig);
   Result<json> r = (*client)->Post("/v1/agents/" + UrlEncode(name) + "/drain", {{"draining", !undo}});
   if (!r.ok()) return Fail("agents drain", name, r.status());
-  std::cout << name << (undo ? " takes shards again" : " draining: no new shards; running ones finish") << '\n';
+  std::cout << Shown(name) << (undo ? " takes shards again" : " draining: no new shards; running ones finish") << '\n';
   return kExitOk;
 }
 
@@ -111,8 +111,8 @@ int RunTokenCreate(const TokenOptions& o, const GlobalOptions& g) {
   } else {
     // The secret on stdout alone, so `jobctl token create ... > file` just works.
     std::cout << JsonString(*r, "token") << '\n';
-    std::cerr << "token " << (*r)["id"] << " (" << JsonString(*r, "name") << ", role " << o.role
-              << ") created; it is shown only now\n";
+    std::cerr << "token " << (*r)["id"] << " (" << Shown(JsonString(*r, "name"), STDERR_FILENO)
+              << ", role " << o.role << ") created; it is shown only now\n";
   }
   return kExitOk;
 }
@@ -144,7 +144,7 @@ int RunTokenRevoke(const TokenOptions& o, const GlobalOptions& g) {
   if (!client.ok()) return Fail("token revoke", o.id, client.status(), kExitConfig);
   Result<json> r = (*client)->Delete("/v1/tokens/" + UrlEncode(o.id));
   if (!r.ok()) return Fail("token revoke", o.id, r.status());
-  std::cout << "token " << o.id << " revoked\n";
+  std::cout << "token " << Shown(o.id) << " revoked\n";
   return kExitOk;
 }
 

@@ -55,19 +55,23 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
     return kExitOk;
   }
   const json& d = (*job)["definition"];
-  std::cout << "Name:      " << name << '\n'
-            << "Schedule:  " << JsonString(d, "schedule")
-            << (JsonString(d, "timezone").empty() ? "" : " (" + JsonString(d, "timezone") + ")") << '\n';
+  std::cout << "Name:      " << Shown(name) << '\n'
+            << "Schedule:  "
+            << Shown(JsonString(d, "schedule") +
+                     (JsonString(d, "timezone").empty() ? "" : " (" + JsonString(d, "timezone") + ")"))
+            << '\n';
   std::string cmd = JsonString(d, "shell");
   if (cmd.empty()) {
     for (const auto& a : d["command"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
   }
-  std::cout << "Command:   " << cmd << '\n'
-            << "Shards:    " << d["shards"] << "  route " << JsonString(d, "route") << "  overlap "
-            << JsonString(d, "overlap") << "  misfire " << JsonString(d, "misfire") << '\n'
+  std::cout << "Command:   " << Shown(cmd) << '\n'
+            << "Shards:    " << d["shards"] << "  route "
+            << Shown(JsonString(d, "route") + "  overlap " + JsonString(d, "overlap") +
+                     "  misfire " + JsonString(d, "misfire"))
+            << '\n'
             << "Paused:    " << ((*job)["paused"].get<bool>() ? "yes" : "no") << '\n'
             << "Next fires:\n";
-  for (const auto& f : (*job)["next_fires"]) std::cout << "  " << f.get<std::string>() << '\n';
+  for (const auto& f : (*job)["next_fires"]) std::cout << "  " << Shown(f.get<std::string>()) << '\n';
   std::cout << "Recent runs:\n";
   Table t({"RUN", "REASON", "SCHEDULED", "STATE", "SHARD", "HOST", "EXIT", "DURATION"});
   for (const auto& r : (*job)["recent_runs"]) {
@@ -102,7 +106,7 @@ int RunPause(const std::string& verb, const std::string& name, const GlobalOptio
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
   } else {
-    std::cout << name << (verb == "pause" ? " paused" : " resumed") << '\n';
+    std::cout << Shown(name) << (verb == "pause" ? " paused" : " resumed") << '\n';
   }
   return kExitOk;
 }

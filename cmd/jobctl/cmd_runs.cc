@@ -130,11 +130,15 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     }
     if (progress) {
       auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-      std::cerr << "\r\x1b[K" << kSpinner[tick++ % 4] << " run " << id << " of " << opt.job << ": "
-                << JsonString(*r, "state") << " (" << FormatDuration(secs) << ")" << std::flush;
+      std::cerr << "\r\x1b[K" << kSpinner[tick++ % 4] << " run " << id << " of "
+                << Shown(opt.job + ": " + JsonString(*r, "state"), STDERR_FILENO) << " (" << FormatDuration(secs) << ")" << std::flush;
     }
   }
-  if (g.format() == OutputFormat::kJson) PrintJson(last); else std::cerr << Summary(last) << '\n';
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(last);
+  } else {
+    std::cerr << Shown(Summary(last), STDERR_FILENO) << '\n';
+  }
   return Succeeded(last) ? kExitOk : kExitFailed;
 }
 
@@ -183,6 +187,8 @@ struct LogsOptions {
   bool follow = false;
   int shard = -1;
   std::string stream;
+  std::string color = "never";  // never, auto or always: the job's own colours on a terminal
+  bool raw = false;
 };
 
 int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
@@ -214,9 +220,11 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   }
   fo.prefix = opt.shard < 0 && (*info)["shard_total"].get<int>() > 1;
   fo.stop = &g_interrupted;
+  const bool keep = opt.color == "always" || (opt.color == "auto" && ColorEnabled(g));
+  fo.sgr = keep ? SgrPolicy::kKeep : SgrPolicy::kDrop;
+  fo.raw = opt.raw;
   LogFollower follower(client->get(), run, fo);
   if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
-  (void)g;
   return kExitOk;
 }
 
@@ -230,7 +238,7 @@ int RunAction(const std::string& verb, const std::string& run, const GlobalOptio
   } else if (verb == "retry") {
     std::cout << (*r)["id"].get<int64_t>() << '\n';
   } else {
-    std::cout << "run " << run << " canceled\n";
+    std::cout << "run " << Shown(run) << " canceled\n";
   }
   return kExitOk;
 }
@@ -279,7 +287,17 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   logs->add_option("--since", l->since, "Only output printed within this duration, e.g. 10m");
   logs->add_option("--stream", l->stream, "Only stdout or stderr")
       ->check(CLI::IsMember({"stdout", "stderr"}));
-  logs->footer("Example:\n  jobctl logs -f 1234\n  jobctl logs nightly-backup --stream stderr");
+  logs->add_option("--color", l->color,
+                   "On a terminal, the job's colours: never (default: removed), auto (kept "
+                   "unless NO_COLOR or --no-color), always")
+      ->check(CLI::IsMember({"never", "auto", "always"}));
+  logs->add_flag("--raw", l->raw,
+                 "On a terminal too, write the output byte for byte, escape sequences and all");
+  logs->footer(
+      "Example:\n  jobctl logs -f 1234\n  jobctl logs nightly-backup --stream stderr\n"
+      "On a terminal, control characters and escape sequences in the output are shown, not\n"
+      "obeyed (ESC as ^[, C1 controls as \\u009b, bytes that are not UTF-8 as \\xff); into a\n"
+      "pipe or a file the output is written exactly as the job printed it.");
   logs->callback([l, &g, rc] { *rc = RunLogs(*l, g); });
 
   for (const char* verb : {"cancel", "retry"}) {

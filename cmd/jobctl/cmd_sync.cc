@@ -68,7 +68,7 @@ Result<std::string> ReadValid(const std::string& verb, const std::string& path, 
   }
   JobFileResult parsed = ParseJobFile(*text, path);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << d.ToString() << '\n';
+    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     *rc = Fail(verb, path, Status::InvalidArgument(std::to_string(parsed.errors.size()) +
                                                    " error(s); nothing was applied"));
     return Status::InvalidArgument("invalid");
@@ -108,13 +108,13 @@ int ApplyFile(const std::string& path, const GlobalOptions& g, bool force) {
     PrintJson(*r);
     return kExitOk;
   }
-  for (const auto& n : (*r)["created"]) std::cout << "created    " << n.get<std::string>() << '\n';
+  for (const auto& n : (*r)["created"]) std::cout << "created    " << Shown(n.get<std::string>()) << '\n';
   for (const auto& c : (*r)["changed"]) {
     std::string fields;
     for (const auto& f : c["fields"]) fields += (fields.empty() ? "" : ", ") + f.get<std::string>();
-    std::cout << "changed    " << c["name"].get<std::string>() << " (" << fields << ")\n";
+    std::cout << "changed    " << Shown(c["name"].get<std::string>() + " (" + fields + ")") << '\n';
   }
-  for (const auto& n : (*r)["removed"]) std::cout << "removed    " << n.get<std::string>() << '\n';
+  for (const auto& n : (*r)["removed"]) std::cout << "removed    " << Shown(n.get<std::string>()) << '\n';
   std::cout << "revision " << (*r)["revision"].get<int64_t>() << ": " << (*r)["created"].size()
             << " created, " << (*r)["changed"].size() << " changed, " << (*r)["removed"].size()
             << " removed, " << (*r)["unchanged"].size() << " unchanged\n";
@@ -169,10 +169,10 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
   if (g.format() == OutputFormat::kJson) {
     PrintJson(out);
   } else {
-    for (const auto& n : out["created"]) std::cout << "+ " << n.get<std::string>() << '\n';
+    for (const auto& n : out["created"]) std::cout << "+ " << Shown(n.get<std::string>()) << '\n';
     for (const auto& c : out["changed"]) {
-      std::cout << "~ " << c["name"].get<std::string>() << '\n';
-      for (const auto& f : c["fields"]) std::cout << "    " << f.get<std::string>() << '\n';
+      std::cout << "~ " << Shown(c["name"].get<std::string>()) << '\n';
+      for (const auto& f : c["fields"]) std::cout << "    " << Shown(f.get<std::string>()) << '\n';
     }
     for (const auto& n : out["removed"]) std::cout << "- " << n.get<std::string>() << '\n';
     if (!differs) std::cout << "no changes against revision " << (*current)["revision"] << '\n';
@@ -190,7 +190,7 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   if (revision == 0) return Fail("pull", path, Status::NotFound("no job file has been applied yet"));
   std::string text = JsonString(*current, "text");
   if (path == "-") {
-    std::cout << text;
+    std::cout << Shown(text);
     return kExitOk;
   }
   std::string tmp = path + ".jobctl-tmp";
@@ -203,8 +203,8 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   std::filesystem::rename(tmp, path, ec);
   if (ec) return Fail("pull", path, Status::Io(ec.message()), kExitCantCreate);
   RecordRevision(**client, path, revision);
-  std::cerr << "pulled revision " << revision << " (applied by " << JsonString(*current, "author")
-            << " at " << JsonString(*current, "applied_at") << ") into " << path << '\n';
+  std::cerr << "pulled revision " << revision << " (applied by "
+            << Shown(JsonString(*current, "author"), STDERR_FILENO) << " at " << JsonString(*current, "applied_at") << ") into " << path << '\n';
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "config/job_file.h"
 #include "exit_codes.h"
+#include "output.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
 
@@ -82,7 +83,7 @@ int RunValidate(const ValidateOptions& opt, const GlobalOptions& g) {
     if (opt.next > 0) PrintNextTable(result.file, opt.next, SystemClock().Now());
     return kExitOk;
   }
-  for (const Diagnostic& d : result.errors) std::cerr << d.ToString() << '\n';
+  for (const Diagnostic& d : result.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
   std::cerr << "jobctl: validate " << path << ": " << result.errors.size()
             << (result.errors.size() == 1 ? " error" : " errors") << '\n';
   return kExitDataErr;

@@ -22,12 +22,17 @@ void WriteAll(int fd, std::string_view data) {
 void LogFollower::Emit(const std::string& key, bool to_stderr, const std::string& prefix,
                        const std::string& data) {
   int fd = to_stderr ? STDERR_FILENO : STDOUT_FILENO;
+  std::string safe;
+  if (terminal_[fd]) {
+    sanitizers_.try_emplace(key, options_.sgr).first->second.Feed(data, &safe);
+  }
+  const std::string& shown = terminal_[fd] ? safe : data;
   if (!options_.prefix) {
-    WriteAll(fd, data);
+    WriteAll(fd, shown);
     return;
   }
   std::string& part = partial_[key];
-  part += data;
+  part += shown;
   size_t start = 0;
   for (size_t nl = part.find('\n'); nl != std::string::npos; nl = part.find('\n', start)) {
     WriteAll(fd, prefix + part.substr(start, nl - start + 1));
@@ -37,6 +42,18 @@ void LogFollower::Emit(const std::string& key, bool to_stderr, const std::string
 }
 
 void LogFollower::FlushPartials() {
+  // What a sanitizer holds (a sequence the run never finished) is shown, then any colour
+  // it let through is reset.
+  for (auto& [key, sanitizer] : sanitizers_) {
+    std::string rest;
+    sanitizer.Finish(&rest);
+    if (rest.empty()) continue;
+    if (options_.prefix) {
+      partial_[key] += rest;
+    } else {
+      WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO, rest);
+    }
+  }
   for (auto& [key, part] : partial_) {
     if (part.empty()) continue;
     WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO, "[" + key.substr(0, key.size() - 2) + "] " + part + "\n");

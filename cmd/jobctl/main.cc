@@ -31,8 +31,14 @@ int Main(int argc, char** argv) {
   app.add_option("--file", g.file, "Job file (env JOBCTL_FILE, default ./jobs.toml)");
   app.add_option("--coordinator", g.coordinator,
                  "Coordinator URL (env JOBCTL_COORDINATOR, default http://127.0.0.1:7070)");
-  app.add_option("--token", g.token, "API token (env JOBCTL_TOKEN)");
-  app.add_option("--token-file", g.token_file, "Read the API token from this file");
+  // A secret on the command line is in every user's `ps`: say so, once, and go on.
+  app.add_option("--token", g.token,
+                 "API token; visible to other users in ps: prefer --token-file or JOBCTL_TOKEN")
+      ->each([](const std::string&) {
+        Warn("--token is visible to every user of this host (ps, /proc); use --token-file FILE "
+             "or JOBCTL_TOKEN instead");
+      });
+  app.add_option("--token-file", g.token_file, "Read the API token from this file (first line)");
   app.add_option("-o,--output", g.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--no-color", g.no_color, "Never colour the output (also NO_COLOR=1)");
@@ -52,6 +58,7 @@ int Main(int argc, char** argv) {
   RegisterJobs(app, g, &rc);
   RegisterRuns(app, g, &rc);
   RegisterAdmin(app, g, &rc);
+  RegisterAudit(app, g, &rc);
   RegisterServe(app, g, &rc);
   RegisterEdit(app, g, &rc);
   RegisterImport(app, g, &rc);

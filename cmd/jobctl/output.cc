@@ -5,41 +5,86 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "base/terminal_text.h"
 #include "model/time_format.h"
 
 namespace jobctl::cli {
+namespace {
+
+// Columns on screen: UTF-8 continuation bytes take none, colour escapes (ours) none.
+size_t Visible(const std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      while (i < s.size() && s[i] != 'm') ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+Cell Cell::Colored(std::string text, const char* sgr) {
+  Cell c;
+  c.parts_.push_back({std::move(text), sgr});
+  return c;
+}
+
+Cell Cell::operator+(const std::string& more) const {
+  Cell c = *this;
+  c.parts_.push_back({more, nullptr});
+  return c;
+}
+
+std::string Cell::Render(bool terminal) const {
+  std::string out;
+  for (const Part& p : parts_) {
+    std::string text = terminal ? SanitizeForTerminal(p.text) : p.text;
+    out += p.sgr == nullptr ? text : std::string("\x1b[") + p.sgr + "m" + text + "\x1b[0m";
+  }
+  return out;
+}
 
 void Table::Print(std::ostream& out) const {
-  std::vector<size_t> width(header_.size(), 0);
-  auto visible = [](const std::string& s) {
-    // Colour escapes take no room on screen.
-    size_t n = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\x1b') {
-        while (i < s.size() && s[i] != 'm') ++i;
-        continue;
-      }
-      if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) ++n;
-    }
-    return n;
-  };
-  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  const bool terminal = IsTerminal(STDOUT_FILENO);
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(rows_.size());
   for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], visible(row[c]));
+    std::vector<std::string> shown;
+    for (const Cell& c : row) shown.push_back(c.Render(terminal));
+    rows.push_back(std::move(shown));
+  }
+  std::vector<size_t> width(header_.size(), 0);
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], Visible(row[c]));
   }
   auto line = [&](const std::vector<std::string>& row) {
     std::string s;
     for (size_t c = 0; c < row.size(); ++c) {
       s += row[c];
-      if (c + 1 < row.size()) s += std::string(width[c] - visible(row[c]) + 2, ' ');
+      if (c + 1 < row.size()) s += std::string(width[c] - std::min(width[c], Visible(row[c])) + 2, ' ');
     }
     out << s << '\n';
   };
   line(header_);
-  for (const auto& row : rows_) line(row);
+  for (const auto& row : rows) line(row);
 }
 
-void PrintJson(const nlohmann::json& j) { std::cout << j.dump(2) << '\n'; }
+bool IsTerminal(int fd) { return isatty(fd) != 0; }
+
+std::string Shown(std::string_view data, int fd) {
+  return IsTerminal(fd) ? SanitizeForTerminal(data) : std::string(data);
+}
+
+std::string Shown(std::string_view data) { return Shown(data, STDOUT_FILENO); }
+
+void PrintJson(const nlohmann::json& j) {
+  std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::cout << (IsTerminal(STDOUT_FILENO) ? EscapeJsonForTerminal(text) : text) << '\n';
+}
 
 std::string JsonString(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
@@ -66,7 +111,7 @@ bool ColorEnabled(const GlobalOptions& g) {
   return isatty(STDOUT_FILENO) != 0;
 }
 
-std::string Colored(const std::string& state, const GlobalOptions& g) {
+Cell Colored(const std::string& state, const GlobalOptions& g) {
   if (!ColorEnabled(g)) return state;
   const char* code = state == "succeeded" ? "32"
                      : (state == "failed" || state == "timed_out" || state == "lost") ? "31"
@@ -74,7 +119,7 @@ std::string Colored(const std::string& state, const GlobalOptions& g) {
                      : (state == "canceled" || state == "skipped") ? "33"
                                                                      : nullptr;
   if (code == nullptr) return state;
-  return std::string("\x1b[") + code + "m" + state + "\x1b[0m";
+  return Cell::Colored(state, code);
 }
 
 }  // namespace jobctl::cli

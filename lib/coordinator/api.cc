@@ -50,6 +50,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"POST", "/v1/tokens", Role::kAdmin, &Api::CreateToken},
       {"DELETE", "/v1/tokens/{id}", Role::kAdmin, &Api::RevokeToken},
       {"POST", "/v1/agent/enrol", Role::kJoin, &Api::Enrol},
+      {"GET", "/v1/audit", Role::kAdmin, &Api::ListAudit},
       {"POST", "/v1/agent/claim", Role::kAgent, &Api::Claim},
       {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
       {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},
@@ -202,14 +203,24 @@ void Api::AuditDenied(const std::string& who, const http::Request& req, std::str
     audit_in_window_ = 0;
   }
   if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
-  Status s = ctx_->store->InsertEvent(ctx_->NowMs(), "auth-failure", who,
-                                      req.method + " " + req.path, std::string(why));
+  Status s = ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), "auth-failure", who,
+                                                      std::nullopt, req.method + " " + req.path,
+                                                      std::string(why)});
   if (!s.ok()) ctx_->batch->Fail(s);
 }
 
 http::Response Api::ErrorResponse(int status, std::string_view error, const std::string& message) {
   json body = {{"error", error}, {"message", message}};
   return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+Status Api::Audit(const Call& c, std::string_view action, std::string subject,
+                  std::string detail) {
+  std::optional<int64_t> token;
+  if (c.who.token_id != 0) token = c.who.token_id;
+  return ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), std::string(action),
+                                                  c.who.name, token, std::move(subject),
+                                                  std::move(detail)});
 }
 
 void Api::Json(Call& c, int status, const json& body) {

@@ -120,6 +120,7 @@ class Api {
   void ReadLogs(Call& c);
   void ListAgents(Call& c);
   void ListMisses(Call& c);
+  void ListAudit(Call& c);
   // Trigger.
   void Trigger(Call& c);
   // Admin.
@@ -155,6 +156,9 @@ class Api {
   // Records a refused request in the audit trail, at most a few per second so that a flood
   // of bad requests cannot turn into a flood of writes.
   void AuditDenied(const std::string& who, const http::Request& req, std::string_view why);
+  // Records a change in the audit trail (the store's events), in the current write batch,
+  // with the caller's credential: its name and token id.
+  Status Audit(const Call& c, std::string_view action, std::string subject, std::string detail);
 
   Context* ctx_;
   Parts p_;

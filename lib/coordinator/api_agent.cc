@@ -79,8 +79,7 @@ void Api::Enrol(Call& c) {
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  if (Status e = ctx_->store->InsertEvent(row.created_ms, "agent-enrol", c.who.name, req->agent,
-                                          "token " + std::to_string(*id));
+  if (Status e = Audit(c, "agent-enrol", req->agent, "token " + std::to_string(*id));
       !e.ok()) {
     ctx_->batch->Fail(e);
   }

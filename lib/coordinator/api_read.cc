@@ -1,4 +1,5 @@
-// The read routes: job file, jobs, runs (and waiting for one), output, agents, misses.
+// The read routes: job file, jobs, runs (and waiting for one), output, agents, misses, and
+// the audit trail.
 #include <algorithm>
 
 #include "base/base64.h"
@@ -235,6 +236,45 @@ void Api::ListAgents(Call& c) {
                    {"draining", a.draining},
                    {"connected", p_.dispatcher->AgentAlive(a)},
                    {"last_seen", a.last_seen_ms ? FormatUtc(FromUnixMs(a.last_seen_ms)) : ""}});
+  }
+  Json(c, 200, out);
+}
+
+// GET /v1/audit?action=&actor=&since=&before=&limit=: the audit trail, newest first, one
+// bounded page at a time (the next page: before=<the last id>).
+void Api::ListAudit(Call& c) {
+  static constexpr int64_t kMaxPage = 1000;
+  static constexpr size_t kMaxFilter = 256;
+  const auto& q = c.req.query;
+  store::EventFilter f;
+  for (auto [key, slot] : {std::pair{"action", &f.kind}, std::pair{"actor", &f.actor}}) {
+    auto it = q.find(key);
+    if (it == q.end() || it->second.empty()) continue;
+    if (it->second.size() > kMaxFilter) {
+      return FailWith(c, 400, "bad_request", std::string(key) + " is too long");
+    }
+    *slot = it->second;
+  }
+  if (auto it = q.find("since"); it != q.end() && !it->second.empty()) {
+    Result<WallTime> since = ParseInstant(it->second);
+    if (!since.ok()) return Fail(c, since.status());
+    f.since_ms = ToUnixMs(*since);
+  }
+  if (q.count("before") && !IntParam(q, "before")) {
+    return FailWith(c, 400, "bad_request", "before is an event id");
+  }
+  if (q.count("limit") && !IntParam(q, "limit")) {
+    return FailWith(c, 400, "bad_request", "limit is a number");
+  }
+  f.before_id = IntParam(q, "before");
+  f.limit = static_cast<int>(std::clamp<int64_t>(IntParam(q, "limit").value_or(100), 1, kMaxPage));
+  Result<std::vector<store::EventRow>> events = ctx_->store->ListEvents(f);
+  if (!events.ok()) return Fail(c, events.status());
+  json out = json::array();
+  for (const store::EventRow& e : *events) {
+    out.push_back({{"id", e.id}, {"at", FormatUtc(FromUnixMs(e.at_ms))}, {"action", e.kind},
+                   {"actor", e.actor}, {"token_id", e.token_id ? json(*e.token_id) : json()},
+                   {"subject", e.subject}, {"detail", e.detail}});
   }
   Json(c, 200, out);
 }

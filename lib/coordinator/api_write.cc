@@ -24,6 +24,7 @@ void Api::ApplyJobFile(Call& c) {
   if (!body.ok()) return Fail(c, body.status());
   Result<ApplyRequest> req = ApplyRequestFromJson(*body, c.who.name);
   if (!req.ok()) return Fail(c, req.status());
+  req->credential = {c.who.name, c.who.token_id};
   ApplyOutcome out = p_.applier->Apply(*req);
   if (out.wrote && out.http_status == 200) return JsonAfterCommit(c, 200, out.body);
   Json(c, out.http_status, out.body);
@@ -58,8 +59,10 @@ void Api::Trigger(Call& c) {
   std::string env_json = params->empty() ? "" : json(*params).dump();
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
   if (!run.ok()) return Fail(c, run.status());
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "trigger", c.who.name, job->name,
-                                 "run " + std::to_string(run->id));
+  if (Status s = Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id));
+      !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
   json out = RunJson(run.value(), c.who);
   out["existing"] = false;
@@ -69,14 +72,16 @@ void Api::Trigger(Call& c) {
 void Api::Pause(Call& c) {
   JobEntry* job = JobOr404(c);
   if (job == nullptr) return;
-  if (Status s = p_.applier->SetPaused(*job, true, c.who.name); !s.ok()) return Fail(c, s);
+  Credential who{c.who.name, c.who.token_id};
+  if (Status s = p_.applier->SetPaused(*job, true, who); !s.ok()) return Fail(c, s);
   JsonAfterCommit(c, 200, JobSummary(*job));
 }
 
 void Api::Resume(Call& c) {
   JobEntry* job = JobOr404(c);
   if (job == nullptr) return;
-  if (Status s = p_.applier->SetPaused(*job, false, c.who.name); !s.ok()) return Fail(c, s);
+  Credential who{c.who.name, c.who.token_id};
+  if (Status s = p_.applier->SetPaused(*job, false, who); !s.ok()) return Fail(c, s);
   JsonAfterCommit(c, 200, JobSummary(*job));
 }
 
@@ -84,7 +89,7 @@ void Api::CancelRun(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
   if (Status s = p_.book->Cancel(*id, "canceled by " + c.who.name); !s.ok()) return Fail(c, s);
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "cancel", c.who.name, "run " + c.params["id"], "");
+  if (Status s = Audit(c, "cancel", "run " + c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
   json out = run.ok() && *run ? RunJson(**run, c.who) : json{{"id", *id}};
@@ -108,8 +113,10 @@ void Api::RetryRun(Call& c) {
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
                                           (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "retry", c.who.name, "run " + c.params["id"],
-                                 "run " + std::to_string(run->id));
+  if (Status s = Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
+      !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
 }
 
@@ -120,6 +127,9 @@ void Api::DrainAgent(Call& c) {
   if (!req.ok()) return Fail(c, req.status());
   bool draining = req->draining;
   if (Status s = p_.dispatcher->SetDraining(c.params["name"], draining); !s.ok()) return Fail(c, s);
+  if (Status s = Audit(c, draining ? "drain" : "undrain", c.params["name"], ""); !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
 }
 
@@ -136,9 +146,9 @@ void Api::RemoveAgent(Call& c) {
     return FailWith(c, 404, "not_found", "no such agent: " + name);
   }
   p_.auth->RevokeAgent(name);
-  if (Status e = ctx_->store->InsertEvent(ctx_->NowMs(), "agent-remove", c.who.name, name,
-                                          std::to_string(*revoked) + " credential(s) revoked" +
-                                              (force ? ", forced" : ""));
+  if (Status e = Audit(c, "agent-remove", name,
+                       std::to_string(*revoked) + " credential(s) revoked" +
+                           (force ? ", forced" : ""));
       !e.ok()) {
     ctx_->batch->Fail(e);
   }
@@ -175,7 +185,11 @@ void Api::CreateToken(Call& c) {
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-create", c.who.name, row.name, role_text);
+  if (Status s = Audit(c, "token-create", row.name,
+                       "id " + std::to_string(*id) + ", role " + role_text);
+      !s.ok()) {
+    ctx_->batch->Fail(s);
+  }
   JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", row.jobs},
                            {"agent", row.agent}, {"labels", req->labels},
                            {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
@@ -208,7 +222,7 @@ void Api::RevokeToken(Call& c) {
   p_.auth->Revoke(*id);
   // A claim parked with this credential is answered now, not served a shard later.
   p_.dispatcher->CloseClaimsOfToken(*id, "token revoked");
-  (void)ctx_->store->InsertEvent(ctx_->NowMs(), "token-revoke", c.who.name, c.params["id"], "");
+  if (Status s = Audit(c, "token-revoke", c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
   JsonAfterCommit(c, 200, {{"id", *id}, {"revoked", true}});
 }
 

@@ -149,8 +149,16 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
     e->active = false;
     scheduler_->Track(*e);
   }
-  if (s.ok()) s = ctx_->store->InsertEvent(now, "apply", req.author, "revision " +
-                                           std::to_string(*revision), summary);
+  if (s.ok()) {
+    // The actor is the credential; an author named in the body is only what it claims.
+    const Credential& who = req.credential;
+    std::string detail = summary;
+    if (!who.name.empty() && req.author != who.name) detail += "; author " + req.author;
+    s = ctx_->store->InsertEvent(store::EventRow{
+        0, now, "apply", who.name.empty() ? req.author : who.name,
+        who.token_id != 0 ? std::optional<int64_t>(who.token_id) : std::nullopt,
+        "revision " + std::to_string(*revision), detail});
+  }
   if (!s.ok()) {
     ctx_->batch->Fail(s);
     return {503, {{"error", "unavailable"}, {"message", s.message()}}, true};
@@ -161,12 +169,14 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
   return {200, body, true};
 }
 
-Status Applier::SetPaused(JobEntry& job, bool paused, const std::string& actor) {
+Status Applier::SetPaused(JobEntry& job, bool paused, const Credential& actor) {
   if (Status s = ctx_->batch->Open(); !s.ok()) return s;
   int64_t now = ctx_->NowMs();
   if (Status s = ctx_->store->SetJobPaused(job.id, paused); !s.ok()) return s;
-  if (Status s = ctx_->store->InsertEvent(now, paused ? "pause" : "resume", actor, job.name, "");
-      !s.ok()) {
+  store::EventRow event{0, now, paused ? "pause" : "resume", actor.name, std::nullopt,
+                        std::string(job.name), ""};
+  if (actor.token_id != 0) event.token_id = actor.token_id;
+  if (Status s = ctx_->store->InsertEvent(event); !s.ok()) {
     return s;
   }
   bool was_paused = std::exchange(job.paused, paused);

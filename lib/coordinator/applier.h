@@ -14,12 +14,19 @@
 
 namespace jobctl::coordinator {
 
+// Who made a change, for the audit trail: the credential's name and token id (0: none).
+struct Credential {
+  std::string name;
+  int64_t token_id = 0;
+};
+
 struct ApplyRequest {
   std::string text;
   std::string filename = "jobs.toml";
   int64_t base_revision = -1;  // -1: apply whatever the current revision is
   bool dry_run = false;
   std::string author;
+  Credential credential;  // set by the API from the caller's token, never from the body
 };
 
 struct ApplyOutcome {
@@ -34,7 +41,7 @@ class Applier {
       : ctx_(ctx), jobs_(jobs), scheduler_(scheduler) {}
   ApplyOutcome Apply(const ApplyRequest& request);
   // Pause or resume a job (resuming applies its misfire policy to what it missed).
-  Status SetPaused(JobEntry& job, bool paused, const std::string& actor);
+  Status SetPaused(JobEntry& job, bool paused, const Credential& actor);
 
  private:
   Status Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "base/secret_file.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -64,9 +65,7 @@ Coordinator::~Coordinator() = default;
 
 Status Coordinator::OpenStores() {
   const std::string& dir = ctx_.config.data_dir;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status::Io("cannot create data directory " + dir + ": " + std::strerror(errno));
-  }
+  if (Status s = MakePrivateDir(dir); !s.ok()) return s.WithContext("data directory");
   Result<std::unique_ptr<store::Store>> store = store::Store::Open(dir + "/jobctl.db");
   if (!store.ok()) return store.status();
   store_ = std::move(*store);

@@ -84,6 +84,14 @@ ALTER TABLE tokens ADD COLUMN expires_ms INTEGER;
 UPDATE tokens SET role = 'join' WHERE role = 'agent' AND agent = '';
 CREATE INDEX tokens_by_agent ON tokens(agent) WHERE agent != '';
 )sql"},
+      // The audit trail names the credential of each change, and is read newest first by
+      // time, action or actor (GET /v1/audit).
+      {4, R"sql(
+ALTER TABLE events ADD COLUMN token_id INTEGER;
+CREATE INDEX events_by_time ON events(at_ms);
+CREATE INDEX events_by_kind ON events(kind, id);
+CREATE INDEX events_by_actor ON events(actor, id);
+)sql"},
   };
   return kMigrations;
 }

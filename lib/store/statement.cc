@@ -1,5 +1,15 @@
 #include "store/statement.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/log.h"
+
 namespace jobctl::store {
 
 Status SqliteStatus(int rc, sqlite3* db, std::string_view what) {
@@ -113,6 +123,29 @@ bool Statement::Use::IsNull(int col) const {
   return sqlite3_column_type(s_->stmt_.get(), col) == SQLITE_NULL;
 }
 
+Status RestrictToOwner(const std::string& path) {
+  // SQLite creates a database 0644 less the umask, and its -wal and -shm files with the
+  // database's own mode: creating the file first, 0600, keeps all three to their owner.
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Io("cannot open " + path + ": " + std::strerror(errno));
+  ::close(fd);
+  for (const std::string& p : {path, path + "-wal", path + "-shm", path + "-journal"}) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) == 0600) {
+      continue;
+    }
+    if (::chmod(p.c_str(), 0600) != 0) {
+      return Status::Io("cannot make " + p + " private (chmod 0600): " + std::strerror(errno));
+    }
+    if ((st.st_mode & 077) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      log::Warn("store file was readable by others; made it 0600", {{"path", p}, {"mode", mode}});
+    }
+  }
+  return Status::Ok();
+}
+
 Database::~Database() {
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
@@ -138,6 +171,7 @@ void Database::Rollback() {
 
 Status Database::Open(const std::string& path, const std::vector<Migration>& migrations,
                       int page_size) {
+  if (Status s = RestrictToOwner(path); !s.ok()) return s;
   int rc = sqlite3_open_v2(path.c_str(), &db_,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                            nullptr);

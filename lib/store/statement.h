@@ -75,6 +75,11 @@ class Statement::Use {
   Status bind_status_;
 };
 
+// Creates `path` if missing and makes it, and its -wal, -shm and -journal files where they
+// exist, mode 0600 whatever the umask: a store holds token hashes and every job's command.
+// A file that was readable by others is logged (warn) as it is tightened.
+Status RestrictToOwner(const std::string& path);
+
 class Database {
  public:
   Database() = default;

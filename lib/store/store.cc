@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include <cstdint>
+
 #include "store/migrations.h"
 
 namespace jobctl::store {
@@ -19,6 +21,13 @@ std::string ShardQuery(const char* where_and_order) {
   return std::string("SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
                      "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
          where_and_order;
+}
+
+// Events newest first within ids [?1, ?2) and at or after ?3 ms, at most ?6 of them.
+std::string EventQuery(const char* filter) {
+  return std::string("SELECT id, at_ms, kind, actor, token_id, subject, detail FROM events "
+                     "WHERE id >= ?1 AND id < ?2 AND at_ms >= ?3 ") +
+         filter + "ORDER BY id DESC LIMIT ?6";
 }
 
 std::string RunQuery(const char* where_and_order) {
@@ -126,7 +135,14 @@ Status Store::Prepare() {
        "SELECT id, name, role, jobs, hash, created_ms, revoked_ms, agent, labels, expires_ms "
        "FROM tokens ORDER BY id"},
       {&insert_event_,
-       "INSERT INTO events(at_ms, kind, actor, subject, detail) VALUES(?1, ?2, ?3, ?4, ?5)"},
+       "INSERT INTO events(at_ms, kind, actor, subject, detail, token_id) "
+       "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"},
+      {&first_event_since_,
+       "SELECT id FROM events WHERE at_ms >= ?1 ORDER BY at_ms, id LIMIT 1"},
+      {&list_events_, EventQuery("")},
+      {&list_events_by_kind_, EventQuery("AND kind = ?4 ")},
+      {&list_events_by_actor_, EventQuery("AND actor = ?5 ")},
+      {&list_events_by_kind_actor_, EventQuery("AND kind = ?4 AND actor = ?5 ")},
   };
   for (const Item& item : items) {
     if (Status s = item.st->Prepare(db, item.sql); !s.ok()) return s;
@@ -565,13 +581,47 @@ Status Store::ForEachToken(const std::function<void(TokenRow&&)>& fn) {
 
 Status Store::InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
                           std::string_view subject, std::string_view detail) {
+  return InsertEvent(EventRow{0, at_ms, std::string(kind), std::string(actor), std::nullopt,
+                              std::string(subject), std::string(detail)});
+}
+
+Status Store::InsertEvent(const EventRow& e) {
   return insert_event_.Bind()
-      .Bind(1, at_ms)
-      .Bind(2, kind)
-      .Bind(3, actor)
-      .Bind(4, subject)
-      .Bind(5, detail)
+      .Bind(1, e.at_ms)
+      .Bind(2, e.kind)
+      .Bind(3, e.actor)
+      .Bind(4, e.subject)
+      .Bind(5, e.detail)
+      .Bind(6, e.token_id)
       .Exec();
+}
+
+Result<std::vector<EventRow>> Store::ListEvents(const EventFilter& f) {
+  // The time bound becomes an id bound first (events_by_time), so that every query below
+  // is a range of ids on the table or on one index, never a scan of older events.
+  int64_t low = 0;
+  if (f.since_ms) {
+    auto use = first_event_since_.Bind();
+    use.Bind(1, *f.since_ms);
+    low = use.Step() ? use.Int(0) : INT64_MAX;
+    if (!use.status().ok()) return use.status();
+  }
+  Statement& st = f.kind && f.actor ? list_events_by_kind_actor_
+                  : f.kind          ? list_events_by_kind_
+                  : f.actor         ? list_events_by_actor_
+                                    : list_events_;
+  auto use = st.Bind();
+  use.Bind(1, low).Bind(2, f.before_id.value_or(INT64_MAX)).Bind(3, f.since_ms.value_or(0));
+  if (f.kind) use.Bind(4, *f.kind);
+  if (f.actor) use.Bind(5, *f.actor);
+  use.Bind(6, f.limit);
+  std::vector<EventRow> out;
+  while (use.Step()) {
+    out.push_back({use.Int(0), use.Int(1), use.Text(2), use.Text(3), use.OptInt(4), use.Text(5),
+                   use.Text(6)});
+  }
+  if (!use.status().ok()) return use.status();
+  return out;
 }
 
 }  // namespace jobctl::store

@@ -111,6 +111,28 @@ struct MissRow {
   int64_t at_ms = 0;
 };
 
+// One entry of the audit trail: a change, or a refused request.
+struct EventRow {
+  int64_t id = 0;  // grows with every event: the paging key
+  int64_t at_ms = 0;
+  std::string kind;   // apply, trigger, cancel, retry, pause, resume, drain, token-create,
+                      // token-revoke, auth-failure
+  std::string actor;  // the credential's name; "" when none was valid
+  std::optional<int64_t> token_id;  // the credential; none when none was valid
+  std::string subject;  // what it was done to: a job, "run 12", a token id, "METHOD /path"
+  std::string detail;
+};
+
+// Newest first. Every filter narrows an indexed range: the id range from since_ms and
+// before_id, then kind or actor by their (column, id) indexes.
+struct EventFilter {
+  std::optional<std::string> kind;
+  std::optional<std::string> actor;
+  std::optional<int64_t> since_ms;   // at or after
+  std::optional<int64_t> before_id;  // paging: events with id < before_id
+  int limit = 100;
+};
+
 struct RunFilter {
   std::optional<int64_t> job_id;
   std::optional<RunState> state;
@@ -187,6 +209,8 @@ class Store {
 
   Status InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
                      std::string_view subject, std::string_view detail);
+  Status InsertEvent(const EventRow& event);
+  Result<std::vector<EventRow>> ListEvents(const EventFilter& filter);
 
  private:
   Store() = default;
@@ -206,7 +230,8 @@ class Store {
   Statement put_lease_, delete_lease_, all_leases_;
   Statement put_agent_, all_agents_, delete_agent_;
   Statement insert_token_, revoke_token_, revoke_agent_tokens_, all_tokens_;
-  Statement insert_event_;
+  Statement insert_event_, first_event_since_, list_events_, list_events_by_kind_,
+      list_events_by_actor_, list_events_by_kind_actor_;
 };
 
 }  // namespace jobctl::store

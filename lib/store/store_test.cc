@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -280,6 +281,78 @@ TEST_F(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
   ASSERT_TRUE(store_->DeactivateJob(*id, 4, 4).ok());
   ASSERT_TRUE(store_->Commit().ok());
   EXPECT_FALSE(store_->GetJob(*id)->active);
+}
+
+TEST_F(StoreTest, EventsAreListedNewestFirstByActionActorTimeAndPage) {
+  ASSERT_TRUE(store_->Begin().ok());
+  // at_ms 1000, 2000, ... 6000; ids 1 to 6.
+  const char* kinds[] = {"apply", "trigger", "trigger", "cancel", "trigger", "auth-failure"};
+  const char* actors[] = {"alice", "ci", "alice", "alice", "ci", ""};
+  for (int i = 0; i < 6; ++i) {
+    EventRow e{0, 1000 * (i + 1), kinds[i], actors[i],
+               *actors[i] ? std::optional<int64_t>(i + 10) : std::nullopt, "s" + std::to_string(i),
+               "d"};
+    ASSERT_TRUE(store_->InsertEvent(e).ok());
+  }
+  ASSERT_TRUE(store_->InsertEvent(7000, "pause", "bob", "job", "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  auto ids = [this](EventFilter f) {
+    std::vector<int64_t> out;
+    Result<std::vector<EventRow>> r = store_->ListEvents(f);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    for (const EventRow& e : *r) out.push_back(e.id);
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1}));
+  EXPECT_EQ(ids({.kind = "trigger"}), (std::vector<int64_t>{5, 3, 2}));
+  EXPECT_EQ(ids({.actor = "alice"}), (std::vector<int64_t>{4, 3, 1}));
+  EXPECT_EQ(ids({.kind = "trigger", .actor = "ci"}), (std::vector<int64_t>{5, 2}));
+  EXPECT_EQ(ids({.since_ms = 4000}), (std::vector<int64_t>{7, 6, 5, 4}));
+  EXPECT_EQ(ids({.since_ms = 99000}), (std::vector<int64_t>{}));
+  EXPECT_EQ(ids({.limit = 2}), (std::vector<int64_t>{7, 6}));
+  EXPECT_EQ(ids({.before_id = 6, .limit = 2}), (std::vector<int64_t>{5, 4}));
+  EXPECT_EQ(ids({.kind = "trigger", .since_ms = 2500, .before_id = 5}), (std::vector<int64_t>{3}));
+  Result<std::vector<EventRow>> one = store_->ListEvents({.kind = "trigger", .limit = 1});
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].actor, "ci");
+  EXPECT_EQ((*one)[0].token_id, 14);
+  EXPECT_EQ((*one)[0].at_ms, 5000);
+  EXPECT_EQ((*one)[0].subject, "s4");
+  Result<std::vector<EventRow>> last = store_->ListEvents({.limit = 1});
+  EXPECT_EQ((*last)[0].token_id, std::nullopt);  // recorded without a credential
+}
+
+TEST(StoreFileModeTest, StoreFilesAreOwnerOnlyWhateverTheUmask) {
+  char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  mode_t old = umask(022);
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  };
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(dir + "/jobctl.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Begin().ok());
+    ASSERT_TRUE((*store)->SetCounter("x", 1).ok());
+    ASSERT_TRUE((*store)->Commit().ok());
+    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
+    EXPECT_EQ(mode(dir + "/jobctl.db-wal"), 0600);
+    EXPECT_EQ(mode(dir + "/jobctl.db-shm"), 0600);
+    Result<std::unique_ptr<LogStore>> logs = LogStore::Open(dir + "/logs.db", 1 << 20);
+    ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+    EXPECT_EQ(mode(dir + "/logs.db"), 0600);
+  }
+  // A store an earlier version left readable by others is tightened when opened.
+  ASSERT_EQ(::chmod((dir + "/jobctl.db").c_str(), 0644), 0);
+  {
+    Result<std::unique_ptr<Store>> store = Store::Open(dir + "/jobctl.db");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
+  }
+  umask(old);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
