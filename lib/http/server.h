@@ -32,6 +32,7 @@ namespace jobctl::http {
 
 class Connection;
 class HttpServer;
+class TlsContext;
 
 struct Response {
   int status = 200;
@@ -101,6 +102,10 @@ class HttpServer {
   // on_closed once every handle's close callback ran (at once if nothing was open). Once.
   void Close(std::function<void()> on_closed);
   size_t connections() const { return connections_.size(); }  // open or closing
+  // Serves TLS on connections accepted from now on (see http/tls.h); null = plain HTTP. The
+  // context may be Reload()ed at any time: each new connection takes its current pair. A
+  // plain HTTP request to a TLS server is answered 400 in clear text and closed.
+  void UseTls(std::shared_ptr<TlsContext> tls) { tls_ = std::move(tls); }
 
  private:
   friend class Connection;
@@ -122,6 +127,7 @@ class HttpServer {
   std::function<void()> on_closed_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::vector<char> read_buffer_;  // shared by all connections: each read is consumed at once
+  std::shared_ptr<TlsContext> tls_;  // null: plain HTTP
 };
 
 }  // namespace jobctl::http
