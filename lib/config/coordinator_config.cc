@@ -37,6 +37,9 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "data_dir") str(node, key, &c.data_dir);
     else if (key == "log_level") str(node, key, &c.log_level);
     else if (key == "event_log") str(node, key, &c.event_log);
+    else if (key == "tls_cert") str(node, key, &c.tls_cert);
+    else if (key == "tls_key") str(node, key, &c.tls_key);
+    else if (key == "tls_client_ca") str(node, key, &c.tls_client_ca);
     else if (key == "lease_ttl") dur(node, key, &c.lease_ttl);
     else if (key == "heartbeat") dur(node, key, &c.heartbeat);
     else if (key == "misfire_grace") dur(node, key, &c.misfire_grace);
@@ -51,14 +54,24 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     } else {
       fail(node, key, "one of listen, data_dir, log_level, event_log, lease_ttl, heartbeat, "
                       "misfire_grace, timeout_grace, header_timeout, idle_timeout, log_cap, "
-                      "max_jobfile (unknown key)");
+                      "max_jobfile, tls_cert, tls_key, tls_client_ca (unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {
     errors = std::string(filename) + ": heartbeat must be at most half of lease_ttl";
   }
+  if (Status s = CheckTlsFiles(c); errors.empty() && !s.ok())
+    errors = std::string(filename) + ": " + s.message();
   if (!errors.empty()) return Status::InvalidArgument(errors);
   return c;
+}
+
+Status CheckTlsFiles(const CoordinatorConfig& c) {
+  if (c.tls_cert.empty() != c.tls_key.empty())
+    return Status::InvalidArgument("tls_cert and tls_key go together: set both or neither");
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty())
+    return Status::InvalidArgument("tls_client_ca needs tls_cert and tls_key (mTLS is TLS)");
+  return Status::Ok();
 }
 
 Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist) {
