@@ -119,7 +119,7 @@ class Connection {
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
   void OnRead(ssize_t nread, const uv_buf_t* buf);
   void OnTlsRead(std::string_view cipher);
-  void FailTls(const Status& why);
+  void FailTls();
   void OnReadEnd(ssize_t status);
   void OnWriteDone(int status);
   void OnHandleClosed();
@@ -210,7 +210,7 @@ void Connection::OnRead(ssize_t nread, const uv_buf_t* buf) {
 // the session has to say back (handshake records, alerts) goes out at once.
 void Connection::OnTlsRead(std::string_view cipher) {
   bool peer_closed = false;
-  if (Status s = tls_->Feed(cipher, &input_, &peer_closed); !s.ok()) return FailTls(s);
+  if (!tls_->Feed(cipher, &input_, &peer_closed).ok()) return FailTls();
   if (!WriteRaw(tls_->TakeOutput())) return;
   ProcessInput();
   if (peer_closed && phase_ != Phase::kClosed) OnReadEnd(UV_EOF);
@@ -218,8 +218,8 @@ void Connection::OnTlsRead(std::string_view cipher) {
 
 // A failed handshake gets its alert and the connection closes. A plain HTTP request sent to
 // the TLS port by mistake gets a clear-text answer saying so, the way nginx does.
-void Connection::FailTls(const Status& why) {
-  log::Debug("TLS connection refused", {{"error", why.message()}});
+// Not logged: this runs per connection, and the client is told.
+void Connection::FailTls() {
   framing_ = Framing{1, true, false};
   std::string out = tls_->TakeOutput();
   if (tls_->refusal() == TlsSession::Refusal::kPlainHttp) {
