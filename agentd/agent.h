@@ -49,6 +49,7 @@ struct AgentSettings {
   std::chrono::milliseconds kill_grace{10'000};
   int64_t spool_max_bytes = int64_t{256} << 20;
   std::string event_log;  // "" = off
+  http::TlsOptions tls;   // for https:// coordinators
 };
 
 class Agent {

@@ -35,8 +35,9 @@ std::string Describe(const Result<http::HttpResponse>& r) {
   return "HTTP " + std::to_string(r->status) + ": " + message;
 }
 
-CoordinatorLink::CoordinatorLink(uv_loop_t* loop, std::vector<std::string> urls, std::string token)
-    : client_(std::make_unique<http::MultiClient>(loop)),
+CoordinatorLink::CoordinatorLink(uv_loop_t* loop, std::vector<std::string> urls, std::string token,
+                                 http::TlsOptions tls)
+    : client_(std::make_unique<http::MultiClient>(loop, std::move(tls))),
       urls_(std::move(urls)),
       token_(std::move(token)) {
   for (std::string& u : urls_) {

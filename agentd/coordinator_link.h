@@ -37,7 +37,9 @@ class CoordinatorLink {
  public:
   using Callback = std::function<void(Result<http::HttpResponse>)>;
 
-  CoordinatorLink(uv_loop_t* loop, std::vector<std::string> urls, std::string token);
+  // `tls` is used for https:// URLs (ca_file, client_cert and client_key of agentd.toml).
+  CoordinatorLink(uv_loop_t* loop, std::vector<std::string> urls, std::string token,
+                  http::TlsOptions tls = {});
   ~CoordinatorLink();
 
   // POSTs `body` to URL + `path` (path includes any query).

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -31,6 +33,14 @@ Result<std::string> ReadToken(const std::string& path) {
   std::string token = Trim(ss.str());
   if (token.empty()) return Status::InvalidArgument(path + ": the token file is empty");
   return token;
+}
+
+// A TLS file that cannot be read is a configuration error at start, not a coordinator that
+// looks unreachable forever.
+Status CheckReadable(const std::string& path, std::string_view key) {
+  if (path.empty() || access(path.c_str(), R_OK) == 0) return Status::Ok();
+  return Status::InvalidArgument(std::string(key) + ": cannot read " + path + ": " +
+                                 std::strerror(errno));
 }
 
 Result<log::Level> ParseLevel(const std::string& s) {
@@ -106,6 +116,12 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   s.kill_grace = c.kill_grace;
   s.spool_max_bytes = c.spool_max_bytes;
   s.event_log = !flags.event_log.empty() ? flags.event_log : c.event_log;
+  s.tls = {c.ca_file, c.client_cert, c.client_key};
+  for (const auto& [path, key] : {std::pair{s.tls.ca_file, "ca_file"},
+                                  {s.tls.client_cert, "client_cert"},
+                                  {s.tls.client_key, "client_key"}}) {
+    if (Status st = CheckReadable(path, key); !st.ok()) return st;
+  }
   Result<log::Level> level = ParseLevel(!flags.log_level.empty() ? flags.log_level : c.log_level);
   if (!level.ok()) return level.status();
   out.log_level = *level;

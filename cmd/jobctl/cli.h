@@ -19,6 +19,9 @@ struct GlobalOptions {
   std::string token;        // --token / JOBCTL_TOKEN
   std::string token_file;   // --token-file
   std::string file;         // --file / JOBCTL_FILE, default ./jobs.toml
+  std::string ca_file;      // --ca-file / JOBCTL_CA_FILE: CA of an https:// coordinator
+  std::string client_cert;  // --client-cert / JOBCTL_CLIENT_CERT: for a coordinator with mTLS
+  std::string client_key;   // --client-key / JOBCTL_CLIENT_KEY
   std::string output = "table";
   bool no_color = false;
   OutputFormat format() const { return output == "json" ? OutputFormat::kJson : OutputFormat::kTable; }

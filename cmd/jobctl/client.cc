@@ -1,5 +1,7 @@
 #include "client.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -67,7 +69,22 @@ std::string UrlEncode(std::string_view s) {
   return out;
 }
 
-Client::Client(std::string url, std::string token) : url_(url), http_(std::move(url), std::move(token)) {}
+Client::Client(std::string url, std::string token, http::TlsOptions tls)
+    : url_(url), http_(std::move(url), std::move(token), std::move(tls)) {}
+
+namespace {
+
+// Flag > environment > config file, like the coordinator's address; a file named but not
+// readable is a configuration error before any request.
+Result<std::string> TlsFile(const std::string& flag, const char* env, const std::string& file,
+                            const char* what) {
+  std::string path = !flag.empty() ? flag : !Env(env).empty() ? Env(env) : file;
+  if (!path.empty() && access(path.c_str(), R_OK) != 0)
+    return Status::InvalidArgument("cannot read " + std::string(what) + " " + path);
+  return path;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
   Result<CliConfig> file = LoadCliConfig();
@@ -98,7 +115,19 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
   } else if (Result<std::string> t = ReadToken(kLocalAdminToken); t.ok()) {
     token = *t;
   }
-  return std::unique_ptr<Client>(new Client(url, token));
+  Result<std::string> ca = TlsFile(g.ca_file, "JOBCTL_CA_FILE", file->ca_file, "CA file");
+  if (!ca.ok()) return ca.status();
+  Result<std::string> cert =
+      TlsFile(g.client_cert, "JOBCTL_CLIENT_CERT", file->client_cert, "client certificate");
+  if (!cert.ok()) return cert.status();
+  Result<std::string> key =
+      TlsFile(g.client_key, "JOBCTL_CLIENT_KEY", file->client_key, "client key");
+  if (!key.ok()) return key.status();
+  if (cert->empty() != key->empty()) {
+    return Status::InvalidArgument(
+        "--client-cert and --client-key go together: set both or neither");
+  }
+  return std::unique_ptr<Client>(new Client(url, token, {*ca, *cert, *key}));
 }
 
 Result<nlohmann::json> Client::Send(const std::string& path, const http::RequestOptions& options) {

@@ -29,7 +29,7 @@ class Client {
   const std::string& url() const { return url_; }
 
  private:
-  Client(std::string url, std::string token);
+  Client(std::string url, std::string token, http::TlsOptions tls);
   Result<nlohmann::json> Send(const std::string& path, const http::RequestOptions& options);
 
   std::string url_;

@@ -1,5 +1,6 @@
 // jobctl serve: runs the coordinator in the foreground on one libuv loop until SIGTERM or
-// SIGINT, then stops accepting, finishes what is in flight and exits 0.
+// SIGINT, then stops accepting, finishes what is in flight and exits 0. SIGHUP re-reads the
+// TLS certificate and key.
 #include <uv.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "cli.h"
 #include "coordinator/coordinator.h"
 #include "exit_codes.h"
+#include "http/tls.h"
 
 namespace jobctl::cli {
 namespace {
@@ -21,6 +23,9 @@ struct ServeOptions {
   std::string data;
   std::string log_level;
   std::string event_log;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
 };
 
 bool IsLoopback(const std::string& host) {
@@ -42,6 +47,10 @@ int RunServe(const ServeOptions& opt) {
   config->data_dir = FirstOf(opt.data, "JOBCTL_DATA_DIR", config->data_dir);
   config->log_level = FirstOf(opt.log_level, "JOBCTL_LOG_LEVEL", config->log_level);
   if (!opt.event_log.empty()) config->event_log = opt.event_log;
+  if (!opt.tls_cert.empty()) config->tls_cert = opt.tls_cert;
+  if (!opt.tls_key.empty()) config->tls_key = opt.tls_key;
+  if (!opt.tls_client_ca.empty()) config->tls_client_ca = opt.tls_client_ca;
+  if (Status s = CheckTlsFiles(*config); !s.ok()) return Fail("serve", "--tls-cert", s, kExitConfig);
   log::Configure({config->log_level == "debug" ? log::Level::kDebug : log::Level::kInfo,
                   log::Format::kAuto, "jobctl-serve"});
 
@@ -50,9 +59,9 @@ int RunServe(const ServeOptions& opt) {
   if (Status s = coordinator::SplitHostPort(config->listen, &host, &port); !s.ok()) {
     return Fail("serve", "--listen", s, kExitConfig);
   }
-  if (!IsLoopback(host)) {
+  if (!IsLoopback(host) && config->tls_cert.empty()) {
     log::Warn("listening on a non-loopback address without TLS: tokens and job output cross "
-              "the network in clear text; put a TLS proxy in front",
+              "the network in clear text; set tls_cert and tls_key",
               {{"listen", config->listen}});
   }
   uv_loop_t loop;
@@ -76,14 +85,22 @@ int RunServe(const ServeOptions& opt) {
   std::cout << "jobctl serve: listening on " << (host.find(':') != std::string::npos ? "[" + host + "]" : host)
             << ":" << coord->port() << std::endl;
   log::Info("coordinator started", {{"listen", host + ":" + std::to_string(coord->port())},
-                                    {"data", config->data_dir}, {"version", kVersion}});
+                                    {"data", config->data_dir}, {"version", kVersion},
+                                    {"tls", !coord->tls() ? std::string("off")
+                                            : config->tls_client_ca.empty() ? std::string("on")
+                                                                             : std::string("mtls")}});
+  if (coord->tls()) {
+    log::Info("TLS certificate loaded", {{"cert", config->tls_cert},
+                                         {"sha256", http::CertificateFingerprint(config->tls_cert)}});
+  }
 
-  uv_signal_t sigterm, sigint;
+  uv_signal_t sigterm, sigint, sighup;
   struct StopState {
     coordinator::Coordinator* coord;
-    uv_signal_t* signals[2];
+    uv_signal_t* signals[3];
+    std::string tls_cert;
     bool stopping = false;
-  } state{coord.get(), {&sigterm, &sigint}};
+  } state{coord.get(), {&sigterm, &sigint, &sighup}, config->tls_cert};
   for (uv_signal_t* s : state.signals) {
     uv_signal_init(&loop, s);
     s->data = &state;
@@ -97,8 +114,21 @@ int RunServe(const ServeOptions& opt) {
       for (uv_signal_t* s : st->signals) uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
     });
   };
+  // A certificate renewed in place (certbot, cert-manager) takes effect for new connections;
+  // a broken new pair is logged and the old one kept.
+  auto on_hup = [](uv_signal_t* handle, int) {
+    auto* st = static_cast<StopState*>(handle->data);
+    if (st->stopping || !st->coord->tls()) return;
+    if (Status s = st->coord->ReloadTls(); !s.ok()) {
+      log::Error("TLS reload failed; keeping the previous certificate", {{"error", s.message()}});
+      return;
+    }
+    log::Info("TLS certificate reloaded",
+              {{"cert", st->tls_cert}, {"sha256", http::CertificateFingerprint(st->tls_cert)}});
+  };
   uv_signal_start(&sigterm, on_signal, SIGTERM);
   uv_signal_start(&sigint, on_signal, SIGINT);
+  uv_signal_start(&sighup, on_hup, SIGHUP);
   uv_run(&loop, UV_RUN_DEFAULT);
   coord.reset();
   int rc = uv_loop_close(&loop);
@@ -120,6 +150,12 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
   sub->add_option("--data", opt->data,
                   "Data directory (env JOBCTL_DATA_DIR, default /var/lib/jobctl)");
   sub->add_option("--log-level", opt->log_level, "info or debug (env JOBCTL_LOG_LEVEL)");
+  sub->add_option("--tls-cert", opt->tls_cert,
+                  "Serve HTTPS with this certificate (PEM, with intermediates; key tls_cert); "
+                  "re-read on SIGHUP");
+  sub->add_option("--tls-key", opt->tls_key, "Private key of --tls-cert (PEM; key tls_key)");
+  sub->add_option("--tls-client-ca", opt->tls_client_ca,
+                  "Require client certificates signed by this CA (PEM; key tls_client_ca)");
   sub->add_option("--event-log", opt->event_log,
                   "Append every fire, lease and accepted result to FILE as JSON lines (key "
                   "event_log; off by default)");
@@ -129,6 +165,7 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "Examples:\n"
       "  jobctl serve --data /var/lib/jobctl\n"
       "  jobctl serve --listen 127.0.0.1:0 --data /tmp/jc   # prints the port it got\n"
+      "  jobctl serve --listen 0.0.0.0:7070 --tls-cert coordinator.crt --tls-key coordinator.key\n"
       "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start.");
   sub->callback([opt, rc] { *rc = RunServe(*opt); });
 }

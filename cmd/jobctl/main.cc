@@ -39,6 +39,14 @@ int Main(int argc, char** argv) {
              "or JOBCTL_TOKEN instead");
       });
   app.add_option("--token-file", g.token_file, "Read the API token from this file (first line)");
+  app.add_option("--ca-file", g.ca_file,
+                 "Trust this CA (PEM) for an https:// coordinator instead of the system's CAs "
+                 "(env JOBCTL_CA_FILE)");
+  app.add_option("--client-cert", g.client_cert,
+                 "Client certificate (PEM) for a coordinator that requires one "
+                 "(env JOBCTL_CLIENT_CERT)");
+  app.add_option("--client-key", g.client_key,
+                 "Key of --client-cert (PEM) (env JOBCTL_CLIENT_KEY)");
   app.add_option("-o,--output", g.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}));
   app.add_flag("--no-color", g.no_color, "Never colour the output (also NO_COLOR=1)");

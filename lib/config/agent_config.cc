@@ -117,6 +117,12 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     c.Dur(node, key, &cfg->drain_timeout);
   } else if (key == "kill_grace") {
     c.Dur(node, key, &cfg->kill_grace);
+  } else if (key == "ca_file") {
+    c.Str(node, key, &cfg->ca_file);
+  } else if (key == "client_cert") {
+    c.Str(node, key, &cfg->client_cert);
+  } else if (key == "client_key") {
+    c.Str(node, key, &cfg->client_key);
   } else if (key == "spool_max") {
     std::optional<int64_t> v = ParseSize(node);
     if (v && *v >= kMinSpoolBytes) cfg->spool_max_bytes = *v;
@@ -124,8 +130,8 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
   } else {
     c.Fail(node, key,
            "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
-           "allow_run_as, allow_commands, secrets_dir, drain_timeout, kill_grace, spool_max "
-           "(unknown key)");
+           "allow_run_as, allow_commands, secrets_dir, drain_timeout, kill_grace, spool_max, "
+           "ca_file, client_cert, client_key (unknown key)");
   }
 }
 
@@ -191,6 +197,10 @@ Result<AgentConfig> ParseAgentConfig(std::string_view text, std::string_view fil
   Checker checker(filename);
   for (auto&& [k, node] : root) ParseKey(checker, k.str(), node, &cfg);
   if (!checker.errors().empty()) return Status::InvalidArgument(checker.errors());
+  if (cfg.client_cert.empty() != cfg.client_key.empty()) {
+    return Status::InvalidArgument(std::string(filename) +
+                                   ": client_cert and client_key go together: set both or neither");
+  }
   return cfg;
 }
 

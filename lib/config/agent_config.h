@@ -33,6 +33,11 @@ struct AgentConfig {
   Millis drain_timeout = std::chrono::seconds(60);
   Millis kill_grace = std::chrono::seconds(10);  // when the coordinator does not say
   int64_t spool_max_bytes = int64_t{256} << 20;
+  // TLS to an https:// coordinator: the CA that signed its certificate ("" = the system's
+  // CAs), and this agent's certificate and key when the coordinator asks for one (mTLS).
+  std::string ca_file;
+  std::string client_cert;
+  std::string client_key;
 };
 
 inline constexpr const char* kDefaultCoordinator = "http://127.0.0.1:7070";

@@ -112,5 +112,23 @@ TEST(AgentConfigTest, MissingOptionalFileGivesDefaults) {
   EXPECT_FALSE(LoadAgentConfig("/nonexistent/agentd.toml", true).ok());
 }
 
+TEST(AgentConfigTest, ReadsTlsKeysAndWantsCertAndKeyTogether) {
+  Result<AgentConfig> c = ParseAgentConfig(R"(
+coordinator = "https://coordinator.example:7070"
+ca_file = "/etc/agentd/tls/ca.crt"
+client_cert = "/etc/agentd/tls/web-1.crt"
+client_key = "/etc/agentd/tls/web-1.key"
+)",
+                                           "agentd.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ca_file, "/etc/agentd/tls/ca.crt");
+  EXPECT_EQ(c->client_cert, "/etc/agentd/tls/web-1.crt");
+  EXPECT_EQ(c->client_key, "/etc/agentd/tls/web-1.key");
+  Result<AgentConfig> half = ParseAgentConfig("client_cert = \"a.crt\"\n", "agentd.toml");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("client_cert and client_key go together"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace jobctl

@@ -26,12 +26,16 @@ Result<CliConfig> ParseCliConfig(std::string_view text, std::string_view filenam
                         : key == "token"     ? &c.token
                         : key == "token_file" ? &c.token_file
                         : key == "file"      ? &c.file
+                        : key == "ca_file"     ? &c.ca_file
+                        : key == "client_cert" ? &c.client_cert
+                        : key == "client_key"  ? &c.client_key
                                              : nullptr;
     auto where = std::string(filename) + ":" + std::to_string(node.source().begin.line) + ":" +
                  std::to_string(node.source().begin.column);
     if (slot == nullptr) {
       return Status::InvalidArgument(where + ": unknown key \"" + key +
-                                     "\" (expected coordinator, token, token_file or file)");
+                                     "\" (expected coordinator, token, token_file, file, "
+                                     "ca_file, client_cert or client_key)");
     }
     auto v = node.value<std::string>();
     if (!v) return Status::InvalidArgument(where + ": " + key + ": expected a string");

@@ -14,6 +14,9 @@ struct CliConfig {
   std::string token;
   std::string token_file;
   std::string file;  // default job file
+  std::string ca_file;      // TLS: the CA that signed the coordinator's certificate
+  std::string client_cert;  // TLS: this user's certificate, when the coordinator asks (mTLS)
+  std::string client_key;
   std::string path;  // the file these came from ("" = none found)
 };
 

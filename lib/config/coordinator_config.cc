@@ -48,6 +48,9 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
     else if (key == "data_dir") str(node, key, &c.data_dir);
     else if (key == "log_level") str(node, key, &c.log_level);
     else if (key == "event_log") str(node, key, &c.event_log);
+    else if (key == "tls_cert") str(node, key, &c.tls_cert);
+    else if (key == "tls_key") str(node, key, &c.tls_key);
+    else if (key == "tls_client_ca") str(node, key, &c.tls_client_ca);
     else if (key == "lease_ttl") dur(node, key, &c.lease_ttl);
     else if (key == "heartbeat") dur(node, key, &c.heartbeat);
     else if (key == "misfire_grace") dur(node, key, &c.misfire_grace);
@@ -77,7 +80,8 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
                       "body_timeout, log_cap, max_jobfile, agent_expiry, max_connections, "
                       "max_connections_per_client, max_inflight, max_inflight_per_client, "
                       "rate_limit, rate_burst, trigger_rate_limit, trigger_burst, "
-                      "agent_rate_limit, agent_burst (unknown key)");
+                      "agent_rate_limit, agent_burst, tls_cert, tls_key, tls_client_ca "
+                      "(unknown key)");
     }
   }
   if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {
@@ -99,8 +103,18 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
   if (errors.empty() && c.max_inflight_bytes < c.max_inflight_bytes_per_client) {
     errors = std::string(filename) + ": max_inflight must be at least max_inflight_per_client";
   }
+  if (Status s = CheckTlsFiles(c); errors.empty() && !s.ok())
+    errors = std::string(filename) + ": " + s.message();
   if (!errors.empty()) return Status::InvalidArgument(errors);
   return c;
+}
+
+Status CheckTlsFiles(const CoordinatorConfig& c) {
+  if (c.tls_cert.empty() != c.tls_key.empty())
+    return Status::InvalidArgument("tls_cert and tls_key go together: set both or neither");
+  if (!c.tls_client_ca.empty() && c.tls_cert.empty())
+    return Status::InvalidArgument("tls_client_ca needs tls_cert and tls_key (mTLS is TLS)");
+  return Status::Ok();
 }
 
 Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist) {

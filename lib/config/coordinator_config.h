@@ -52,10 +52,20 @@ struct CoordinatorConfig {
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";
   std::string event_log;  // "" = off; see lib/base/event_log.h
+  // TLS: serve HTTPS with this certificate (PEM, with intermediates) and key; both or neither.
+  // Re-read on SIGHUP. Without them the API is plain HTTP (for loopback).
+  std::string tls_cert;
+  std::string tls_key;
+  // mTLS: clients must present a certificate signed by a CA in this PEM file (needs tls_cert).
+  std::string tls_client_ca;
 };
 
 // Parses the TOML text; errors read "coordinator.toml:3:9: leases.ttl: expected a duration ...".
 Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename);
+
+// tls_cert and tls_key both or neither; tls_client_ca only with them. For flags, which
+// override the file after it was parsed.
+Status CheckTlsFiles(const CoordinatorConfig& c);
 
 // Reads the file; a missing file at `path` is fine when `must_exist` is false (defaults).
 Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist);

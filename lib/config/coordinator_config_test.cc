@@ -68,6 +68,28 @@ TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
   EXPECT_NE(c.status().message().find("heartbeat must be at most half of lease_ttl"), std::string::npos);
 }
 
+TEST(CoordinatorConfigTest, ReadsTlsKeys) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(R"(
+tls_cert = "/etc/jobctl/tls/coordinator.crt"
+tls_key = "/etc/jobctl/tls/coordinator.key"
+tls_client_ca = "/etc/jobctl/tls/ca.crt"
+)",
+                                                       "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->tls_cert, "/etc/jobctl/tls/coordinator.crt");
+  EXPECT_EQ(c->tls_key, "/etc/jobctl/tls/coordinator.key");
+  EXPECT_EQ(c->tls_client_ca, "/etc/jobctl/tls/ca.crt");
+}
+
+TEST(CoordinatorConfigTest, TlsCertWithoutKeyOrClientCaWithoutCertIsRefused) {
+  Result<CoordinatorConfig> half = ParseCoordinatorConfig("tls_cert = \"a.crt\"\n", "c.toml");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("tls_cert and tls_key go together"), std::string::npos);
+  Result<CoordinatorConfig> ca_only = ParseCoordinatorConfig("tls_client_ca = \"ca.crt\"\n", "c.toml");
+  ASSERT_FALSE(ca_only.ok());
+  EXPECT_NE(ca_only.status().message().find("tls_client_ca needs tls_cert"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace jobctl
 

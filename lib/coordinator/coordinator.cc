@@ -236,12 +236,21 @@ Status Coordinator::Start() {
       ctx_.loop, limits, [this](http::Request&& req, std::shared_ptr<http::Responder> res) {
         api_->Handle(std::move(req), std::move(res));
       });
+  if (!ctx_.config.tls_cert.empty()) {
+    auto tls = http::TlsContext::Create(
+        {ctx_.config.tls_cert, ctx_.config.tls_key, ctx_.config.tls_client_ca});
+    if (!tls.ok()) return tls.status();
+    tls_ = *tls;
+    server_->UseTls(tls_);
+  }
   std::string host;
   int port = 0;
   if (Status s = SplitHostPort(ctx_.config.listen, &host, &port); !s.ok()) return s;
   if (Status s = server_->Listen(host, port); !s.ok()) return s;
   return Status::Ok();
 }
+
+Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
 
 void Coordinator::Stop(std::function<void()> done) {
   if (server_) server_->StopAccepting();

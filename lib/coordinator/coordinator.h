@@ -24,6 +24,7 @@
 #include "coordinator/run_book.h"
 #include "coordinator/scheduler.h"
 #include "http/server.h"
+#include "http/tls.h"
 
 namespace jobctl::coordinator {
 
@@ -39,6 +40,10 @@ class Coordinator {
   Status Start();
   void Stop(std::function<void()> done);
   int port() const { return server_ ? server_->port() : 0; }
+  bool tls() const { return tls_ != nullptr; }
+  // SIGHUP: reads tls_cert and tls_key (and tls_client_ca) again; new connections get the new
+  // pair. On error the old pair stays in use and the error is returned. Ok without TLS.
+  Status ReloadTls();
   const std::string& bootstrap_note() const { return bootstrap_note_; }
 
  private:
@@ -62,6 +67,7 @@ class Coordinator {
   std::unique_ptr<LogHub> log_hub_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<http::HttpServer> server_;
+  std::shared_ptr<http::TlsContext> tls_;  // null: plain HTTP
   bool loaded_ = false;
   std::string bootstrap_note_;
 };

@@ -33,6 +33,9 @@ struct Request {
   std::string body;
   int http_minor = 1;       // HTTP/1.<minor>; only major version 1 is accepted
   bool keep_alive = true;   // false after "Connection: close" or HTTP/1.0 without keep-alive
+  // Set by HttpServer, never parsed from the request: the name in the client certificate
+  // verified at the TLS handshake (see http/tls.h); "" over plain HTTP or without mTLS.
+  std::string peer_name;
 
   std::string Header(std::string_view lower_name) const;  // "" if absent
 };

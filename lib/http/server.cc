@@ -17,6 +17,7 @@
 #include <cstdlib>
 
 #include "base/log.h"
+#include "http/tls.h"
 
 namespace jobctl::http {
 namespace {
@@ -150,6 +151,8 @@ class Connection {
   static Connection* From(void* data) { return static_cast<Connection*>(data); }
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
   void OnRead(ssize_t nread, const uv_buf_t* buf);
+  void OnTlsRead(std::string_view cipher);
+  void FailTls();
   void OnReadEnd(ssize_t status);
   void OnWriteDone(int status);
   void OnHandleClosed();
@@ -161,6 +164,7 @@ class Connection {
   void ReleaseBody();
   void MaybeSendContinue();
   bool Write(std::string bytes);
+  bool WriteRaw(std::string bytes);
   void Drain();
   void StartLinger();
   void UpdateReading();
@@ -171,6 +175,7 @@ class Connection {
   uv_timer_t timer_;
   uv_shutdown_t shutdown_req_;
   RequestParser parser_;
+  std::unique_ptr<TlsSession> tls_;     // null: plain HTTP
   std::string input_;                   // read, not yet parsed (pipelined behind a response)
   std::weak_ptr<Responder> responder_;  // the pending one, in kAwaiting
   Phase phase_ = Phase::kReading;
@@ -199,6 +204,7 @@ bool Connection::Start(uv_stream_t* listener) {
   counted_ = server_->AddConnection(client_);
   if (!counted_) return false;
   uv_tcp_nodelay(&tcp_, 1);
+  if (server_->tls_) tls_ = std::make_unique<TlsSession>(server_->tls_->ctx());
   UpdateReading();
   UpdateTimer();
   return true;
@@ -242,8 +248,34 @@ void Connection::OnRead(ssize_t nread, const uv_buf_t* buf) {
   if (nread < 0) return OnReadEnd(nread);
   // Bytes after a final response are read only to be discarded (see kLingerMs).
   if (nread == 0 || (phase_ != Phase::kReading && phase_ != Phase::kAwaiting)) return;
+  if (tls_) return OnTlsRead(std::string_view(buf->base, static_cast<size_t>(nread)));
   input_.append(buf->base, static_cast<size_t>(nread));
   ProcessInput();
+}
+
+// Over TLS the bytes read are ciphertext: what they decrypt to is the HTTP input, and what
+// the session has to say back (handshake records, alerts) goes out at once.
+void Connection::OnTlsRead(std::string_view cipher) {
+  bool peer_closed = false;
+  if (!tls_->Feed(cipher, &input_, &peer_closed).ok()) return FailTls();
+  if (!WriteRaw(tls_->TakeOutput())) return;
+  ProcessInput();
+  if (peer_closed && phase_ != Phase::kClosed) OnReadEnd(UV_EOF);
+}
+
+// A failed handshake gets its alert and the connection closes. A plain HTTP request sent to
+// the TLS port by mistake gets a clear-text answer saying so, the way nginx does.
+// Not logged: this runs per connection, and the client is told.
+void Connection::FailTls() {
+  framing_ = Framing{1, true, false};
+  std::string out = tls_->TakeOutput();
+  if (tls_->refusal() == TlsSession::Refusal::kPlainHttp) {
+    out = Serialize(Response{400, "application/json",
+                             ErrorBody(400, "this port speaks TLS: use an https:// URL"), {}},
+                    framing_);
+  }
+  if (out.empty()) return CloseNow();
+  if (WriteRaw(std::move(out))) Drain();
 }
 
 void Connection::OnReadEnd(ssize_t status) {
@@ -328,6 +360,7 @@ void Connection::Dispatch() {
   // only its responder); the budget counts bodies being received.
   ReleaseBody();
   Request request = parser_.TakeRequest();
+  if (tls_) request.peer_name = tls_->peer_name();
   framing_ = Framing{request.http_minor, !request.keep_alive, request.method == "HEAD"};
   continue_sent_ = false;
   phase_ = Phase::kAwaiting;
@@ -367,6 +400,19 @@ void Connection::MaybeSendContinue() {
 }
 
 bool Connection::Write(std::string bytes) {
+  if (tls_) {
+    if (!tls_->Encrypt(bytes).ok()) {
+      CloseNow();
+      return false;
+    }
+    bytes = tls_->TakeOutput();
+  }
+  return WriteRaw(std::move(bytes));
+}
+
+// Puts bytes on the socket as they are (ciphertext over TLS); nothing to write is success.
+bool Connection::WriteRaw(std::string bytes) {
+  if (bytes.empty()) return true;
   auto op = std::make_unique<WriteOp>();
   op->bytes = std::move(bytes);
   op->connection = this;
@@ -405,6 +451,10 @@ void Connection::Drain() {
 void Connection::StartLinger() {
   if (peer_eof_) return CloseNow();
   phase_ = Phase::kLingering;
+  if (tls_) {
+    tls_->Shutdown();  // close_notify, written before the shutdown below takes effect
+    if (!WriteRaw(tls_->TakeOutput())) return;
+  }
   shutdown_req_.data = this;
   int rc = uv_shutdown(&shutdown_req_, stream(), [](uv_shutdown_t* req, int status) {
     Connection* self = From(req->data);
@@ -443,7 +493,9 @@ void Connection::UpdateTimer() {
   uint64_t ms = 0;
   switch (phase_) {
     case Phase::kReading:
-      if (parser_.state() == RequestParser::State::kIdle) {
+      if (tls_ && !tls_->handshake_done()) {
+        next = Deadline::kHead, ms = limits.header_timeout_ms;  // the handshake is head too
+      } else if (parser_.state() == RequestParser::State::kIdle) {
         next = Deadline::kIdle, ms = limits.idle_timeout_ms;
       } else if (parser_.state() == RequestParser::State::kHead) {
         next = Deadline::kHead, ms = limits.header_timeout_ms;

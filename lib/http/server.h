@@ -39,6 +39,7 @@ namespace jobctl::http {
 
 class Connection;
 class HttpServer;
+class TlsContext;
 
 struct Response {
   int status = 200;
@@ -128,6 +129,10 @@ class HttpServer {
   };
   ClientUse client_use(const std::string& address) const;
   size_t body_bytes_in_flight() const { return body_bytes_; }
+  // Serves TLS on connections accepted from now on (see http/tls.h); null = plain HTTP. The
+  // context may be Reload()ed at any time: each new connection takes its current pair. A
+  // plain HTTP request to a TLS server is answered 400 in clear text and closed.
+  void UseTls(std::shared_ptr<TlsContext> tls) { tls_ = std::move(tls); }
 
  private:
   friend class Connection;
@@ -157,6 +162,7 @@ class HttpServer {
   std::unordered_map<std::string, ClientUse> clients_;  // entries with a count above zero
   size_t body_bytes_ = 0;                               // the sum of clients_' body_bytes
   std::vector<char> read_buffer_;  // shared by all connections: each read is consumed at once
+  std::shared_ptr<TlsContext> tls_;  // null: plain HTTP
 };
 
 }  // namespace jobctl::http

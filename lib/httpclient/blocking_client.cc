@@ -21,6 +21,18 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// A hint for the usual causes of a failed handshake.
+std::string TlsHint(std::string_view detail) {
+  if (detail.find("wrong version number") != std::string_view::npos)
+    return " (is it serving plain HTTP? then use http://)";
+  if (detail.find("certificate required") != std::string_view::npos)
+    return " (the coordinator requires a client certificate: set client_cert and client_key)";
+  if (detail.find("unknown ca") != std::string_view::npos ||
+      detail.find("bad certificate") != std::string_view::npos)
+    return " (the coordinator does not trust this client certificate's CA)";
+  return "";
+}
+
 // Errors that happen before a connection exists: the server is not there (yet).
 bool IsConnectError(CURLcode code) {
   return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
@@ -29,8 +41,8 @@ bool IsConnectError(CURLcode code) {
 
 }  // namespace
 
-BlockingClient::BlockingClient(std::string base_url, std::string token)
-    : base_url_(std::move(base_url)), token_(std::move(token)) {
+BlockingClient::BlockingClient(std::string base_url, std::string token, TlsOptions tls)
+    : base_url_(std::move(base_url)), token_(std::move(token)), tls_(std::move(tls)) {
   // Reference-counted and, since curl 7.84, thread-safe; paired with the cleanup below.
   curl_global_init(CURL_GLOBAL_DEFAULT);
 }
@@ -45,7 +57,7 @@ Result<HttpResponse> BlockingClient::Request(std::string_view path, const Reques
   // second request of a jobctl command reuse the first one's connection.
   if (easy_ == nullptr) easy_ = curl_easy_init();
   if (easy_ == nullptr) return Status::Internal("curl_easy_init failed");
-  internal::Transfer transfer(JoinUrl(base_url_, path), token_, options);
+  internal::Transfer transfer(JoinUrl(base_url_, path), token_, options, tls_);
   Status applied = transfer.Apply(easy_);
   Result<HttpResponse> result = applied.ok() ? transfer.Finish(easy_, curl_easy_perform(easy_))
                                              : Result<HttpResponse>(applied);
@@ -56,13 +68,15 @@ Result<HttpResponse> BlockingClient::Request(std::string_view path, const Reques
 
 namespace internal {
 
-Transfer::Transfer(std::string url, std::string_view token, const RequestOptions& options)
+Transfer::Transfer(std::string url, std::string_view token, const RequestOptions& options,
+                   TlsOptions tls)
     : url_(std::move(url)),
       method_(options.method),
       body_(options.shared_body ? options.shared_body
                                 : std::make_shared<const std::string>(options.body)),
       timeout_ms_(static_cast<long>(options.timeout.count())),
-      connect_timeout_ms_(static_cast<long>(options.connect_timeout.count())) {
+      connect_timeout_ms_(static_cast<long>(options.connect_timeout.count())),
+      tls_(std::move(tls)) {
   std::vector<std::string> lines;
   // An empty "Expect:" stops curl from sending "Expect: 100-continue" for bodies over 1 KiB,
   // which would cost a round trip (or a full second against servers that ignore it).
@@ -113,6 +127,14 @@ Status Transfer::Apply(CURL* easy) {
   set(CURLOPT_WRITEDATA, static_cast<void*>(this));
   set(CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
   set(CURLOPT_HEADERDATA, static_cast<void*>(this));
+  set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+  if (!tls_.ca_file.empty()) {
+    set(CURLOPT_CAINFO, tls_.ca_file.c_str());
+    // Only that file: without this, curl also trusts the system's directory of CAs.
+    set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+  }
+  if (!tls_.client_cert.empty()) set(CURLOPT_SSLCERT, tls_.client_cert.c_str());
+  if (!tls_.client_key.empty()) set(CURLOPT_SSLKEY, tls_.client_key.c_str());
   if (SendsBody()) {
     set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body_->size()));
     set(CURLOPT_POSTFIELDS, body_->data());
@@ -178,8 +200,30 @@ Status Transfer::ErrorStatus(CURL* easy, CURLcode code) const {
       return Status::InvalidArgument("bad URL " + url_ + ": " + detail);
     case CURLE_OUT_OF_MEMORY:
       return Status::Internal(Describe() + ": " + detail);
+    case CURLE_SSL_CACERT_BADFILE:
+      return Status::InvalidArgument("TLS: cannot use CA file " + tls_.ca_file + " for " + url_ +
+                                     ": " + detail);
+    case CURLE_SSL_CERTPROBLEM:
+      return Status::InvalidArgument("TLS: cannot use client certificate " + tls_.client_cert +
+                                     " (key " + tls_.client_key + ") for " + url_ + ": " + detail);
+    case CURLE_PEER_FAILED_VERIFICATION:
+      return Status::Unavailable(
+          "TLS: cannot verify the certificate of " + url_ + ": " + detail +
+          (tls_.ca_file.empty() ? " (set the CA that signed it with ca_file or --ca-file)"
+                                : " (is " + tls_.ca_file + " the CA that signed it?)"));
+    case CURLE_SSL_CONNECT_ERROR:
+      return Status::Unavailable("TLS handshake with " + url_ + " failed: " + detail +
+                                 TlsHint(detail));
     default:
       break;
+  }
+  // Under TLS 1.3 a server that refuses the client's certificate says so after the client
+  // finished its handshake, so curl sees it on the first read.
+  if (detail.find("alert certificate required") != std::string::npos ||
+      detail.find("alert unknown ca") != std::string::npos ||
+      detail.find("alert bad certificate") != std::string::npos) {
+    return Status::Unavailable("TLS: " + url_ + " refused the client: " + detail +
+                               TlsHint(detail));
   }
   if (IsConnectError(code)) return Status::Unavailable("cannot reach " + url_ + ": " + detail);
   return Status::Unavailable(Describe() + " failed: " + detail);

@@ -9,7 +9,12 @@
 // The asynchronous client for agentd is MultiClient (multi_client.h). Both fill an easy handle
 // through internal::Transfer, so a request looks the same on the wire whichever client sends it:
 // no redirects followed, no "Expect: 100-continue", CURLOPT_NOSIGNAL, Authorization: Bearer when a
-// token is given.
+// token is given, TLS 1.2 or later for https:// with the client's TlsOptions.
+//
+// TLS failures read differently from an unreachable server, and name the URL: "TLS: cannot
+// verify the certificate of https://...: <curl's reason> (is ca_file the CA that signed it?)",
+// "TLS handshake with https://... failed: ...". They are Unavailable too (agentd retries them,
+// jobctl exits 69); an unreadable CA file, client certificate or key is InvalidArgument.
 #pragma once
 
 #include <curl/curl.h>
@@ -32,6 +37,14 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // lower-case keys; repeated headers joined by ", "
 };
 
+// TLS settings for https:// URLs; empty fields keep curl's defaults (the system's CA store, no
+// client certificate). Paths to PEM files, read by curl at each new connection.
+struct TlsOptions {
+  std::string ca_file;      // CAs trusted for the server's certificate, instead of the system's
+  std::string client_cert;  // presented when the server asks for one (mTLS)
+  std::string client_key;   // the key of client_cert
+};
+
 struct RequestOptions {
   std::string method = "GET";
   std::string body;  // sent with Content-Length (POST, PUT and PATCH always send one)
@@ -47,7 +60,7 @@ struct RequestOptions {
 class BlockingClient {
  public:
   // base_url like "http://127.0.0.1:7070"; an empty token sends no Authorization header.
-  BlockingClient(std::string base_url, std::string token);
+  BlockingClient(std::string base_url, std::string token, TlsOptions tls = {});
   ~BlockingClient();
   BlockingClient(const BlockingClient&) = delete;
   BlockingClient& operator=(const BlockingClient&) = delete;
@@ -62,6 +75,7 @@ class BlockingClient {
  private:
   std::string base_url_;
   std::string token_;
+  TlsOptions tls_;
   CURL* easy_ = nullptr;  // owned; kept across requests for its connection cache
 };
 
@@ -72,7 +86,8 @@ namespace internal {
 // the transfer ends, so it never moves. Used by both clients; not part of the API.
 class Transfer {
  public:
-  Transfer(std::string url, std::string_view token, const RequestOptions& options);
+  Transfer(std::string url, std::string_view token, const RequestOptions& options,
+           TlsOptions tls);
   ~Transfer();
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;
@@ -101,6 +116,7 @@ class Transfer {
   char error_[CURL_ERROR_SIZE] = {};
   long timeout_ms_;
   long connect_timeout_ms_;
+  TlsOptions tls_;
 };
 
 }  // namespace internal

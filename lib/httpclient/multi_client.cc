@@ -32,10 +32,10 @@ namespace {
 
 struct MultiClient::Request {
   Request(uint64_t request_id, CURL* easy_handle, std::string url, std::string_view token,
-          const RequestOptions& options, Callback callback)
+          const RequestOptions& options, TlsOptions tls, Callback callback)
       : id(request_id),
         easy(easy_handle),
-        transfer(std::move(url), token, options),
+        transfer(std::move(url), token, options, std::move(tls)),
         cb(std::move(callback)) {}
   // The easy handle must already be out of the multi handle.
   ~Request() { curl_easy_cleanup(easy); }
@@ -52,7 +52,7 @@ struct MultiClient::SocketPoll {
   MultiClient* owner;
 };
 
-MultiClient::MultiClient(uv_loop_t* loop) : loop_(loop) {
+MultiClient::MultiClient(uv_loop_t* loop, TlsOptions tls) : loop_(loop), tls_(std::move(tls)) {
   // Reference-counted and, since curl 7.84, thread-safe; paired with the cleanup in ~MultiClient.
   curl_global_init(CURL_GLOBAL_DEFAULT);
   multi_ = curl_multi_init();
@@ -91,7 +91,7 @@ uint64_t MultiClient::Start(std::string url, std::string token, RequestOptions o
     return id;
   }
   auto request = std::make_unique<Request>(id, easy, std::move(url), token, std::move(options),
-                                           std::move(cb));
+                                           tls_, std::move(cb));
   Status status = request->transfer.Apply(easy);
   curl_easy_setopt(easy, CURLOPT_PRIVATE, static_cast<void*>(request.get()));
   if (status.ok()) {

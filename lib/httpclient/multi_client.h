@@ -39,7 +39,8 @@ class MultiClient {
  public:
   using Callback = std::function<void(Result<HttpResponse>)>;
 
-  explicit MultiClient(uv_loop_t* loop);
+  // `tls` applies to every https:// request (see TlsOptions in blocking_client.h).
+  explicit MultiClient(uv_loop_t* loop, TlsOptions tls = {});
   ~MultiClient();  // requires Close() to have completed (on_closed has run)
   MultiClient(const MultiClient&) = delete;
   MultiClient& operator=(const MultiClient&) = delete;
@@ -87,6 +88,7 @@ class MultiClient {
   void OnHandleClosed();
 
   uv_loop_t* loop_;
+  TlsOptions tls_;
   CURLM* multi_ = nullptr;  // owned; null once Close() began
   uv_timer_t timer_;        // curl's one timeout (CURLMOPT_TIMERFUNCTION)
   uv_idle_t deferred_;      // runs ready_ on the next loop iteration; active only while needed
