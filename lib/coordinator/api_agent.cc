@@ -37,7 +37,7 @@ std::string Api::OtherAgentMessage(const Principal& who, const std::string& name
 bool Api::SameAgent(Call& c, const std::string& named) {
   if (named.empty() || named == c.who.agent) return true;
   ++ctx_->metrics->auth_failures_total;
-  AuditDenied(c, "agent " + c.who.agent + " named agent " + named);
+  AuditDenied(c.who.name, c.req, "agent " + c.who.agent + " named agent " + named);
   FailWith(c, 403, "forbidden", OtherAgentMessage(c.who, named));
   return false;
 }
@@ -95,7 +95,7 @@ void Api::Claim(Call& c) {
   if (!SameAgent(c, req->agent)) return;
   if (std::optional<std::string> bad = LabelOutside(req->labels, c.who.labels)) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied(c, "agent " + c.who.agent + " claimed with label " + *bad);
+    AuditDenied(c.who.name, c.req, "agent " + c.who.agent + " claimed with label " + *bad);
     return FailWith(c, 403, "forbidden",
                     "agent " + c.who.agent + " may not claim with label " + *bad +
                         " (its credential allows " + LabelText(c.who.labels) + ")");
