@@ -39,8 +39,8 @@ struct CoordinatorConfig {
   int64_t max_connections_per_client = 256;
   int64_t max_inflight_bytes = 256LL << 20;
   int64_t max_inflight_bytes_per_client = 32LL << 20;
-  // Requests per second per API token, refused with 429 past a burst (token buckets); 0 is no
-  // limit. A trigger token's triggers also count against their own, smaller bucket. Agent
+  // Requests per second per API token but admin ones, refused with 429 past a burst (token
+  // buckets); 0 is no limit. A trigger token's triggers also count against their own, smaller bucket. Agent
   // tokens have their own figures.
   double rate_limit = 100;
   double rate_burst = 200;

@@ -119,18 +119,29 @@ Result<Principal> Api::Authorize(const http::Request& req, const Route& route,
   Result<Principal> who = p_.auth->Authenticate(BearerHeader(req));
   if (!who.ok()) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied("", req, who.status().message());
+    AuditDenied(nullptr, req, who.status().message());
     *refusal = Refusal{401, "unauthenticated", who.status().message()};
     return who.status();
   }
   auto name = params.find("name");
   if (!Auth::Allows(*who, route.role, name == params.end() ? "" : name->second)) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied(who->name, req, "token " + who->name + " lacks role " + std::string(RoleName(route.role)));
+    AuditDenied(&*who, req, "token " + who->name + " lacks role " + std::string(RoleName(route.role)));
     *refusal = Refusal{403, "forbidden",
                        "token \"" + who->name + "\" (role " + std::string(RoleName(who->role)) +
                            ") may not " + req.method + " " + req.path + " (needs role " +
                            std::string(RoleName(route.role)) + ")"};
+    return Status::PermissionDenied(refusal->value().message);
+  }
+  // Under mTLS an agent is also its certificate: the token and the certificate must name the
+  // same agent, so a stolen token alone, or a certificate alone, speaks for nobody.
+  if (who->role == Role::kAgent && !ctx_->config.tls_client_ca.empty() &&
+      req.peer_name != who->agent) {
+    ++ctx_->metrics->auth_failures_total;
+    AuditDenied(&*who, req, "client certificate \"" + req.peer_name + "\" for agent " + who->agent);
+    *refusal = Refusal{403, "forbidden",
+                       "this credential is agent \"" + who->agent +
+                           "\" but the client certificate names \"" + req.peer_name + "\""};
     return Status::PermissionDenied(refusal->value().message);
   }
   return who;
@@ -154,6 +165,9 @@ std::optional<http::Response> Api::Admit(const http::Request& head) {
   std::optional<Refusal> refusal;
   Result<Principal> who = Authorize(head, *route, params, &refusal);
   if (!who.ok()) return ErrorResponse(refusal->status, refusal->error, refusal->message);
+  // Admins are not rate-limited: a quota guards against lesser credentials, and an admin
+  // token can change everything anyway.
+  if (who->role == Role::kAdmin) return std::nullopt;
   const CoordinatorConfig& cfg = ctx_->config;
   std::string key = std::to_string(who->token_id);
   RateLimit limit = who->role == Role::kAgent ? RateLimit{cfg.agent_rate_limit, cfg.agent_burst}
@@ -196,15 +210,18 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
   (this->*(route->handler))(c);
 }
 
-void Api::AuditDenied(const std::string& who, const http::Request& req, std::string_view why) {
+void Api::AuditDenied(const Principal* who, const http::Request& req, std::string_view why) {
   int64_t now = ctx_->MonoMs();
   if (now - audit_window_start_ >= 1000) {
     audit_window_start_ = now;
     audit_in_window_ = 0;
   }
   if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
-  Status s = ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), "auth-failure", who,
-                                                      std::nullopt, req.method + " " + req.path,
+  std::optional<int64_t> token;
+  if (who != nullptr && who->token_id != 0) token = who->token_id;
+  Status s = ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), "auth-failure",
+                                                      who ? who->name : std::string(), token,
+                                                      req.method + " " + req.path,
                                                       std::string(why)});
   if (!s.ok()) ctx_->batch->Fail(s);
 }

@@ -155,7 +155,8 @@ class Api {
                 int64_t run_id, int64_t after, int64_t deadline_mono);
   // Records a refused request in the audit trail, at most a few per second so that a flood
   // of bad requests cannot turn into a flood of writes.
-  void AuditDenied(const std::string& who, const http::Request& req, std::string_view why);
+  // `who` is the credential when there is one (a token that may not use the route), else null.
+  void AuditDenied(const Principal* who, const http::Request& req, std::string_view why);
   // Records a change in the audit trail (the store's events), in the current write batch,
   // with the caller's credential: its name and token id.
   Status Audit(const Call& c, std::string_view action, std::string subject, std::string detail);

@@ -37,7 +37,7 @@ std::string Api::OtherAgentMessage(const Principal& who, const std::string& name
 bool Api::SameAgent(Call& c, const std::string& named) {
   if (named.empty() || named == c.who.agent) return true;
   ++ctx_->metrics->auth_failures_total;
-  AuditDenied(c.who.name, c.req, "agent " + c.who.agent + " named agent " + named);
+  AuditDenied(&c.who, c.req, "agent " + c.who.agent + " named agent " + named);
   FailWith(c, 403, "forbidden", OtherAgentMessage(c.who, named));
   return false;
 }
@@ -58,6 +58,14 @@ void Api::Enrol(Call& c) {
     return Json(c, 200, {{"agent", c.who.agent}, {"enrolled", false}, {"labels", c.who.labels}});
   }
   if (req->agent.empty()) return FailWith(c, 400, "bad_request", "field \"agent\" is required");
+  // Under mTLS a join token enrols only the agent its client certificate names.
+  if (!ctx_->config.tls_client_ca.empty() && c.req.peer_name != req->agent) {
+    ++ctx_->metrics->auth_failures_total;
+    AuditDenied(&c.who, c.req, "enrolment of " + req->agent + " with certificate " + c.req.peer_name);
+    return FailWith(c, 403, "forbidden",
+                    "the client certificate names \"" + c.req.peer_name + "\", not agent \"" +
+                        req->agent + "\"");
+  }
   if (p_.auth->AgentToken(req->agent)) {
     return FailWith(c, 409, "conflict",
                     "agent " + req->agent + " already has a credential; a join token cannot take "
@@ -95,7 +103,7 @@ void Api::Claim(Call& c) {
   if (!SameAgent(c, req->agent)) return;
   if (std::optional<std::string> bad = LabelOutside(req->labels, c.who.labels)) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied(c.who.name, c.req, "agent " + c.who.agent + " claimed with label " + *bad);
+    AuditDenied(&c.who, c.req, "agent " + c.who.agent + " claimed with label " + *bad);
     return FailWith(c, 403, "forbidden",
                     "agent " + c.who.agent + " may not claim with label " + *bad +
                         " (its credential allows " + LabelText(c.who.labels) + ")");

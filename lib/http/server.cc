@@ -327,7 +327,16 @@ void Connection::ProcessInput() {
 size_t Connection::OnHead(const Request& head) {
   const Limits& limits = server_->limits_;
   if (limits.admit) {
-    refusal_ = limits.admit(head);
+    // The verified client certificate's name is known from the handshake, before any byte of
+    // HTTP: the admit hook sees it as the handler will.
+    std::string peer = tls_ ? tls_->peer_name() : std::string();
+    if (peer.empty()) {
+      refusal_ = limits.admit(head);
+    } else {
+      Request named = head;
+      named.peer_name = std::move(peer);
+      refusal_ = limits.admit(named);
+    }
     if (refusal_) return 0;
   }
   size_t limit = limits.body_limit ? limits.body_limit(head) : limits.default_max_body;

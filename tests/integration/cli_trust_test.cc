@@ -177,20 +177,32 @@ TEST_F(CliTrustTest, JobOutputOnATerminalIsShownNotObeyedAndAPipeGetsItExactly) 
 
 TEST_F(CliTrustTest, TablesAndJsonOnATerminalShowNamesFromElsewhereVisibly) {
   const std::string name = "ci\x1b]0;pwned\x07\xc2\x9b" "2J";
-  CreateToken("read", name);
-  std::string table = OnTerminal({"token", "list"});
+  // Names the coordinator stores (tokens, agents, jobs) are refused with such bytes at all...
+  EXPECT_EQ(coord_->Request("POST", "/v1/tokens", json{{"role", "read"}, {"name", name}}.dump())
+                .status,
+            400);
+  // ...while an apply's author is free text, and reaches the audit table.
+  http::HttpResponse applied = coord_->Request(
+      "POST", "/v1/jobfile",
+      json{{"text", "[[job]]\nname = \"k\"\nschedule = \"@yearly\"\nshell = \"true\"\n"},
+           {"author", name}}
+          .dump());
+  ASSERT_EQ(applied.status, 200) << applied.body;
+  std::string table = OnTerminal({"audit", "--action", "apply"});
   EXPECT_FALSE(HasRawControl(table)) << table;
   EXPECT_NE(table.find("ci^[]0;pwned^G\\u009b2J"), std::string::npos) << table;
-  ProcessResult piped = Piped({"token", "list"});
+  ProcessResult piped = Piped({"audit", "--action", "apply"});
   EXPECT_NE(piped.out.find(name), std::string::npos) << piped.out;
 
-  // JSON stays JSON with the same value; only its raw C1 is written as an escape.
-  std::string j = OnTerminal({"token", "list", "-o", "json"});
+  // JSON stays JSON with the same value; only its raw controls are written as escapes.
+  std::string j = OnTerminal({"audit", "--action", "apply", "-o", "json"});
   EXPECT_FALSE(HasRawControl(j)) << j;
-  EXPECT_NE(j.find("\"ci\\u001b]0;pwned\\u0007\\u009b2J\""), std::string::npos) << j;
-  json parsed = json::parse(Piped({"token", "list", "-o", "json"}).out);
+  EXPECT_NE(j.find("ci\\u001b]0;pwned\\u0007\\u009b2J"), std::string::npos) << j;
+  json parsed = json::parse(Piped({"audit", "--action", "apply", "-o", "json"}).out);
   bool found = false;
-  for (const auto& t : parsed) found = found || t["name"] == name;
+  for (const auto& e : parsed) {
+    found = found || e["detail"].get<std::string>().find(name) != std::string::npos;
+  }
   EXPECT_TRUE(found);
 
   // The author an apply names in its body reaches the audit table.

@@ -161,6 +161,18 @@ TEST_F(TlsTest, WithClientCaAClientWithoutCertificateIsRefusedAndOneWithItWorks)
   ProcessResult run = Jobctl(trigger);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.out, "hello over tls\n");
+
+  // Under mTLS the certificate is the agent too: web-1's certificate does not enrol web-2.
+  auto other = StartAgent("web-2", "ca_file = \"" + Pki("ca.crt") + "\"\n" +
+                                       "client_cert = \"" + Pki("web-1.crt") + "\"\n" +
+                                       "client_key = \"" + Pki("web-1.key") + "\"\n");
+  EXPECT_TRUE(other->WaitForLog("the client certificate names", seconds(20)))
+      << ReadFile(other->log_path());
+  std::vector<std::string> agents = tls;
+  for (const char* a : {"-o", "json", "agents"}) agents.push_back(a);
+  ProcessResult agents_out = Jobctl(agents);
+  ASSERT_EQ(agents_out.exit_code, 0) << agents_out.err;
+  EXPECT_EQ(agents_out.out.find("web-2"), std::string::npos) << agents_out.out;
 }
 
 TEST_F(TlsTest, SighupServesTheNewCertificateAndKeepsItWhenTheNextOneIsBroken) {

@@ -75,9 +75,10 @@ class HostileClientTest : public EnvFaultTest {
 TEST_F(HostileClientTest, JsonNestedAHundredThousandDeepIsRefusedOnEveryRoute) {
   Start("");
   std::string deep = Nested(100'000);
+  std::string agent = coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "deep"}})["token"];
   for (const char* path : {"/v1/agent/results", "/v1/agent/result", "/v1/agent/claim",
                            "/v1/agent/heartbeat"}) {
-    RawResponse r = Exchange(HttpRequest("POST", path, coord_->agent_token(), deep));
+    RawResponse r = Exchange(HttpRequest("POST", path, agent, deep));
     EXPECT_EQ(r.status, 400) << path << ": " << r.body;
     EXPECT_NE(r.body.find("nested deeper than 64"), std::string::npos) << path << ": " << r.body;
     ASSERT_TRUE(coord_->process().running()) << "the coordinator died on " << path;
@@ -126,10 +127,12 @@ TEST_F(HostileClientTest, AnonymousUploadsAreRefusedAtTheHeadersAndHoldNoMemory)
 
 TEST_F(HostileClientTest, TricklingHeadsAndBodiesAreClosedAtTheirDeadlines) {
   Start("header_timeout = \"2s\"\nbody_timeout = \"2s\"\nidle_timeout = \"30s\"\n");
+  // An agent's own credential: the join token may only enrol, and would be refused at once.
+  std::string agent = coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "trickler"}})["token"];
   auto head = Connect();
   auto body = Connect();
-  body->Send("POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
-             coord_->agent_token() + "\r\nContent-Length: 1000\r\n\r\n");
+  body->Send("POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + agent +
+             "\r\nContent-Length: 1000\r\n\r\n");
   std::string line = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n";
   auto start = Clock::now();
   double head_closed = -1, body_closed = -1;
@@ -236,7 +239,9 @@ TEST_F(HostileClientTest, HostileClientsNextToRealTrafficKeepFiresOnTimeAndMemor
   std::atomic<int> refused{0}, flood_closed{0}, flood_opened{0};
   auto hostile_until = Clock::now() + phase;
   auto running = [&] { return !stop && Clock::now() < hostile_until; };
-  std::string agent = coord_->agent_token();
+  // A stolen agent credential: its requests pass the headers and reach the body limits.
+  std::string agent =
+      coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "intruder"}})["token"];
   std::vector<std::thread> threads;
   // Connection floods: 127.0.0.3..9 each open up to 400 silent connections (the per-client
   // cap is 256) and reopen the ones the coordinator closes, 60 rounds at most.
