@@ -314,101 +314,101 @@ std::optional<std::vector<LabelSelector>> ReadSelectors(const Node& n, Key k, Sc
   return out;
 }
 
-// Merges into `env` key by key, so a job's env adds to and overrides the defaults' env.
-void ReadEnv(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& env) {
+// The tables of variables (env, secrets, params): calls `each(name, value, path)` for every
+// key that `problem` accepts and reports the others; `example` shows the table's form.
+template <typename Each>
+void ForEachVariable(const Node& n, Key k, Scope& s, std::string_view example,
+                     std::string (*problem)(std::string_view), Each each) {
   const toml::table* t = n.as_table();
   if (t == nullptr) {
-    s.Fail(n, k, "expected a table like { NAME = \"value\" }, got " + Render(n));
+    s.Fail(n, k, fmt::format("expected a table like {}, got {}", example, Render(n)));
     return;
   }
   for (auto&& [name, value] : *t) {
     std::string_view var = name.str();
     std::string path = fmt::format("{}.{}", k, var);
-    if (std::string problem = EnvNameProblem(var); !problem.empty()) {
-      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
+    if (std::string why = problem(var); !why.empty()) {
+      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), why);
       continue;
     }
-    if (auto v = ReadString(value, path, s)) env.insert_or_assign(std::string(var), std::move(*v));
+    each(var, value, path);
   }
+}
+
+// Merges into `env` key by key, so a job's env adds to and overrides the defaults' env.
+void ReadEnv(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& env) {
+  ForEachVariable(n, k, s, "{ NAME = \"value\" }", EnvNameProblem,
+                  [&](std::string_view var, const Node& value, const std::string& path) {
+                    if (auto v = ReadString(value, path, s)) {
+                      env.insert_or_assign(std::string(var), std::move(*v));
+                    }
+                  });
 }
 
 // secrets = { DB_PASSWORD = "db-password" }: each variable's value is read by the agent from
 // that file in its secrets_dir, so the value is never in the job file or the coordinator.
 void ReadSecrets(const Node& n, Key k, Scope& s, std::map<std::string, std::string>& secrets) {
-  const toml::table* t = n.as_table();
-  if (t == nullptr) {
-    s.Fail(n, k, "expected a table like { DB_PASSWORD = \"db-password\" }, got " + Render(n));
-    return;
-  }
-  for (auto&& [name, value] : *t) {
-    std::string_view var = name.str();
-    std::string path = fmt::format("{}.{}", k, var);
-    if (std::string problem = EnvNameProblem(var); !problem.empty()) {
-      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
-      continue;
+  ForEachVariable(
+      n, k, s, "{ DB_PASSWORD = \"db-password\" }", EnvNameProblem,
+      [&](std::string_view var, const Node& value, const std::string& path) {
+        std::optional<std::string> file = ReadString(value, path, s);
+        if (file && !IsSecretFileName(*file)) {
+          s.Fail(value, path,
+                 "expected a file name in the agent's secrets_dir ([A-Za-z0-9][A-Za-z0-9._-]*, "
+                 "no path), got " + Render(value));
+        } else if (file) {
+          secrets.insert_or_assign(std::string(var), std::move(*file));
+        }
+      });
+}
+
+// One parameter: a default (a string), or a table of default, required and max_length.
+std::optional<Param> ReadParam(const Node& value, const std::string& path, Scope& s) {
+  Param p;
+  if (value.is_string()) {
+    p.default_value = ReadString(value, path, s);
+  } else if (const toml::table* spec = value.as_table()) {
+    for (auto&& [key, v] : *spec) {
+      std::string sub = fmt::format("{}.{}", path, key.str());
+      if (key.str() == "default") {
+        p.default_value = ReadString(v, sub, s);
+      } else if (key.str() == "required") {
+        p.required = ReadBool(v, sub, s).value_or(false);
+      } else if (key.str() == "max_length") {
+        p.max_length = ReadInt(v, sub, s, 1, kMaxParamLength).value_or(p.max_length);
+      } else {
+        s.Fail(key.source(), path,
+               fmt::format("unknown key {} (expected default, required or max_length)",
+                           Quote(key.str())));
+      }
     }
-    std::optional<std::string> file = ReadString(value, path, s);
-    if (file && !IsSecretFileName(*file)) {
-      s.Fail(value, path,
-             "expected a file name in the agent's secrets_dir ([A-Za-z0-9][A-Za-z0-9._-]*, no "
-             "path), got " + Render(value));
-    } else if (file) {
-      secrets.insert_or_assign(std::string(var), std::move(*file));
-    }
+  } else {
+    s.Fail(value, path,
+           "expected a default value (a string) or a table like { required = true, "
+           "max_length = 64 }, got " + Render(value));
+    return std::nullopt;
   }
+  if (p.required && p.default_value) {
+    s.Fail(value, path, "a required parameter has no default");
+  } else if (p.default_value && p.default_value->size() > static_cast<size_t>(p.max_length)) {
+    s.Fail(value, path, fmt::format("the default is longer than max_length {}", p.max_length));
+  }
+  return p;
 }
 
 // params = { VERSION = "latest", REGION = { required = true, max_length = 16 } }: the names a
-// trigger may set, each with a default (a string), or a table of default, required and
-// max_length.
+// trigger may set.
 void ReadParams(const Node& n, Key k, Scope& s, std::map<std::string, Param>& params) {
-  const toml::table* t = n.as_table();
-  if (t == nullptr) {
-    s.Fail(n, k, "expected a table like { VERSION = \"latest\" }, got " + Render(n));
-    return;
-  }
-  if (t->size() > kMaxParams) {
+  if (const toml::table* t = n.as_table(); t != nullptr && t->size() > kMaxParams) {
     s.Fail(n, k, fmt::format("at most {} parameters, got {}", kMaxParams, t->size()));
     return;
   }
-  for (auto&& [name, value] : *t) {
-    std::string_view var = name.str();
-    std::string path = fmt::format("{}.{}", k, var);
-    if (std::string problem = ParamNameProblem(var); !problem.empty()) {
-      s.Fail(name.source(), IsEnvName(var) ? path : std::string(k), problem);
-      continue;
-    }
-    Param p;
-    if (value.is_string()) {
-      p.default_value = ReadString(value, path, s);
-    } else if (const toml::table* spec = value.as_table()) {
-      for (auto&& [key, v] : *spec) {
-        std::string sub = fmt::format("{}.{}", path, key.str());
-        if (key.str() == "default") {
-          p.default_value = ReadString(v, sub, s);
-        } else if (key.str() == "required") {
-          p.required = ReadBool(v, sub, s).value_or(false);
-        } else if (key.str() == "max_length") {
-          p.max_length = ReadInt(v, sub, s, 1, kMaxParamLength).value_or(p.max_length);
-        } else {
-          s.Fail(key.source(), path,
-                 fmt::format("unknown key {} (expected default, required or max_length)",
-                             Quote(key.str())));
-        }
-      }
-    } else {
-      s.Fail(value, path,
-             "expected a default value (a string) or a table like { required = true, "
-             "max_length = 64 }, got " + Render(value));
-      continue;
-    }
-    if (p.required && p.default_value) {
-      s.Fail(value, path, "a required parameter has no default");
-    } else if (p.default_value && p.default_value->size() > static_cast<size_t>(p.max_length)) {
-      s.Fail(value, path, fmt::format("the default is longer than max_length {}", p.max_length));
-    }
-    params.insert_or_assign(std::string(var), std::move(p));
-  }
+  ForEachVariable(n, k, s, "{ VERSION = \"latest\" }", ParamNameProblem,
+                  [&](std::string_view var, const Node& value, const std::string& path) {
+                    if (std::optional<Param> p = ReadParam(value, path, s)) {
+                      params.insert_or_assign(std::string(var), std::move(*p));
+                    }
+                  });
 }
 
 // ---- Key tables ------------------------------------------------------------------------
