@@ -14,6 +14,7 @@
 
 #include "agentd/assignment.h"
 #include "coordinator/request_json.h"
+#include "model/env_rules.h"
 #include "wire/bounded_json.h"
 
 namespace {
@@ -96,9 +97,21 @@ void CheckApply(const json& body) {
 void CheckTrigger(const json& body) {
   Result<coord::TriggerRequest> r = coord::TriggerRequestFromJson(body);
   if (!r.ok()) return;
-  // The handler stores the extra environment as JSON text; it must read back the same.
-  json env = json::parse(json(r->env).dump(), nullptr, false);
-  Check(env.get<std::map<std::string, std::string>>() == r->env);
+  // The handler stores the resolved parameters as JSON text; they must read back the same.
+  json env = json::parse(json(r->params).dump(), nullptr, false);
+  Check(env.get<std::map<std::string, std::string>>() == r->params);
+  // Whatever a trigger sends, only declared names come back, within their limits, and none
+  // the loader reads.
+  static const std::map<std::string, jobctl::Param> kDeclared = {
+      {"VERSION", {"latest", false, 16}}, {"REGION", {std::nullopt, false, 4}}};
+  Result<std::map<std::string, std::string>> resolved = jobctl::ResolveParams(kDeclared, r->params);
+  if (!resolved.ok()) return;
+  for (const auto& [name, value] : *resolved) {
+    auto it = kDeclared.find(name);
+    Check(it != kDeclared.end());
+    Check(value.size() <= static_cast<size_t>(it->second.max_length));
+    Check(jobctl::EnvNameProblem(name).empty());
+  }
 }
 
 void CheckDrain(const json& body) {
