@@ -129,7 +129,8 @@ void CheckToken(const json& body) {
   std::optional<coord::Role> role = coord::ParseRole(r->role_name);
   Check(role && *role == r->role && coord::RoleName(r->role) == r->role_name);
   Check(r->role != coord::Role::kOpen);
-  Check(r->jobs.empty() || r->role == coord::Role::kTrigger);
+  // A jobs glob narrows the read and trigger roles; no other role takes one.
+  Check(r->jobs.empty() || r->role == coord::Role::kTrigger || r->role == coord::Role::kRead);
 }
 
 }  // namespace
