@@ -33,7 +33,7 @@
 #include "running_shard.h"
 #include "spawn_spec.h"
 #include "spool.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -102,8 +102,8 @@ class Agent {
   std::unique_ptr<Claimer> claimer_;
   std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
   std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
-  Timer drain_timer_;
-  Timer flush_timer_;
+  uvx::Timer drain_timer_;
+  uvx::Timer flush_timer_;
   bool started_ = false;
   bool enrolled_ = false;
   bool stopping_ = false;

@@ -1,7 +1,7 @@
 // BootTimer fires at an instant of CLOCK_BOOTTIME (Clock::MonotonicMs), through a timerfd
 // watched by a uv_poll_t. libuv's own timers run on CLOCK_MONOTONIC, which stops while the
 // machine is suspended; a lease deadline must not, so that an agent waking from suspend (or
-// from SIGSTOP) learns at once that its leases are gone. Memory is handled like Timer's: the
+// from SIGSTOP) learns at once that its leases are gone. Memory is handled like uvx::Timer's: the
 // destructor closes, the close callback frees. Loop thread only.
 #pragma once
 

@@ -21,7 +21,7 @@
 #include "backoff.h"
 #include "base/clock.h"
 #include "coordinator_link.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -71,7 +71,7 @@ class Claimer {
   bool stopped_ = false;
   bool closed_ = false;
   Backoff backoff_{500, 30'000};
-  Timer retry_timer_;
+  uvx::Timer retry_timer_;
 };
 
 }  // namespace jobctl::agentd

@@ -22,7 +22,7 @@
 
 #include "backoff.h"
 #include "coordinator_link.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -52,7 +52,7 @@ class Enroller {
   std::function<void()> on_ready_;
   std::string last_error_;  // logged once until it changes
   Backoff backoff_{1000, 60'000};
-  Timer retry_timer_;
+  uvx::Timer retry_timer_;
   bool closed_ = false;
 };
 

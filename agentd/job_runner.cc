@@ -19,7 +19,7 @@
 
 #include "base/log.h"
 #include "process_spawn.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -40,8 +40,8 @@ struct UvRunner::Child {
   ExitInfo exit;
   std::chrono::milliseconds pipe_grace{0};
   Callbacks cb;
-  std::unique_ptr<Timer> kill_timer;
-  std::unique_ptr<Timer> pipe_timer;
+  std::unique_ptr<uvx::Timer> kill_timer;
+  std::unique_ptr<uvx::Timer> pipe_timer;
 };
 
 namespace {
@@ -161,8 +161,8 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
                     });
     }
   }
-  c->kill_timer = std::make_unique<Timer>(loop_);
-  c->pipe_timer = std::make_unique<Timer>(loop_);
+  c->kill_timer = std::make_unique<uvx::Timer>(loop_);
+  c->pipe_timer = std::make_unique<uvx::Timer>(loop_);
   ChildId id = c->id;
   children_.emplace(id, std::move(child));
   return id;
@@ -233,13 +233,10 @@ void UvRunner::OnWaitStatus(Child* c, int status) {
 // children, and only for kernels before 5.3 (and valgrind).
 void UvRunner::WatchBySignal(Child* c) {
   c->by_signal = true;
-  if (by_signal_++ == 0 && sigchld_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(sigchld_));
-  if (sigchld_ != nullptr) return;
-  sigchld_ = new uv_signal_t;
-  uv_signal_init(loop_, sigchld_);
-  sigchld_->data = this;
-  uv_signal_start(sigchld_, [](uv_signal_t* h, int) { static_cast<UvRunner*>(h->data)->OnSigchld(); },
-                  SIGCHLD);
+  if (by_signal_++ == 0 && sigchld_) sigchld_->Ref();
+  if (sigchld_) return;
+  sigchld_ = std::make_unique<uvx::Signal>(loop_);
+  sigchld_->Start(SIGCHLD, [this](int) { OnSigchld(); });
   // This child may have ended before the handler was in place: look once, from the loop.
   kill(getpid(), SIGCHLD);
 }
@@ -253,7 +250,7 @@ void UvRunner::OnSigchld() {
   }
   for (auto [c, status] : ended) {
     c->by_signal = false;
-    if (--by_signal_ == 0) uv_unref(reinterpret_cast<uv_handle_t*>(sigchld_));
+    if (--by_signal_ == 0) sigchld_->Unref();
     OnWaitStatus(c, status);  // may move c out of children_
   }
 }
@@ -325,21 +322,13 @@ void UvRunner::Close(std::function<void()> on_closed) {
   }
   // CloseChild moves each child into closing_ (through MaybeFinish) while we iterate.
   while (!children_.empty()) CloseChild(children_.begin()->second.get());
-  if (sigchld_ != nullptr) {
-    uv_close(reinterpret_cast<uv_handle_t*>(sigchld_),
-             [](uv_handle_t* h) { delete reinterpret_cast<uv_signal_t*>(h); });
-    sigchld_ = nullptr;
-  }
+  sigchld_.reset();
   if (closing_.empty() && on_closed_) {
     // Nothing is closing: still never call back from inside Close().
-    auto* idle = new uv_idle_t;
-    uv_idle_init(loop_, idle);
-    idle->data = this;
-    uv_idle_start(idle, [](uv_idle_t* i) {
-      auto* self = static_cast<UvRunner*>(i->data);
-      uv_close(reinterpret_cast<uv_handle_t*>(i),
-               [](uv_handle_t* h) { delete reinterpret_cast<uv_idle_t*>(h); });
-      std::function<void()> done = std::move(self->on_closed_);
+    closed_later_ = std::make_unique<uvx::Idle>(loop_);
+    closed_later_->Start([this] {
+      closed_later_.reset();
+      std::function<void()> done = std::move(on_closed_);
       if (done) done();
     });
   }

@@ -1,5 +1,6 @@
 // Runner starts and stops shard subprocesses; it is the seam between the agent and the OS
-// (ninja's CommandRunner). UvRunner is the real one on the loop; tests may fake it.
+// (ninja's CommandRunner). UvRunner, on the loop, is the only implementation: the agent's
+// tests run real processes through it.
 //
 // UvRunner starts each child with posix_spawn (process_spawn.h: its cost does not grow with
 // agentd's memory, as fork()'s does, which libuv 1.44's uv_spawn uses) and watches its exit
@@ -26,6 +27,7 @@
 #include "base/status.h"
 #include "chunker.h"
 #include "spawn_spec.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -92,7 +94,8 @@ class UvRunner final : public Runner {
   bool closing_all_ = false;
   std::function<void()> on_closed_;
   // Only where the kernel has no pidfds; freed in its close callback.
-  uv_signal_t* sigchld_ = nullptr;
+  std::unique_ptr<uvx::Signal> sigchld_;  // only without pidfds
+  std::unique_ptr<uvx::Idle> closed_later_;  // calls on_closed_ from the loop
   int by_signal_ = 0;  // children whose exit only SIGCHLD tells
   char read_buf_[64 * 1024];  // every read is consumed before the next one
 };

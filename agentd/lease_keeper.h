@@ -18,7 +18,7 @@
 #include "boot_timer.h"
 #include "coordinator_link.h"
 #include "lease_table.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -60,7 +60,7 @@ class LeaseKeeper {
   std::function<int()> free_slots_;
   Callbacks cb_;
   LeaseTable table_;
-  Timer heartbeat_timer_;
+  uvx::Timer heartbeat_timer_;
   BootTimer deadline_timer_;
   int64_t ttl_ms_ = 15'000;
   int64_t heartbeat_ms_ = 5'000;

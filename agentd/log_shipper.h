@@ -35,7 +35,7 @@
 #include "chunker.h"
 #include "coordinator_link.h"
 #include "spool.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -120,7 +120,7 @@ class LogShipper {
   bool suspended_ = false;  // shutting down
   bool warned_spool_ = false;
   Backoff backoff_{500, 30'000};
-  Timer retry_timer_;
+  uvx::Timer retry_timer_;
 };
 
 }  // namespace jobctl::agentd

@@ -13,12 +13,14 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "agent.h"
 #include "base/log.h"
 #include "base/version.h"
 #include "exec_as.h"
 #include "settings.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 namespace {
@@ -49,20 +51,17 @@ std::string ExePath() {
 struct Signals {
   Agent* agent = nullptr;
   Flags flags;
-  uv_signal_t term{}, intr{}, hup{};
+  std::vector<std::unique_ptr<uvx::Signal>> watched;
 
   void Start(uv_loop_t* loop) {
-    for (uv_signal_t* s : {&term, &intr, &hup}) {
-      uv_signal_init(loop, s);
-      s->data = this;
+    for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+      watched.push_back(std::make_unique<uvx::Signal>(loop));
+      if (signum == SIGHUP) {
+        watched.back()->Start(signum, [this](int) { OnHup(); });
+      } else {
+        watched.back()->Start(signum, [this](int sig) { OnStop(sig); });
+      }
     }
-    auto on_stop = [](uv_signal_t* h, int signum) {
-      static_cast<Signals*>(h->data)->OnStop(signum);
-    };
-    uv_signal_start(&term, on_stop, SIGTERM);
-    uv_signal_start(&intr, on_stop, SIGINT);
-    uv_signal_start(&hup, [](uv_signal_t* h, int) { static_cast<Signals*>(h->data)->OnHup(); },
-                    SIGHUP);
   }
   void OnStop(int signum) {
     log::Info("signal received; stopping", {{"signal", signum}});
@@ -78,11 +77,7 @@ struct Signals {
     }
     agent->Reconfigure(s->agent.identity.labels, s->agent.identity.slots);
   }
-  void Close() {
-    for (uv_signal_t* s : {&term, &intr, &hup}) {
-      uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
-    }
-  }
+  void Close() { watched.clear(); }
 };
 
 int Run(const Flags& flags) {

@@ -1,5 +1,5 @@
 // OutputPump turns what a shard writes on its pipes into log chunks, with a Chunker for the
-// size rule and a Timer for the 200 ms rule, and hands each chunk to a sink (the LogShipper)
+// size rule and a uvx::Timer for the 200 ms rule, and hands each chunk to a sink (the LogShipper)
 // as soon as it is cut. One per running shard; loop thread only.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "chunker.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -28,7 +28,7 @@ class OutputPump {
   const Clock* clock_;
   Sink sink_;
   Chunker chunker_;
-  Timer timer_;
+  uvx::Timer timer_;
 };
 
 }  // namespace jobctl::agentd

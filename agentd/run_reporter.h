@@ -23,7 +23,7 @@
 #include "assignment.h"
 #include "backoff.h"
 #include "coordinator_link.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -82,7 +82,7 @@ class RunReporter {
   bool paused_ = false;
   bool closed_ = false;
   Backoff backoff_{500, 30'000};
-  Timer retry_timer_;
+  uvx::Timer retry_timer_;
 };
 
 }  // namespace jobctl::agentd

@@ -18,7 +18,7 @@
 #include "base/event_log.h"
 #include "job_runner.h"
 #include "output_pump.h"
-#include "timer.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 
@@ -57,7 +57,7 @@ class RunningShard {
   std::chrono::milliseconds grace_;
   Callbacks cb_;
   OutputPump pump_;
-  Timer timeout_timer_;
+  uvx::Timer timeout_timer_;
   std::optional<Runner::ChildId> child_;
   int pid_ = 0;
   StopReason reason_ = StopReason::kNone;

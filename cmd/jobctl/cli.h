@@ -1,6 +1,7 @@
 // What every jobctl subcommand shares: the global options (resolved flags > env > config
 // file), printing of errors in the one "jobctl: verb object: message" form, and the
-// Register<Verb> functions main() calls once each. One file per subcommand (cmd_<verb>.cc).
+// Register<Verb> functions main() calls once each. Subcommands live in cmd_<topic>.cc, one
+// file per group of related verbs (cmd_runs.cc: trigger, runs, logs, cancel and retry).
 #pragma once
 
 #include <CLI/CLI.hpp>

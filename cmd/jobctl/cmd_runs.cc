@@ -106,7 +106,14 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   while (true) {
     if (g_interrupted) {
       if (opt.cancel_on_interrupt) {
-        (void)(*client)->Post("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+        Result<json> canceled =
+            (*client)->Post("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+        if (!canceled.ok()) {
+          std::cerr << "jobctl: trigger " << opt.job << ": interrupted; run " << id
+                    << " NOT canceled: " << canceled.status().message()
+                    << "; cancel it with: jobctl cancel " << id << '\n';
+          return ExitCodeFor(canceled.status());
+        }
         std::cerr << "jobctl: trigger " << opt.job << ": interrupted; run " << id << " canceled\n";
         return kExitFailed;
       }

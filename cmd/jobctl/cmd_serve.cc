@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "base/log.h"
 #include "base/version.h"
@@ -13,6 +14,7 @@
 #include "coordinator/coordinator.h"
 #include "exit_codes.h"
 #include "http/tls.h"
+#include "uvx/handles.h"
 
 namespace jobctl::cli {
 namespace {
@@ -94,43 +96,39 @@ int RunServe(const ServeOptions& opt) {
                                          {"sha256", http::CertificateFingerprint(config->tls_cert)}});
   }
 
-  uv_signal_t sigterm, sigint, sighup;
-  struct StopState {
-    coordinator::Coordinator* coord;
-    uv_signal_t* signals[3];
-    std::string tls_cert;
-    bool stopping = false;
-  } state{coord.get(), {&sigterm, &sigint, &sighup}, config->tls_cert};
-  for (uv_signal_t* s : state.signals) {
-    uv_signal_init(&loop, s);
-    s->data = &state;
-  }
-  auto on_signal = [](uv_signal_t* handle, int signum) {
-    auto* st = static_cast<StopState*>(handle->data);
-    if (st->stopping) return;
-    st->stopping = true;
+  // The signals are watched until the coordinator has stopped.
+  std::vector<std::unique_ptr<uvx::Signal>> signals;
+  bool stopping = false;
+  const std::string tls_cert = config->tls_cert;
+  auto on_stop = [&](int signum) {
+    if (stopping) return;
+    stopping = true;
     log::Info("stopping", {{"signal", signum}});
-    st->coord->Stop([st] {
-      for (uv_signal_t* s : st->signals) uv_close(reinterpret_cast<uv_handle_t*>(s), nullptr);
-    });
+    coord->Stop([&signals] { signals.clear(); });
   };
   // A certificate renewed in place (certbot, cert-manager) takes effect for new connections;
   // a broken new pair is logged and the old one kept.
-  auto on_hup = [](uv_signal_t* handle, int) {
-    auto* st = static_cast<StopState*>(handle->data);
-    if (st->stopping || !st->coord->tls()) return;
-    if (Status s = st->coord->ReloadTls(); !s.ok()) {
+  auto on_hup = [&](int) {
+    if (stopping || !coord->tls()) return;
+    if (Status s = coord->ReloadTls(); !s.ok()) {
       log::Error("TLS reload failed; keeping the previous certificate", {{"error", s.message()}});
       return;
     }
     log::Info("TLS certificate reloaded",
-              {{"cert", st->tls_cert}, {"sha256", http::CertificateFingerprint(st->tls_cert)}});
+              {{"cert", tls_cert}, {"sha256", http::CertificateFingerprint(tls_cert)}});
   };
-  uv_signal_start(&sigterm, on_signal, SIGTERM);
-  uv_signal_start(&sigint, on_signal, SIGINT);
-  uv_signal_start(&sighup, on_hup, SIGHUP);
+  for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
+    signals.push_back(std::make_unique<uvx::Signal>(&loop));
+    if (signum == SIGHUP) {
+      signals.back()->Start(signum, on_hup);
+    } else {
+      signals.back()->Start(signum, on_stop);
+    }
+  }
   uv_run(&loop, UV_RUN_DEFAULT);
+  signals.clear();
   coord.reset();
+  uv_run(&loop, UV_RUN_DEFAULT);  // frees the handles closed above
   int rc = uv_loop_close(&loop);
   if (rc != 0) log::Warn("event loop closed with handles still open", {{"rc", rc}});
   log::Info("coordinator stopped");

@@ -86,4 +86,11 @@ class [[nodiscard]] Result {
   std::variant<T, Status> v_;
 };
 
+// The Status of a Status or of a Result, for code written once for both.
+inline const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
+
 }  // namespace jobctl

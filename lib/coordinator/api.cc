@@ -13,11 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-// What a 507 says: the store reports only "database or disk is full".
-std::string DiskFullMessage(const Status& s) {
-  return "the coordinator's disk is full; nothing of this request was kept (" + s.message() + ")";
-}
-
 std::string Rfc3339(std::optional<int64_t> ms) {
   return ms ? FormatUtc(FromUnixMs(*ms)) : std::string();
 }
@@ -216,28 +211,21 @@ void Api::AuditDenied(const Principal* who, const http::Request& req, std::strin
     audit_window_start_ = now;
     audit_in_window_ = 0;
   }
-  if (++audit_in_window_ > 5 || !ctx_->batch->Open().ok()) return;
+  if (++audit_in_window_ > 5) return;
   std::optional<int64_t> token;
   if (who != nullptr && who->token_id != 0) token = who->token_id;
-  Status s = ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), "auth-failure",
-                                                      who ? who->name : std::string(), token,
-                                                      req.method + " " + req.path,
-                                                      std::string(why)});
-  if (!s.ok()) ctx_->batch->Fail(s);
+  store::EventRow row{0, ctx_->NowMs(), "auth-failure", who ? who->name : std::string(), token,
+                      req.method + " " + req.path, std::string(why)};
+  ctx_->batch->Stage([&] { return ctx_->store->InsertEvent(row); });
 }
 
-http::Response Api::ErrorResponse(int status, std::string_view error, const std::string& message) {
-  json body = {{"error", error}, {"message", message}};
-  return {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
-}
-
-Status Api::Audit(const Call& c, std::string_view action, std::string subject,
-                  std::string detail) {
+void Api::Audit(const Call& c, std::string_view action, std::string subject,
+                std::string detail) {
   std::optional<int64_t> token;
   if (c.who.token_id != 0) token = c.who.token_id;
-  return ctx_->store->InsertEvent(store::EventRow{0, ctx_->NowMs(), std::string(action),
-                                                  c.who.name, token, std::move(subject),
-                                                  std::move(detail)});
+  store::EventRow row{0, ctx_->NowMs(), std::string(action), c.who.name, token,
+                      std::move(subject), std::move(detail)};
+  ctx_->batch->Stage([&] { return ctx_->store->InsertEvent(row); });
 }
 
 void Api::Json(Call& c, int status, const json& body) {
@@ -248,24 +236,7 @@ void Api::FailWith(Call& c, int status, std::string_view error, const std::strin
   c.res->Send(ErrorResponse(status, error, message));
 }
 
-Api::HttpError Api::ErrorFor(const Status& s) {
-  switch (s.code()) {
-    case Status::Code::kInvalidArgument: return {400, "bad_request", s.message()};
-    case Status::Code::kNotFound: return {404, "not_found", s.message()};
-    case Status::Code::kConflict: return {409, "conflict", s.message()};
-    case Status::Code::kUnauthenticated: return {401, "unauthenticated", s.message()};
-    case Status::Code::kPermissionDenied: return {403, "forbidden", s.message()};
-    case Status::Code::kResourceExhausted: return {507, "insufficient_storage", DiskFullMessage(s)};
-    case Status::Code::kUnavailable:
-    case Status::Code::kIo: return {503, "unavailable", s.message()};
-    default: return {500, "internal", s.message()};
-  }
-}
-
-void Api::Fail(Call& c, const Status& s) {
-  HttpError e = ErrorFor(s);
-  FailWith(c, e.status, e.error, e.message);
-}
+void Api::Fail(Call& c, const Status& s) { c.res->Send(ErrorResponseFor(s)); }
 
 void Api::JsonAfterCommit(Call& c, int status, json body) {
   auto res = c.res;
@@ -273,12 +244,9 @@ void Api::JsonAfterCommit(Call& c, int status, json body) {
   ctx_->batch->OnCommit([res, status, text](const Status& s) {
     if (s.ok()) {
       res->Send({status, "application/json", *text, {}});
-      return;
+    } else {
+      res->Send(ErrorResponseFor(s));
     }
-    int code = s.code() == Status::Code::kResourceExhausted ? 507 : 503;
-    res->Send({code, "application/json",
-               json{{"error", code == 507 ? "insufficient_storage" : "unavailable"},
-                    {"message", code == 507 ? DiskFullMessage(s) : s.message()}}.dump(), {}});
   });
 }
 

@@ -17,6 +17,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
+#include "coordinator/http_errors.h"
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
 #include "coordinator/rate_limiter.h"
@@ -79,17 +80,9 @@ class Api {
   Result<Principal> Authorize(const http::Request& req, const Route& route,
                               const std::map<std::string, std::string>& params,
                               std::optional<Refusal>* refusal);
-  static http::Response ErrorResponse(int status, std::string_view error,
-                                      const std::string& message);
 
   // Replies.
   void Json(Call& c, int status, const nlohmann::json& body);
-  struct HttpError {
-    int status;
-    std::string_view error;
-    std::string message;
-  };
-  static HttpError ErrorFor(const Status& s);  // the HTTP status, error name and message
   void Fail(Call& c, const Status& s);
   void FailWith(Call& c, int status, std::string_view error, const std::string& message);
   // Answers after this turn's commit: `body` on success, the commit error otherwise.
@@ -158,8 +151,10 @@ class Api {
   // `who` is the credential when there is one (a token that may not use the route), else null.
   void AuditDenied(const Principal* who, const http::Request& req, std::string_view why);
   // Records a change in the audit trail (the store's events), in the current write batch,
-  // with the caller's credential: its name and token id.
-  Status Audit(const Call& c, std::string_view action, std::string subject, std::string detail);
+  // with the caller's credential: its name and token id. A change is never kept without its
+  // record: if the insert fails, the turn rolls back and the reply (sent after the commit)
+  // carries the error.
+  void Audit(const Call& c, std::string_view action, std::string subject, std::string detail);
 
   Context* ctx_;
   Parts p_;

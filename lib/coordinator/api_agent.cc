@@ -82,15 +82,11 @@ void Api::Enrol(Call& c) {
   row.agent = req->agent;
   // The join token's label limits go with every agent it enrols.
   if (!c.who.labels.empty()) row.labels_json = json(c.who.labels).dump();
-  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
-  Result<int64_t> id = ctx_->store->InsertToken(row);
+  Result<int64_t> id = ctx_->batch->Write([&] { return ctx_->store->InsertToken(row); });
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  if (Status e = Audit(c, "agent-enrol", req->agent, "token " + std::to_string(*id));
-      !e.ok()) {
-    ctx_->batch->Fail(e);
-  }
+  Audit(c, "agent-enrol", req->agent, "token " + std::to_string(*id));
   JsonAfterCommit(c, 201, {{"agent", req->agent}, {"enrolled", true}, {"id", *id},
                            {"labels", c.who.labels}, {"token", *secret}});
 }
@@ -169,11 +165,9 @@ void Api::AppendLog(Call& c) {
     std::string data = batch ? std::string(r.data) : std::move(c.req.body);
     store::LogChunk chunk{0, *run, key.index, static_cast<int>(*attempt), r.seq, stream,
                           r.at_ms > 0 ? r.at_ms : ctx_->NowMs(), std::move(data)};
-    Result<store::LogStore::AppendResult> appended = ctx_->logs->Append(chunk);
-    if (!appended.ok()) {
-      ctx_->batch->Fail(appended.status());
-      return JsonAfterCommit(c, 200, {});  // answered with the commit's error
-    }
+    Result<store::LogStore::AppendResult> appended =
+        ctx_->batch->WriteLogs([&] { return ctx_->logs->Append(chunk); });
+    if (!appended.ok()) return JsonAfterCommit(c, 200, {});  // answered with the commit's error
     bool fresh = *appended == store::LogStore::AppendResult::kStored;
     ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id}, {"shard", chunk.shard},
                                             {"attempt", chunk.attempt}, {"seq", chunk.seq},
@@ -233,7 +227,7 @@ void Api::PostResults(Call& c) {
     if (state.ok()) {
       answers.push_back({{"accepted", true}, {"state", RunStateName(*state)}});
     } else {
-      HttpError e = ErrorFor(state.status());
+      HttpError e = HttpErrorFor(state.status());
       answers.push_back({{"status", e.status}, {"error", e.error}, {"message", e.message}});
     }
   }

@@ -25,9 +25,10 @@ void Api::ApplyJobFile(Call& c) {
   Result<ApplyRequest> req = ApplyRequestFromJson(*body, c.who.name);
   if (!req.ok()) return Fail(c, req.status());
   req->credential = {c.who.name, c.who.token_id};
-  ApplyOutcome out = p_.applier->Apply(*req);
-  if (out.wrote && out.http_status == 200) return JsonAfterCommit(c, 200, out.body);
-  Json(c, out.http_status, out.body);
+  Result<ApplyOutcome> out = p_.applier->Apply(*req);
+  if (!out.ok()) return Fail(c, out.status());
+  if (out->wrote && out->http_status == 200) return JsonAfterCommit(c, 200, out->body);
+  Json(c, out->http_status, out->body);
 }
 
 void Api::Trigger(Call& c) {
@@ -59,10 +60,7 @@ void Api::Trigger(Call& c) {
   std::string env_json = params->empty() ? "" : json(*params).dump();
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
   if (!run.ok()) return Fail(c, run.status());
-  if (Status s = Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id));
-      !s.ok()) {
-    ctx_->batch->Fail(s);
-  }
+  Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id));
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
   json out = RunJson(run.value(), c.who);
   out["existing"] = false;
@@ -89,7 +87,7 @@ void Api::CancelRun(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
   if (Status s = p_.book->Cancel(*id, "canceled by " + c.who.name); !s.ok()) return Fail(c, s);
-  if (Status s = Audit(c, "cancel", "run " + c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
+  Audit(c, "cancel", "run " + c.params["id"], "");
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
   json out = run.ok() && *run ? RunJson(**run, c.who) : json{{"id", *id}};
@@ -113,10 +111,7 @@ void Api::RetryRun(Call& c) {
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
                                           (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
-  if (Status s = Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
-      !s.ok()) {
-    ctx_->batch->Fail(s);
-  }
+  Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
   JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
 }
 
@@ -127,9 +122,7 @@ void Api::DrainAgent(Call& c) {
   if (!req.ok()) return Fail(c, req.status());
   bool draining = req->draining;
   if (Status s = p_.dispatcher->SetDraining(c.params["name"], draining); !s.ok()) return Fail(c, s);
-  if (Status s = Audit(c, draining ? "drain" : "undrain", c.params["name"], ""); !s.ok()) {
-    ctx_->batch->Fail(s);
-  }
+  Audit(c, draining ? "drain" : "undrain", c.params["name"], "");
   JsonAfterCommit(c, 200, {{"name", c.params["name"]}, {"draining", draining}});
 }
 
@@ -139,19 +132,15 @@ void Api::RemoveAgent(Call& c) {
   bool force = force_it != c.req.query.end() && (force_it->second == "1" || force_it->second == "true");
   Status forgot = p_.dispatcher->Forget(name, force);
   if (!forgot.ok() && forgot.code() != Status::Code::kNotFound) return Fail(c, forgot);
-  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
-  Result<int64_t> revoked = ctx_->store->RevokeAgentTokens(name, ctx_->NowMs());
+  Result<int64_t> revoked =
+      ctx_->batch->Write([&] { return ctx_->store->RevokeAgentTokens(name, ctx_->NowMs()); });
   if (!revoked.ok()) return Fail(c, revoked.status());
   if (!forgot.ok() && *revoked == 0) {
     return FailWith(c, 404, "not_found", "no such agent: " + name);
   }
   p_.auth->RevokeAgent(name);
-  if (Status e = Audit(c, "agent-remove", name,
-                       std::to_string(*revoked) + " credential(s) revoked" +
-                           (force ? ", forced" : ""));
-      !e.ok()) {
-    ctx_->batch->Fail(e);
-  }
+  Audit(c, "agent-remove", name,
+        std::to_string(*revoked) + " credential(s) revoked" + (force ? ", forced" : ""));
   log::Info("agent removed", {{"agent", name}, {"by", c.who.name}, {"credentials", *revoked}});
   JsonAfterCommit(c, 200, {{"name", name}, {"removed", true}, {"credentials_revoked", *revoked}});
 }
@@ -180,16 +169,11 @@ void Api::CreateToken(Call& c) {
   row.agent = req->agent;
   if (!req->labels.empty()) row.labels_json = json(req->labels).dump();
   if (req->expires_in_ms) row.expires_ms = row.created_ms + *req->expires_in_ms;
-  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
-  Result<int64_t> id = ctx_->store->InsertToken(row);
+  Result<int64_t> id = ctx_->batch->Write([&] { return ctx_->store->InsertToken(row); });
   if (!id.ok()) return Fail(c, id.status());
   row.id = *id;
   p_.auth->Add(row);
-  if (Status s = Audit(c, "token-create", row.name,
-                       "id " + std::to_string(*id) + ", role " + role_text);
-      !s.ok()) {
-    ctx_->batch->Fail(s);
-  }
+  Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
   JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", row.jobs},
                            {"agent", row.agent}, {"labels", req->labels},
                            {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
@@ -213,8 +197,9 @@ void Api::ListTokens(Call& c) {
 void Api::RevokeToken(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "token ids are numbers");
-  if (Status o = ctx_->batch->Open(); !o.ok()) return Fail(c, o);
-  if (Status s = ctx_->store->RevokeToken(*id, ctx_->NowMs()); !s.ok()) {
+  if (Status s = ctx_->batch->Write([&] { return ctx_->store->RevokeToken(*id, ctx_->NowMs()); },
+                                    Status::Code::kNotFound);
+      !s.ok()) {
     return s.code() == Status::Code::kNotFound
                ? FailWith(c, 404, "not_found", "no active token " + c.params["id"])
                : Fail(c, s);
@@ -222,7 +207,7 @@ void Api::RevokeToken(Call& c) {
   p_.auth->Revoke(*id);
   // A claim parked with this credential is answered now, not served a shard later.
   p_.dispatcher->CloseClaimsOfToken(*id, "token revoked");
-  if (Status s = Audit(c, "token-revoke", c.params["id"], ""); !s.ok()) ctx_->batch->Fail(s);
+  Audit(c, "token-revoke", c.params["id"], "");
   JsonAfterCommit(c, 200, {{"id", *id}, {"revoked", true}});
 }
 

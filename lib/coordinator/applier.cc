@@ -71,7 +71,7 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   return Status::Ok();
 }
 
-ApplyOutcome Applier::Apply(const ApplyRequest& req) {
+Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   JobFileResult parsed = ParseJobFile(req.text, req.filename);
   if (!parsed.ok()) {
     json errors = json::array();
@@ -79,14 +79,14 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
       errors.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
                         {"job", d.job}, {"message", d.message}, {"text", d.ToString()}});
     }
-    return {400, {{"error", "invalid_job_file"},
+    return ApplyOutcome{400, {{"error", "invalid_job_file"},
                   {"message", std::to_string(parsed.errors.size()) + " error(s) in " + req.filename},
                   {"errors", errors}}};
   }
   Result<store::RevisionRow> current = ctx_->store->CurrentRevision();
-  if (!current.ok()) return {503, {{"error", "unavailable"}, {"message", current.status().message()}}};
+  if (!current.ok()) return current.status();
   if (req.base_revision >= 0 && req.base_revision != current->id) {
-    return {409,
+    return ApplyOutcome{409,
             {{"error", "conflict"},
              {"message", "the job file changed since revision " + std::to_string(req.base_revision) +
                              ": revision " + std::to_string(current->id) + " was applied by " +
@@ -131,52 +131,54 @@ ApplyOutcome Applier::Apply(const ApplyRequest& req) {
                {"removed", removed}, {"unchanged", unchanged}, {"revision", current->id}};
   bool no_change = created.empty() && changed.empty() && removed.empty() &&
                    current->text == req.text;
-  if (req.dry_run || no_change) return {200, body};
+  if (req.dry_run || no_change) return ApplyOutcome{200, body};
 
   int64_t now = ctx_->NowMs();
-  if (Status s = ctx_->batch->Open(); !s.ok()) return {503, {{"error", "unavailable"}, {"message", s.message()}}};
   std::string summary = std::to_string(created.size()) + " created, " +
                         std::to_string(changed.size()) + " changed, " +
                         std::to_string(removed.size()) + " removed";
-  Result<int64_t> revision = ctx_->store->InsertRevision(req.text, req.author, now, summary);
-  Status s = revision.status();
-  for (auto& [job, entry] : upserts) {
-    if (s.ok()) s = Upsert(*job, entry, *revision, now);
-  }
-  for (JobEntry* e : removals) {
-    if (!s.ok()) break;
-    s = ctx_->store->DeactivateJob(e->id, *revision, now);
-    e->active = false;
-    scheduler_->Track(*e);
-  }
-  if (s.ok()) {
+  // Everything below is one write: any failure rolls the whole file back.
+  Result<int64_t> revision = ctx_->batch->Write([&]() -> Result<int64_t> {
+    Result<int64_t> id = ctx_->store->InsertRevision(req.text, req.author, now, summary);
+    if (!id.ok()) return id;
+    for (auto& [job, entry] : upserts) {
+      if (Status s = Upsert(*job, entry, *id, now); !s.ok()) return s;
+    }
+    for (JobEntry* e : removals) {
+      if (Status s = ctx_->store->DeactivateJob(e->id, *id, now); !s.ok()) return s;
+      e->active = false;
+      scheduler_->Track(*e);
+    }
     // The actor is the credential; an author named in the body is only what it claims.
     const Credential& who = req.credential;
     std::string detail = summary;
     if (!who.name.empty() && req.author != who.name) detail += "; author " + req.author;
-    s = ctx_->store->InsertEvent(store::EventRow{
-        0, now, "apply", who.name.empty() ? req.author : who.name,
-        who.token_id != 0 ? std::optional<int64_t>(who.token_id) : std::nullopt,
-        "revision " + std::to_string(*revision), detail});
-  }
-  if (!s.ok()) {
-    ctx_->batch->Fail(s);
-    return {503, {{"error", "unavailable"}, {"message", s.message()}}, true};
-  }
+    if (Status s = ctx_->store->InsertEvent(store::EventRow{
+            0, now, "apply", who.name.empty() ? req.author : who.name,
+            who.token_id != 0 ? std::optional<int64_t>(who.token_id) : std::nullopt,
+            "revision " + std::to_string(*id), detail});
+        !s.ok()) {
+      return s;
+    }
+    return id;
+  });
+  if (!revision.ok()) return revision.status();
   log::Info("job file applied", {{"revision", *revision}, {"author", req.author},
                                  {"summary", summary}});
   body["revision"] = *revision;
-  return {200, body, true};
+  return ApplyOutcome{200, body, true};
 }
 
 Status Applier::SetPaused(JobEntry& job, bool paused, const Credential& actor) {
-  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
   int64_t now = ctx_->NowMs();
-  if (Status s = ctx_->store->SetJobPaused(job.id, paused); !s.ok()) return s;
   store::EventRow event{0, now, paused ? "pause" : "resume", actor.name, std::nullopt,
                         std::string(job.name), ""};
   if (actor.token_id != 0) event.token_id = actor.token_id;
-  if (Status s = ctx_->store->InsertEvent(event); !s.ok()) {
+  if (Status s = ctx_->batch->Write([&] {
+        Status w = ctx_->store->SetJobPaused(job.id, paused);
+        return w.ok() ? ctx_->store->InsertEvent(event) : w;
+      });
+      !s.ok()) {
     return s;
   }
   bool was_paused = std::exchange(job.paused, paused);

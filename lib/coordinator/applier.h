@@ -39,7 +39,8 @@ class Applier {
  public:
   Applier(Context* ctx, JobIndex* jobs, Scheduler* scheduler)
       : ctx_(ctx), jobs_(jobs), scheduler_(scheduler) {}
-  ApplyOutcome Apply(const ApplyRequest& request);
+  // The outcome (200, or 400/409 with what is wrong), or the store's failure.
+  Result<ApplyOutcome> Apply(const ApplyRequest& request);
   // Pause or resume a job (resuming applies its misfire policy to what it missed).
   Status SetPaused(JobEntry& job, bool paused, const Credential& actor);
 

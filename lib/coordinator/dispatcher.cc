@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/log.h"
+#include "coordinator/http_errors.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
 #include "coordinator/run_book.h"
@@ -55,17 +56,15 @@ std::string LeaseKey(ShardKey k) {
 Dispatcher::Dispatcher(Context* ctx) : ctx_(ctx), lease_wheel_(ctx->MonoMs()) {}
 
 void Dispatcher::Start() {
-  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
-    uv_timer_init(ctx_->loop, t);
-    t->data = this;
+  for (std::unique_ptr<uvx::Timer>* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
+    *t = std::make_unique<uvx::Timer>(ctx_->loop);
   }
   started_ = true;
   // The registry is swept a few times per expiry period, at most hourly.
   uint64_t every = static_cast<uint64_t>(
       std::clamp<int64_t>(ctx_->config.agent_expiry.count() / 4, 1000, 3'600'000));
-  uv_timer_start(&expiry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnExpiryTimer(); },
-                 every, every);
-  uv_unref(reinterpret_cast<uv_handle_t*>(&expiry_timer_));
+  expiry_timer_->Every(every, [this] { OnExpiryTimer(); });
+  expiry_timer_->Unref();
 }
 
 void Dispatcher::Close() {
@@ -76,8 +75,8 @@ void Dispatcher::Close() {
     }
   }
   if (!started_) return;
-  for (uv_timer_t* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
-    uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+  for (std::unique_ptr<uvx::Timer>* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
+    t->reset();
   }
   started_ = false;
 }
@@ -142,10 +141,8 @@ void Dispatcher::Enqueue(PendingShard shard) {
   // Dispatch on the next turn of the loop: the caller may still be creating the run's other
   // shards, and this keeps every grant out of the caller's stack. A retry timer armed for
   // later (a held or backed-off shard) must not delay this one.
-  if (started_ && (!uv_is_active(reinterpret_cast<uv_handle_t*>(&retry_timer_)) ||
-                   uv_timer_get_due_in(&retry_timer_) > 0)) {
-    uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
-                   0, 0);
+  if (started_ && (!retry_timer_->active() || retry_timer_->due_in() > 0)) {
+    retry_timer_->Once(0, [this] { TryDispatch(); });
   }
 }
 
@@ -261,13 +258,10 @@ void Dispatcher::TryDispatch() {
     --room;
     it = pending_.erase(it);
   }
-  if (!granted.empty() && ctx_->batch->Open().ok()) {
-    if (Status w = ctx_->store->SetCounter("token", last_token_); !w.ok()) ctx_->batch->Fail(w);
-  }
+  if (!granted.empty()) ctx_->batch->Stage([&] { return ctx_->store->SetCounter("token", last_token_); });
   for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));
   if (retry_in >= 0 && started_) {
-    uv_timer_start(&retry_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->TryDispatch(); },
-                   static_cast<uint64_t>(retry_in), 0);
+    retry_timer_->Once(static_cast<uint64_t>(retry_in), [this] { TryDispatch(); });
   }
   ArmTimers();
 }
@@ -282,11 +276,8 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   agent.held.Add(shard.key);
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
-  if (Status s = ctx_->batch->Open(); s.ok()) {
-    // The token counter is written once per dispatch pass, after its last grant.
-    Status w = ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
-    if (!w.ok()) ctx_->batch->Fail(w);
-  }
+  // The token counter is written once per dispatch pass, after its last grant.
+  ctx_->batch->Stage([&] { return ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms}); });
   nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
   ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
                                    {"shard", shard.key.index},
@@ -312,8 +303,7 @@ void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
     if (s.ok()) {
       responder->Send({200, "application/json", *body, {}});
     } else {
-      responder->Send({503, "application/json",
-                       nlohmann::json{{"error", "unavailable"}, {"message", s.message()}}.dump(), {}});
+      responder->Send(ErrorResponseFor(s));
     }
   });
 }
@@ -329,10 +319,11 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   a.version = std::move(req.version);
   a.last_seen_mono = ctx_->MonoMs();
   a.last_seen_ms = ctx_->NowMs();
-  if (changed && ctx_->batch->Open().ok()) {
-    Status s = ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
-                                      a.last_seen_ms, a.draining});
-    if (!s.ok()) ctx_->batch->Fail(s);
+  if (changed) {
+    ctx_->batch->Stage([&] {
+      return ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
+                                    a.last_seen_ms, a.draining});
+    });
   }
   if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
   a.waiting = std::move(responder);
@@ -475,8 +466,8 @@ Status Dispatcher::Forget(const std::string& agent, bool force) {
     book_->OnLeaseExpired(key, token);
   }
   agents_.erase(agent);
-  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
-  Status s = ctx_->store->DeleteAgent(agent);
+  Status s = ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(agent); },
+                                Status::Code::kNotFound);
   return s.code() == Status::Code::kNotFound ? Status::Ok() : s;
 }
 
@@ -489,14 +480,12 @@ void Dispatcher::OnExpiryTimer() {
       gone.push_back(name);
     }
   }
-  if (gone.empty() || !ctx_->batch->Open().ok()) return;
   for (const std::string& name : gone) {
     log::Info("agent expired from the registry", {{"agent", name}});
     agents_.erase(name);
-    if (Status s = ctx_->store->DeleteAgent(name); !s.ok() && s.code() != Status::Code::kNotFound) {
-      ctx_->batch->Fail(s);
-      return;
-    }
+    Status s = ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(name); },
+                                  Status::Code::kNotFound);
+    if (!s.ok() && s.code() != Status::Code::kNotFound) return;
   }
 }
 
@@ -512,9 +501,7 @@ void Dispatcher::Release(ShardKey key, std::string_view why) {
   lease_by_token_.erase(it->second.token);
   if (auto a = agents_.find(it->second.agent); a != agents_.end()) a->second.held.Remove(key);
   leases_.erase(it);
-  if (ctx_->batch->Open().ok()) {
-    if (Status s = ctx_->store->DeleteLease(LeaseKey(key)); !s.ok()) ctx_->batch->Fail(s);
-  }
+  ctx_->batch->Stage([&] { return ctx_->store->DeleteLease(LeaseKey(key)); });
 }
 
 void Dispatcher::MarkCanceled(ShardKey key) {
@@ -526,9 +513,10 @@ Status Dispatcher::SetDraining(const std::string& agent, bool draining) {
   if (it == agents_.end()) return Status::NotFound("no such agent");
   AgentInfo& a = it->second;
   a.draining = draining;
-  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
-  return ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
-                                a.last_seen_ms, a.draining});
+  return ctx_->batch->Write([&] {
+    return ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
+                                  a.last_seen_ms, a.draining});
+  });
 }
 
 void Dispatcher::OnLeaseTimer() {
@@ -593,10 +581,10 @@ void Dispatcher::ArmLeaseTimer() {
     int64_t due = now + ctx_->config.lease_ttl.count() / 3;
     if (std::optional<int64_t> next = lease_wheel_.NextWakeup()) due = std::min(due, *next);
     last_lease_check_mono_ = now;
-    uv_timer_start(&lease_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnLeaseTimer(); },
-                   static_cast<uint64_t>(std::max<int64_t>(due - now, 0)), 0);
+    lease_timer_->Once(static_cast<uint64_t>(std::max<int64_t>(due - now, 0)),
+                       [this] { OnLeaseTimer(); });
   } else {
-    uv_timer_stop(&lease_timer_);
+    lease_timer_->Stop();
     last_lease_check_mono_ = 0;
   }
 }
@@ -610,10 +598,10 @@ void Dispatcher::ArmClaimTimer() {
     if (a.waiting && (earliest < 0 || a.wait_deadline_mono < earliest)) earliest = a.wait_deadline_mono;
   }
   if (earliest >= 0) {
-    uv_timer_start(&claim_timer_, [](uv_timer_t* t) { static_cast<Dispatcher*>(t->data)->OnClaimTimer(); },
-                   static_cast<uint64_t>(std::max<int64_t>(earliest - now, 0)), 0);
+    claim_timer_->Once(static_cast<uint64_t>(std::max<int64_t>(earliest - now, 0)),
+                       [this] { OnClaimTimer(); });
   } else {
-    uv_timer_stop(&claim_timer_);
+    claim_timer_->Stop();
   }
 }
 

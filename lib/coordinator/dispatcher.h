@@ -22,6 +22,7 @@
 #include "http/server.h"
 #include "model/job.h"
 #include "model/timing_wheel.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -182,10 +183,10 @@ class Dispatcher {
   std::map<std::string, uint64_t> round_robin_;
   int64_t last_token_ = 0;
   int64_t last_lease_check_mono_ = 0;  // when the lease timer was last armed
-  uv_timer_t lease_timer_{};
-  uv_timer_t claim_timer_{};
-  uv_timer_t retry_timer_{};
-  uv_timer_t expiry_timer_{};
+  std::unique_ptr<uvx::Timer> lease_timer_;
+  std::unique_ptr<uvx::Timer> claim_timer_;
+  std::unique_ptr<uvx::Timer> retry_timer_;
+  std::unique_ptr<uvx::Timer> expiry_timer_;
   bool started_ = false;
 };
 

@@ -6,8 +6,7 @@
 namespace jobctl::coordinator {
 
 void LogHub::Start() {
-  uv_timer_init(ctx_->loop, &timer_);
-  timer_.data = this;
+  timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
   started_ = true;
 }
 
@@ -17,7 +16,7 @@ void LogHub::Close() {
   waiters_.clear();
   by_run_.clear();
   by_deadline_.clear();
-  if (started_) uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
+  timer_.reset();
   started_ = false;
   for (auto& w : wake) w();
 }
@@ -76,7 +75,7 @@ void LogHub::OnTimer() {
 void LogHub::Arm() {
   if (!started_) return;
   if (by_deadline_.empty()) {
-    uv_timer_stop(&timer_);
+    timer_->Stop();
     armed_for_ = -1;
     return;
   }
@@ -84,8 +83,7 @@ void LogHub::Arm() {
   if (earliest == armed_for_) return;
   armed_for_ = earliest;
   int64_t in = std::max<int64_t>(earliest - ctx_->MonoMs(), 0);
-  uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<LogHub*>(t->data)->OnTimer(); },
-                 static_cast<uint64_t>(in), 0);
+  timer_->Once(static_cast<uint64_t>(in), [this] { OnTimer(); });
 }
 
 }  // namespace jobctl::coordinator

@@ -7,6 +7,7 @@
 
 #include <uv.h>
 
+#include <memory>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "coordinator/context.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -49,7 +51,7 @@ class LogHub {
   std::multimap<int64_t, WaiterId> by_run_;
   std::set<std::pair<int64_t, WaiterId>> by_deadline_;
   int64_t armed_for_ = -1;  // the deadline the timer is set for; -1 when stopped
-  uv_timer_t timer_{};
+  std::unique_ptr<uvx::Timer> timer_;
   bool started_ = false;
 };
 

@@ -77,14 +77,13 @@ RunBook::RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher)
     : ctx_(ctx), jobs_(jobs), dispatcher_(dispatcher) {}
 
 void RunBook::Start() {
-  uv_timer_init(ctx_->loop, &deadline_timer_);
-  deadline_timer_.data = this;
+  deadline_timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
   started_ = true;
 }
 
 void RunBook::Close() {
   if (!started_) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(&deadline_timer_), nullptr);
+  deadline_timer_.reset();
   started_ = false;
 }
 
@@ -163,8 +162,12 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
     rec.finished_ms = now;
     rec.note = "broadcast: no eligible agent was connected";
   }
-  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
-  if (Status s = ctx_->store->InsertRun(rec); !s.ok()) return s;
+  // kConflict: this instant has its run already (fired before a restart); the turn goes on.
+  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); },
+                                    Status::Code::kConflict);
+      !s.ok()) {
+    return s;
+  }
   ctx_->EventAfterCommit("fire", {{"job", rec.job},
                                   {"run", rec.id},
                                   {"scheduled_ms", rec.scheduled_ms},
@@ -190,9 +193,12 @@ Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::st
   rec.trace_id = NewTraceId();
   rec.note = note;
   rec.shard_total = 0;
-  if (Status s = ctx_->batch->Open(); !s.ok()) return s;
+  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); },
+                                    Status::Code::kConflict);
+      !s.ok()) {
+    return s;
+  }
   ++ctx_->metrics->skipped_total;
-  if (Status s = ctx_->store->InsertRun(rec); !s.ok()) return s;
   ctx_->EventAfterCommit(
       "skip", {{"job", rec.job}, {"run", rec.id}, {"scheduled_ms", scheduled_ms}, {"why", note}});
   return Status::Ok();
@@ -210,9 +216,7 @@ void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
 }
 
 void RunBook::Save(const ShardRecord& shard) {
-  Status s = ctx_->batch->Open();
-  if (s.ok()) s = ctx_->store->UpdateShard(shard);
-  if (!s.ok()) ctx_->batch->Fail(s);
+  ctx_->batch->Stage([&] { return ctx_->store->UpdateShard(shard); });
 }
 
 nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t token,
@@ -484,18 +488,15 @@ void RunBook::MaybeFinish(OpenRun& run) {
   if (!IsTerminal(state)) {
     if (state != run.rec.state) {
       run.rec.state = state;
-      Status s = ctx_->batch->Open();
-      if (s.ok()) s = ctx_->store->UpdateRunState(run.rec.id, state, std::nullopt, "");
-      if (!s.ok()) ctx_->batch->Fail(s);
+      ctx_->batch->Stage(
+          [&] { return ctx_->store->UpdateRunState(run.rec.id, state, std::nullopt, ""); });
     }
     return;
   }
   int64_t now = ctx_->NowMs();
   run.rec.state = state;
   run.rec.finished_ms = now;
-  Status s = ctx_->batch->Open();
-  if (s.ok()) s = ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note);
-  if (!s.ok()) ctx_->batch->Fail(s);
+  ctx_->batch->Stage([&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
     if (--job->open_runs <= 0) {
       job->open_runs = 0;
@@ -544,12 +545,12 @@ std::vector<int64_t> RunBook::OpenRunsOf(int64_t job_id) const {
 void RunBook::ArmDeadlines() {
   if (!started_) return;
   if (deadlines_.empty()) {
-    uv_timer_stop(&deadline_timer_);
+    deadline_timer_->Stop();
     return;
   }
   int64_t in = std::max<int64_t>(deadlines_.begin()->first - ctx_->NowMs(), 0);
-  uv_timer_start(&deadline_timer_, [](uv_timer_t* t) { static_cast<RunBook*>(t->data)->OnDeadlineTimer(); },
-                 static_cast<uint64_t>(std::min<int64_t>(in, 60'000)), 0);
+  deadline_timer_->Once(static_cast<uint64_t>(std::min<int64_t>(in, 60'000)),
+                        [this] { OnDeadlineTimer(); });
 }
 
 void RunBook::OnDeadlineTimer() {
@@ -566,7 +567,10 @@ void RunBook::OnDeadlineTimer() {
                {"agent", shard.agent}});
     ResultReport r{key, shard.attempt, shard.token, shard.agent, Outcome::kTimedOut, std::nullopt,
                    "no result from the agent within the timeout (coordinator backstop)"};
-    (void)OnResult(r);
+    if (Result<RunState> ended = OnResult(r); !ended.ok()) {
+      log::Error("cannot fail a shard past its timeout",
+                 {{"run", key.run}, {"shard", key.index}, {"error", ended.status().ToString()}});
+    }
   }
   ArmDeadlines();
 }

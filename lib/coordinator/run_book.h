@@ -17,6 +17,7 @@
 #include "coordinator/context.h"
 #include "coordinator/job_index.h"
 #include "model/run.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -115,7 +116,7 @@ class RunBook {
   std::map<ShardKey, Answer> answered_;
   // Timeout backstop: (deadline on the wall clock, shard) for running shards with a timeout.
   std::set<std::pair<int64_t, ShardKey>> deadlines_;
-  uv_timer_t deadline_timer_{};
+  std::unique_ptr<uvx::Timer> deadline_timer_;
   bool started_ = false;
 };
 

@@ -20,18 +20,16 @@ Scheduler::Scheduler(Context* ctx, JobIndex* jobs, RunBook* book)
     : ctx_(ctx), jobs_(jobs), book_(book), wheel_(ctx->NowMs()) {}
 
 void Scheduler::Start() {
-  uv_timer_init(ctx_->loop, &timer_);
-  timer_.data = this;
-  uv_idle_init(ctx_->loop, &continue_);
-  continue_.data = this;
+  timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
+  continue_ = std::make_unique<uvx::Idle>(ctx_->loop);
   started_ = true;
   Arm();
 }
 
 void Scheduler::Close() {
   if (!started_) return;
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&continue_), nullptr);
+  timer_.reset();
+  continue_.reset();
   started_ = false;
 }
 
@@ -172,9 +170,7 @@ void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, in
   }
   for (int64_t instant : fire) FireOne(job, instant, now);
   job.next_fire_ms = t;
-  if (Status s = ctx_->batch->Open(); s.ok()) {
-    if (Status w = ctx_->store->SetNextFire(job.id, t); !w.ok()) ctx_->batch->Fail(w);
-  }
+  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
   if (t) wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
 }
 
@@ -192,9 +188,7 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
   log::Warn("instants missed", {{"job", job.name}, {"count", row.count},
                                 {"first", FormatUtc(FromUnixMs(row.first_ms))},
                                 {"reason", why}});
-  Status s = ctx_->batch->Open();
-  if (s.ok()) s = ctx_->store->InsertMiss(row);
-  if (!s.ok()) ctx_->batch->Fail(s);
+  ctx_->batch->Stage([&] { return ctx_->store->InsertMiss(row); });
   ctx_->EventAfterCommit("miss", {{"job", job.name},
                                   {"first_ms", row.first_ms},
                                   {"last_ms", row.last_ms},
@@ -209,21 +203,27 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
       std::string note = "overlap=forbid: run " +
                          (open.empty() ? std::string("?") : std::to_string(open.front())) +
                          " was still active";
-      if (Status s = book_->RecordSkipped(job, instant, note); !s.ok() &&
-          s.code() != Status::Code::kConflict) {
-        ctx_->batch->Fail(s);
+      // A failed write rolls the turn back (RecordSkipped writes through the batch); a
+      // conflict is an instant recorded before a restart.
+      if (Status s = book_->RecordSkipped(job, instant, note); !s.ok()) {
+        log::Debug("skip not recorded", {{"job", job.name}, {"error", s.ToString()}});
       }
       return;
     }
     if (job.overlap == Overlap::kReplace) {
       for (int64_t run : book_->OpenRunsOf(job.id)) {
-        (void)book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
+        if (Status s = book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
+            !s.ok()) {
+          log::Warn("cannot cancel the run being replaced",
+                    {{"job", job.name}, {"run", run}, {"error", s.ToString()}});
+        }
       }
     }
   }
   Result<RunRecord> run = book_->Create(job, RunReason::kSchedule, instant, "", "");
   if (!run.ok()) {
     if (run.status().code() == Status::Code::kConflict) return;  // already fired (restart)
+    // Whatever failed, the turn rolls back (next_fire_ms with it) and the fire is retried.
     log::Error("cannot create run", {{"job", job.name}, {"error", run.status().ToString()}});
     ctx_->batch->Fail(run.status());
     return;
@@ -250,23 +250,22 @@ void Scheduler::Arm() {
     // idle phase of the next loop turn and committed at that turn's end. (Starting the idle
     // handle here instead would fire the next slice in this turn's idle phase, before this
     // turn's commit: two slices in one commit.) A failed commit holds the rest back instead.
-    uv_idle_stop(&continue_);
+    continue_->Stop();
     if (!waiting_for_commit_) {
       waiting_for_commit_ = true;
       ctx_->batch->OnCommit([this](const Status&) {
         waiting_for_commit_ = false;
         if (!started_) return;
         if (ctx_->batch->RetryDelayMs() > 0) return Arm();
-        uv_idle_start(&continue_,
-                      [](uv_idle_t* h) { static_cast<Scheduler*>(h->data)->RunDue(); });
+        continue_->Start([this] { RunDue(); });
       });
     }
     return;
   }
-  uv_idle_stop(&continue_);
+  continue_->Stop();
   if (!due_.empty()) next = ctx_->NowMs();  // held back: the timer below waits out the hold
   if (!next) {
-    uv_timer_stop(&timer_);
+    timer_->Stop();
     return;
   }
   // Never asleep for more than a second: the timer runs on the monotonic clock, and a step of
@@ -274,8 +273,7 @@ void Scheduler::Arm() {
   // ends (a job due at 03:00 would fire an hour late after a forward step of an hour, and
   // nothing would fire for an hour after a backward step was corrected).
   int64_t delay = std::min(std::max<int64_t>({*next - ctx_->NowMs(), hold, 0}), kWallCheckMs);
-  uv_timer_start(&timer_, [](uv_timer_t* t) { static_cast<Scheduler*>(t->data)->RunDue(); },
-                 static_cast<uint64_t>(delay), 0);
+  timer_->Once(static_cast<uint64_t>(delay), [this] { RunDue(); });
 }
 
 }  // namespace jobctl::coordinator

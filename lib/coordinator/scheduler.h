@@ -10,6 +10,7 @@
 
 #include <uv.h>
 
+#include <memory>
 #include <deque>
 #include <map>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "coordinator/job_index.h"
 #include "coordinator/run_book.h"
 #include "model/timing_wheel.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -69,11 +71,11 @@ class Scheduler {
   // (job, instant) handed out by the wheel and not yet fired, oldest first. An entry whose
   // job's next_fire_ms moved on since (re-tracked by an apply) is dropped when reached.
   std::deque<std::pair<int64_t, int64_t>> due_;
-  uv_timer_t timer_{};
+  std::unique_ptr<uvx::Timer> timer_;
   // Runs the rest of a burst on the loop turn after the previous slice's commit. An idle
   // handle, not a 0 ms timer: libuv runs a timer re-armed for "now" again within the same
   // timer phase, before any commit.
-  uv_idle_t continue_{};
+  std::unique_ptr<uvx::Idle> continue_;
   bool waiting_for_commit_ = false;  // a slice's commit will start continue_
   bool started_ = false;
 };

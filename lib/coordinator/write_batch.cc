@@ -30,18 +30,17 @@ WriteBatch::WriteBatch(uv_loop_t* loop, store::Store* store, store::LogStore* lo
     : loop_(loop), store_(store), logs_(logs) {}
 
 void WriteBatch::Start() {
-  uv_check_init(loop_, &check_);
-  uv_idle_init(loop_, &idle_);
-  check_.data = this;
-  uv_check_start(&check_, [](uv_check_t* h) { static_cast<WriteBatch*>(h->data)->Flush(); });
+  check_ = std::make_unique<uvx::Check>(loop_);
+  idle_ = std::make_unique<uvx::Idle>(loop_);
+  check_->Start([this] { Flush(); });
   // The check handle alone must not keep the loop alive.
-  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+  check_->Unref();
 }
 
 void WriteBatch::Close() {
   Flush();
-  uv_close(reinterpret_cast<uv_handle_t*>(&check_), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&idle_), nullptr);
+  check_.reset();
+  idle_.reset();
 }
 
 void WriteBatch::Arm() {
@@ -49,7 +48,7 @@ void WriteBatch::Arm() {
   armed_ = true;
   // An active idle handle makes this turn's poll return at once, so the commit at the end of
   // the turn is never delayed by waiting for I/O.
-  uv_idle_start(&idle_, [](uv_idle_t*) {});
+  if (idle_) idle_->Start([] {});
 }
 
 Status WriteBatch::Open() {
@@ -80,7 +79,7 @@ void WriteBatch::Fail(const Status& status) {
 void WriteBatch::Flush() {
   if (!armed_) return;
   armed_ = false;
-  uv_idle_stop(&idle_);
+  if (idle_) idle_->Stop();
   uint64_t start = uv_hrtime();
   Status result = failed_;
   bool wrote = store_->in_transaction() || logs_->in_transaction();

@@ -4,7 +4,9 @@
 // the commit through OnCommit(). One fsync then covers every request of the turn, and
 // nothing is acknowledged before it is durable.
 //
-// If a write fails midway (disk full, I/O error) the whole turn is rolled back, every
+// Every write goes through Write() (or WriteLogs()), the one error path: it opens the turn's
+// transaction if needed, runs the write in it, and makes any failure sticky. If a write fails
+// midway (disk full, I/O error) the whole turn is rolled back, every
 // waiting reply gets the error, and on_failure lets the coordinator rebuild its memory from
 // the store, which is the truth. While commits keep failing (a full disk does not heal by
 // itself) RetryDelayMs() tells the parts that write on their own (the fire loop) how long to
@@ -17,11 +19,13 @@
 #include <uv.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
 #include "store/log_store.h"
 #include "store/store.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -34,7 +38,26 @@ class WriteBatch {
   void Start();
   void Close();  // commits what is open, then closes the handles
 
+  // Runs `write` (returning a Status or a Result) in this turn's transaction of the
+  // scheduler database, opening it if needed. If opening or the write fails, the failure is
+  // sticky: the whole turn rolls back instead of committing, its replies get the error, and
+  // the failure is also returned for the caller to answer with. A failure with the code
+  // `expected` (kConflict: the row is already there; kNotFound: it is gone) undoes only that
+  // statement: it is returned and the turn goes on.
+  template <typename F>
+  auto Write(F&& write, Status::Code expected = Status::Code::kOk) -> decltype(write());
+  // As Write, in the log database's transaction.
+  template <typename F>
+  auto WriteLogs(F&& write) -> decltype(write());
+  // As Write, for a caller with nobody to answer: the turn's rollback, and the reload from
+  // the store that follows it, is all the handling the failure needs.
+  template <typename F>
+  void Stage(F&& write) {
+    if (const auto r = Write(std::forward<F>(write)); !r.ok()) return;
+  }
+
   // Open the transaction of the scheduler (or log) database for this turn, if not yet open.
+  // A failure to open is sticky, as in Write.
   Status Open();
   Status OpenLogs();
   // Runs after this turn's commit with its outcome. Requires Open() or OpenLogs() first.
@@ -63,8 +86,8 @@ class WriteBatch {
   uv_loop_t* loop_;
   store::Store* store_;
   store::LogStore* logs_;
-  uv_check_t check_{};
-  uv_idle_t idle_{};
+  std::unique_ptr<uvx::Check> check_;
+  std::unique_ptr<uvx::Idle> idle_;
   bool armed_ = false;
   Status failed_;
   std::vector<std::function<void(const Status&)>> callbacks_;
@@ -74,5 +97,21 @@ class WriteBatch {
   uint64_t last_failure_ms_ = 0;      // uv_now of the last failed commit
   uint64_t last_failure_log_ms_ = 0;  // uv_now of the last log line about failures
 };
+
+template <typename F>
+auto WriteBatch::Write(F&& write, Status::Code expected) -> decltype(write()) {
+  if (Status s = Open(); !s.ok()) return s;
+  auto result = write();
+  if (!result.ok() && StatusOf(result).code() != expected) Fail(StatusOf(result));
+  return result;
+}
+
+template <typename F>
+auto WriteBatch::WriteLogs(F&& write) -> decltype(write()) {
+  if (Status s = OpenLogs(); !s.ok()) return s;
+  auto result = write();
+  if (!result.ok()) Fail(StatusOf(result));
+  return result;
+}
 
 }  // namespace jobctl::coordinator

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <memory>
 
 namespace jobctl::coordinator {
 namespace {
@@ -58,6 +59,100 @@ TEST(WriteBatchTest, FailedCommitsHoldWritersBackUntilOneSucceeds) {
   }
   EXPECT_EQ(uv_loop_close(&loop), 0);
   std::filesystem::remove_all(dir);
+}
+
+// A batch over a fresh store in a temporary directory, for the tests of Write and Stage.
+class WriteBatchWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/write-batch-test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    auto store = store::Store::Open(dir_ + "/jobctl.db");
+    auto logs = store::LogStore::Open(dir_ + "/logs.db", 1 << 20);
+    ASSERT_TRUE(store.ok() && logs.ok());
+    store_ = std::move(*store);
+    logs_ = std::move(*logs);
+    batch_ = std::make_unique<WriteBatch>(&loop_, store_.get(), logs_.get());
+    batch_->Start();
+    batch_->on_failure = [this](const Status&) { ++reloads_; };
+  }
+  void TearDown() override {
+    batch_->Close();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+    batch_.reset();
+    store_.reset();
+    logs_.reset();
+    EXPECT_EQ(uv_loop_close(&loop_), 0);
+    std::filesystem::remove_all(dir_);
+  }
+  // Commits the turn; the status its replies get.
+  Status Commit() {
+    Status seen;
+    batch_->OnCommit([&](const Status& s) { seen = s; });
+    batch_->Flush();
+    return seen;
+  }
+
+  std::string dir_;
+  uv_loop_t loop_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::LogStore> logs_;
+  std::unique_ptr<WriteBatch> batch_;
+  int reloads_ = 0;
+};
+
+// A write that fails takes the whole turn with it: what was written before it in the same turn
+// is not kept, the caller gets the failure, and so does every reply of the turn.
+TEST_F(WriteBatchWriteTest, AFailedWriteRollsBackTheWholeTurnAndIsReturned) {
+  ASSERT_TRUE(batch_->Write([&] { return store_->SetCounter("token", 5); }).ok());
+  Status failed = batch_->Write([&] {
+    Status s = store_->SetCounter("other", 6);
+    return s.ok() ? Status::ResourceExhausted("database or disk is full") : s;
+  });
+  EXPECT_EQ(failed.code(), Status::Code::kResourceExhausted);
+  batch_->Stage([&] { return store_->SetCounter("later", 7); });
+  EXPECT_EQ(Commit().code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(reloads_, 1);
+  EXPECT_EQ(*store_->GetCounter("token"), 0);
+  EXPECT_EQ(*store_->GetCounter("other"), 0);
+  EXPECT_EQ(*store_->GetCounter("later"), 0);
+}
+
+// A Result-returning write gives its value back, and the turn commits.
+TEST_F(WriteBatchWriteTest, AWriteThatSucceedsGivesItsValueAndCommits) {
+  Result<int64_t> value = batch_->Write([&]() -> Result<int64_t> {
+    if (Status s = store_->SetCounter("token", 9); !s.ok()) return s;
+    return store_->GetCounter("token");
+  });
+  ASSERT_TRUE(value.ok());
+  EXPECT_EQ(*value, 9);
+  EXPECT_TRUE(Commit().ok());
+  EXPECT_EQ(reloads_, 0);
+  EXPECT_EQ(*store_->GetCounter("token"), 9);
+}
+
+// The failure a caller expects (a row already there) is returned, and only that write is
+// undone: the rest of the turn commits.
+TEST_F(WriteBatchWriteTest, AnExpectedFailureUndoesOnlyThatWrite) {
+  batch_->Stage([&] { return store_->SetCounter("token", 3); });
+  Status conflict = batch_->Write([] { return Status::Conflict("already fired"); },
+                                  Status::Code::kConflict);
+  EXPECT_EQ(conflict.code(), Status::Code::kConflict);
+  EXPECT_TRUE(Commit().ok());
+  EXPECT_EQ(reloads_, 0);
+  EXPECT_EQ(*store_->GetCounter("token"), 3);
+}
+
+// The log database's writes are in the same turn: a failed log write rolls back the
+// scheduler database's writes too.
+TEST_F(WriteBatchWriteTest, AFailedLogWriteRollsBackTheSchedulerWritesOfTheTurn) {
+  batch_->Stage([&] { return store_->SetCounter("token", 4); });
+  Status failed = batch_->WriteLogs([] { return Status::Io("disk I/O error"); });
+  EXPECT_EQ(failed.code(), Status::Code::kIo);
+  EXPECT_EQ(Commit().code(), Status::Code::kIo);
+  EXPECT_EQ(*store_->GetCounter("token"), 0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The checker of the fault suite: reads what the coordinator, the agents and the probe jobs
 // wrote to their event logs (History) and what the coordinator's stores hold afterwards
-// (StoreView), and reports every violation of the invariants jobctl promises
-// (/work/shared/research/reliability.md, README "Fault tests"):
+// (StoreView), and reports every violation of the invariants jobctl promises (README, "Fault
+// tests"):
 //
 //   I1 no lost trigger: every due instant of a job, from the first instant the coordinator
 //      announced ("scheduled") to the job's stored next fire, is one run or one recorded miss;
