@@ -351,6 +351,14 @@ class Importer {
     if (line.schedule == "@reboot") {
       return Skip(number, raw, "@reboot has no equivalent in jobctl (nothing runs at boot)");
     }
+    // A user crontab read as a system one puts the command's first word in the user column.
+    if (columns_ == CrontabColumns::kSystem && !IsValidUserName(line.user)) {
+      std::string user = line.user.size() > 40 ? line.user.substr(0, 37) + "..." : line.user;
+      return Skip(number, raw,
+                  fmt::format("the user column \"{}\" is not a user name (is this a user crontab? "
+                              "then import it with --user)",
+                              CommentLine(user)));
+    }
     Entry e;
     e.line = number;
     e.job.schedule = line.schedule;

@@ -19,7 +19,8 @@
 //     already start with it, and made unique in file order with -2, -3, ...
 //   - TZ and the other variables are the command's environment, as in cron; only CRON_TZ
 //     moves the schedule (cronie reads no other).
-//   - System format: the user column becomes run_as. Auto-detection reads a file as a
+//   - System format: the user column becomes run_as; a line whose user column is not a
+//     user name (IsValidUserName) is skipped with a warning. Auto-detection reads a file as a
 //     system crontab when its name is /etc/crontab or under /etc/cron.d/, or when every
 //     job line has, after its schedule, a word that names a user on this host followed by
 //     a command; otherwise as a user crontab.

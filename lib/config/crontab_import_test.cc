@@ -449,6 +449,20 @@ TEST(CrontabImportTest, OnlyFilesInACronDDirectoryPrefixTheirName) {
             (std::vector<std::string>{"report"}));
 }
 
+// Issue 19: a user crontab imported with --system gave run_as = "/usr/lib/sysstat/sa1".
+TEST(CrontabImportTest, Issue19_SystemFormatSkipsLinesWhoseUserColumnIsNoUserName) {
+  CrontabImport r = Import("*/10 * * * * /usr/lib/sysstat/sa1 1 1\n0 1 * * * backup /bin/true\n",
+                           {.format = CrontabFormat::kSystem});
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0].line, 1);
+  EXPECT_EQ(r.warnings[0].message,
+            "the user column \"/usr/lib/sysstat/sa1\" is not a user name (is this a user "
+            "crontab? then import it with --user); line skipped");
+  JobFile file = ParseOk(r);
+  ASSERT_EQ(file.jobs.size(), 1u);
+  EXPECT_EQ(file.jobs[0].run_as, "backup");
+}
+
 TEST(CrontabImportTest, NamesSkipShellKeywordsTestsAndPreludes) {
   EXPECT_EQ(JobNameForCommand("if [ -x /usr/bin/x ]; then /usr/bin/x --go; fi"), "x");
   EXPECT_EQ(JobNameForCommand("if test -f /etc/x; then cleanup; else :; fi"), "cleanup");
