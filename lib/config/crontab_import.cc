@@ -75,6 +75,21 @@ bool EndsClause(std::string_view w) {
   return w == "&&" || w == "||" || w == ";" || w.ends_with(';');
 }
 
+// Shell words that only lead into a command: "if [ -x X ]; then X; fi" runs X.
+constexpr std::string_view kKeywords[] = {"if",    "then", "else", "elif", "do",
+                                          "while", "until", "!",   "{",    "("};
+
+// Commands that test, guard or prepare and say nothing of the job: the whole clause up to
+// its && || or ; is skipped ("test -x X &&", "[ -d D ] ||", "|| exit 0;", "sleep 30;").
+constexpr std::string_view kClauses[] = {"test", "[",    "[[",   "cd", "for",
+                                         "sleep", "true", "exit", ":"};
+
+// The index of the first word after the clause that starts at i.
+size_t SkipClause(const std::vector<std::string>& w, size_t i) {
+  while (i < w.size() && !EndsClause(w[i])) ++i;
+  return i + 1;
+}
+
 // Programs that run the rest of their arguments as the command: their options that take
 // a value, and how many arguments of their own come first (a duration, a lock file).
 struct Wrapper {
@@ -86,7 +101,7 @@ constexpr Wrapper kWrappers[] = {
     {"nice", " -n ", 0},       {"ionice", " -c -n -p ", 0}, {"nohup", "", 0},
     {"exec", "", 0},           {"env", " -u -C -S ", 0},    {"time", "", 0},
     {"chronic", "", 0},        {"sudo", " -u -g ", 0},      {"setsid", "", 0},
-    {"timeout", " -s -k ", 1}, {"flock", " -w -E ", 1},
+    {"timeout", " -s -k ", 1}, {"flock", " -w -E ", 1},     {"command", "", 0},
 };
 
 const Wrapper* FindWrapper(std::string_view name) {
@@ -96,9 +111,25 @@ const Wrapper* FindWrapper(std::string_view name) {
   return nullptr;
 }
 
-// Programs whose first argument says better what runs: interpreters and run-parts DIR.
-constexpr std::string_view kRunners[] = {"sh",   "bash", "zsh",  "python", "python2",  "python3",
-                                         "perl", "php",  "ruby", "node",   "run-parts"};
+// Programs whose operand says better what runs: interpreters (the script), run-parts (the
+// directory), and service managers (the service; systemctl's comes after its verb).
+struct Runner {
+  std::string_view name;
+  int skip_operands;
+};
+constexpr Runner kRunners[] = {
+    {"sh", 0},     {"bash", 0},      {"zsh", 0},    {"dash", 0},      {"python", 0},
+    {"python2", 0}, {"python3", 0},  {"perl", 0},   {"php", 0},       {"ruby", 0},
+    {"node", 0},   {"run-parts", 0}, {"service", 0}, {"invoke-rc.d", 0}, {"systemctl", 1},
+};
+constexpr std::string_view kShells[] = {"sh", "bash", "zsh", "dash"};
+
+const Runner* FindRunner(std::string_view name) {
+  for (const Runner& r : kRunners) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
 
 std::string Basename(std::string_view w) {
   while (w.size() > 1 && w.back() == '/') w.remove_suffix(1);  // "/etc/cron.daily/"
@@ -111,8 +142,21 @@ std::string WithoutSemicolons(std::string w) {
   return w;
 }
 
+// A redirection word: ">/dev/null", "2>&1", and ">" or "2>>" whose target is the next word.
+bool IsRedirection(std::string_view w, bool* takes_next) {
+  size_t digits = 0;
+  while (digits < w.size() && w[digits] >= '0' && w[digits] <= '9') ++digits;
+  std::string_view op = w.substr(digits);
+  if (op.empty() || (op[0] != '>' && op[0] != '<')) return false;
+  *takes_next = op == ">" || op == ">>" || op == "<" || op == ">|";
+  return true;
+}
+
+// sh -c 'sh -c "..."' nests at most this deep before the shell's own name is used.
+constexpr int kMaxInlineDepth = 4;
+
 // The word naming what the command runs (see JobNameForCommand).
-std::string ProgramWord(const std::vector<std::string>& w) {
+std::string ProgramWord(const std::vector<std::string>& w, int depth) {
   // Past the options at j; those listed in `values` take the next word too.
   auto skip_options = [&w](size_t j, std::string_view values) {
     for (; j < w.size() && w[j].starts_with('-'); ++j) {
@@ -124,25 +168,64 @@ std::string ProgramWord(const std::vector<std::string>& w) {
   while (i < w.size()) {
     std::string word = WithoutSemicolons(w[i]);
     std::string base = Basename(word);
-    if (IsAssignment(word) || word == "{" || word == "(" || word.empty()) {
+    bool takes_next = false;
+    if (word.empty() || IsAssignment(word) || Contains(kKeywords, word)) {
       ++i;
-    } else if (word == "cd" || word == "test" || word == "[" || word == "[[") {
-      while (i < w.size() && !EndsClause(w[i])) ++i;  // the clause and its && || ;
-      ++i;
+    } else if (IsRedirection(word, &takes_next)) {
+      i += takes_next ? 2 : 1;
+    } else if (Contains(kClauses, base) ||
+               (base == "command" && i + 1 < w.size() && (w[i + 1] == "-v" || w[i + 1] == "-V"))) {
+      i = SkipClause(w, i);
     } else if (const Wrapper* wrapper = FindWrapper(base)) {
       i = skip_options(i + 1, wrapper->value_options) + static_cast<size_t>(wrapper->own_args);
-    } else if (Contains(kRunners, base)) {
-      // "perl -e CODE", "sh -c CODE": the interpreter's name is the best there is.
+    } else if (const Runner* runner = FindRunner(base)) {
       size_t j = skip_options(i + 1, "");
       bool inline_code =
           std::any_of(w.begin() + static_cast<long>(i) + 1, w.begin() + static_cast<long>(j),
                       [](const std::string& o) { return o == "-c" || o == "-e"; });
-      return j < w.size() && !inline_code ? WithoutSemicolons(w[j]) : word;
+      if (!inline_code) {
+        for (int k = 0; k < runner->skip_operands && j < w.size(); ++k) j = skip_options(j + 1, "");
+        bool operand = j < w.size() && !WithoutSemicolons(w[j]).empty() && w[j] != "&&" &&
+                       w[j] != "||" && w[j] != "|" && w[j] != "&";
+        return operand ? WithoutSemicolons(w[j]) : word;
+      }
+      // Inline code has no name: what follows it in the list names the job better
+      // ("perl -e 'sleep int(rand(3600))' && certbot renew"); else a shell's code does.
+      if (size_t next = SkipClause(w, i); next < w.size()) {
+        i = next;
+        continue;
+      }
+      if (Contains(kShells, base) && j < w.size() && depth < kMaxInlineDepth) {
+        std::string inner = ProgramWord(ShellWords(w[j]), depth + 1);
+        if (!inner.empty()) return inner;
+      }
+      return word;
     } else {
       return word;
     }
   }
   return "";
+}
+
+// The jobs of /etc/cron.d/NAME (any file in a directory called cron.d) are named after the
+// file too, because what they run often says little alone ("sessionclean", "debian-sa1").
+std::string CronDFileName(std::string_view source) {
+  size_t slash = source.find_last_of('/');
+  if (slash == std::string_view::npos || slash + 1 == source.size()) return "";
+  std::string_view dir = source.substr(0, slash);
+  if (dir != "cron.d" && !dir.ends_with("/cron.d")) return "";
+  return JobNameFromWord(source.substr(slash + 1));
+}
+
+// "php" + "sessionclean" -> "php-sessionclean"; a name that already starts with the file's
+// ("certbot", "e2scrub_all_cron" in e2scrub_all) is kept as it is.
+std::string PrefixedName(const std::string& prefix, const std::string& name) {
+  if (prefix.empty() || name == prefix) return name;
+  if (name.starts_with(prefix) && std::string_view("-_.").find(name[prefix.size()]) !=
+                                      std::string_view::npos) {
+    return name;
+  }
+  return JobNameFromWord(prefix + "-" + name);
 }
 
 std::string UniqueName(const std::string& base, std::set<std::string>* used) {
@@ -178,6 +261,7 @@ class Importer {
   Importer(const CrontabImportOptions& options, CrontabColumns columns)
       : options_(options), columns_(columns) {
     settings_.timezone = options.timezone;
+    name_prefix_ = CronDFileName(options.source);
     used_names_.insert(options.taken_names.begin(), options.taken_names.end());
   }
 
@@ -267,6 +351,14 @@ class Importer {
     if (line.schedule == "@reboot") {
       return Skip(number, raw, "@reboot has no equivalent in jobctl (nothing runs at boot)");
     }
+    // A user crontab read as a system one puts the command's first word in the user column.
+    if (columns_ == CrontabColumns::kSystem && !IsValidUserName(line.user)) {
+      std::string user = line.user.size() > 40 ? line.user.substr(0, 37) + "..." : line.user;
+      return Skip(number, raw,
+                  fmt::format("the user column \"{}\" is not a user name (is this a user crontab? "
+                              "then import it with --user)",
+                              CommentLine(user)));
+    }
     Entry e;
     e.line = number;
     e.job.schedule = line.schedule;
@@ -280,7 +372,7 @@ class Importer {
     } else {
       e.job.command = {settings_.shell, "-c", script};
     }
-    std::string base = JobNameForCommand(cmd.command);
+    std::string base = PrefixedName(name_prefix_, JobNameForCommand(cmd.command));
     Result<Schedule> schedule =
         Schedule::Parse({.expr = e.job.schedule, .timezone = e.job.timezone, .hash_key = base});
     if (!schedule.ok()) return Skip(number, raw, schedule.status().message());
@@ -310,6 +402,7 @@ class Importer {
   const CrontabImportOptions& options_;
   CrontabColumns columns_;
   Settings settings_;
+  std::string name_prefix_;  // the cron.d file's name, or ""
   std::set<std::string> used_names_;
   std::vector<std::string> pending_;  // comment lines not yet attached
   std::vector<Entry> entries_;
@@ -403,7 +496,10 @@ std::string Lines(const std::vector<std::string>& lines) {
 }  // namespace
 
 std::string JobNameForCommand(std::string_view command) {
-  std::string word = Basename(ProgramWord(ShellWords(command)));
+  return JobNameFromWord(Basename(ProgramWord(ShellWords(command), 0)));
+}
+
+std::string JobNameFromWord(std::string_view word) {
   std::string name;
   for (char c : word) {
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

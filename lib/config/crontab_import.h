@@ -14,10 +14,13 @@
 //   - @reboot (and unknown @words, lines that are not cron lines, schedules the engine
 //     rejects) are skipped with a warning naming the line, and kept as a comment.
 //   - Comments are kept as TOML comments, above the job they precede.
-//   - Job names come from the command (JobNameForCommand), made unique with -2, -3, ...
+//   - Job names come from the command (JobNameForCommand), prefixed by the file's name for
+//     a file in a cron.d directory ("php-sessionclean" from /etc/cron.d/php) unless they
+//     already start with it, and made unique in file order with -2, -3, ...
 //   - TZ and the other variables are the command's environment, as in cron; only CRON_TZ
 //     moves the schedule (cronie reads no other).
-//   - System format: the user column becomes run_as. Auto-detection reads a file as a
+//   - System format: the user column becomes run_as; a line whose user column is not a
+//     user name (IsValidUserName) is skipped with a warning. Auto-detection reads a file as a
 //     system crontab when its name is /etc/crontab or under /etc/cron.d/, or when every
 //     job line has, after its schedule, a word that names a user on this host followed by
 //     a command; otherwise as a user crontab.
@@ -63,15 +66,25 @@ struct CrontabImport {
 
 CrontabImport ImportCrontab(std::string_view text, const CrontabImportOptions& options);
 
-// The basename of the program a cron command runs, lowercased, other characters than
-// [a-z0-9._-] turned into '-', at most 100 characters ("job" when nothing is left). To find
-// the program it skips VAR=value words, "cd DIR &&" / "cd DIR;" and "test ..." / "[ ... ]"
-// clauses ending in && || or ;, "{" and "(", and the wrappers nice, ionice, nohup, exec,
-// env, time, chronic, sudo, setsid, timeout and flock with their options. For run-parts and
-// interpreters (sh, bash, python3, perl, php, node, ...) it takes their first operand
-// instead, unless the code is inline (-c, -e). So
-// "cd /srv && nice -n 10 /usr/local/bin/backup.sh --full" gives "backup.sh" and
+// The basename of the first program a cron command runs that is not a test or a shell
+// keyword, as a job name (JobNameFromWord). To find it, it skips:
+//   - VAR=value words, redirections, and the keywords if then else elif do while until ! { (;
+//   - whole clauses up to their && || or ; that test or prepare: "test ...", "[ ... ]",
+//     "[[ ... ]]", "command -v X", "cd DIR", "for ...", "sleep N", "exit N", "true", ":";
+//   - the wrappers nice, ionice, nohup, exec, env, time, chronic, sudo, setsid, timeout,
+//     flock and command with their options;
+//   - inline code (sh -c, perl -e, ...) when more of the list follows; a shell's inline code
+//     is read as a command itself.
+// For run-parts, interpreters (sh, bash, python3, perl, php, node, ...) and services
+// (service, invoke-rc.d, systemctl VERB) it takes their operand instead. So
+// "cd /srv && nice -n 10 /usr/local/bin/backup.sh --full" gives "backup.sh",
+// "[ -x /usr/lib/php/sessionclean ] && if [ ! -d /run/systemd/system ]; then
+// /usr/lib/php/sessionclean; fi" gives "sessionclean" and
 // "run-parts --report /etc/cron.daily" gives "cron.daily".
 std::string JobNameForCommand(std::string_view command);
+
+// A word as a job name: lowercased, other characters than [a-z0-9._-] turned into '-',
+// starting with a letter or digit, at most 100 characters ("job" when nothing is left).
+std::string JobNameFromWord(std::string_view word);
 
 }  // namespace jobctl

@@ -222,9 +222,9 @@ TEST(CrontabImportTest, ZoneChangesHalfwayStayPerJob) {
   CrontabImport r = Import(kCronD, {.source = "/etc/cron.d/web"});
   JobFile file = ParseOk(r);
   ASSERT_EQ(file.jobs.size(), 3u);
-  EXPECT_EQ(file.jobs[0].name, "perl");
-  EXPECT_EQ(file.jobs[1].name, "cron.php");
-  EXPECT_EQ(file.jobs[2].name, "cron.php-2");
+  EXPECT_EQ(file.jobs[0].name, "web-certbot");
+  EXPECT_EQ(file.jobs[1].name, "web-cron.php");
+  EXPECT_EQ(file.jobs[2].name, "web-cron.php-2");
   EXPECT_EQ(file.jobs[0].timezone, "");
   EXPECT_EQ(file.jobs[1].timezone, "America/New_York");
   EXPECT_EQ(file.jobs[1].run_as, "www-data");
@@ -320,6 +320,172 @@ TEST(CrontabLineTest, PercentSplitsLikeCron) {
   EXPECT_EQ(c.command, "cat\\\\");
   EXPECT_EQ(*c.input, "x\n");
   EXPECT_FALSE(SplitCronCommand("cat%").input);
+}
+
+// /etc/cron.d files as Debian's packages install them (bookworm), tabs and all.
+struct CronDFile {
+  const char* path;
+  std::string text;
+};
+const CronDFile kDebianCronD[] = {
+    {"/etc/cron.d/certbot", Text(R"(
+# /etc/cron.d/certbot: crontab entries for the certbot package
+#
+# Upstream recommends attempting renewal twice a day
+#
+# Eventually, this will be an opportunity to validate certificates
+# haven't been revoked, etc.  Renewal will only occur if expiration
+# is within 30 days.
+#
+# Important Note!  This cronjob will NOT be executed if you are
+# running systemd as your init system.  If you are running systemd,
+# the cronjob.timer function takes precedence over this cronjob.  For
+# more details, see the systemd.timer manpage, or use systemctl show
+# certbot.timer.
+SHELL=/bin/sh
+PATH=/usr/local/sbin:/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin
+
+0 */12 * * * root test -x /usr/bin/certbot -a \! -d /run/systemd/system && perl -e 'sleep int(rand(43200))' && certbot -q renew --no-random-sleep-on-renew
+)")},
+    {"/etc/cron.d/php", Text(R"(
+# /etc/cron.d/php@PHP_VERSION@: crontab fragment for PHP
+#  This purges session files in session.save_path older than X,
+#  where X is defined in seconds as the largest value of
+#  session.gc_maxlifetime from all your SAPI php.ini files
+#  or 24 minutes if not defined.  The script triggers only
+#  when session.save_handler=files.
+#
+#  WARNING: The scripts tries hard to honour all relevant
+#  session PHP options, but if you do something unusual
+#  you have to disable this script and take care of your
+#  sessions yourself.
+
+# Look for and purge old sessions every 30 minutes
+09,39 *     * * *     root   [ -x /usr/lib/php/sessionclean ] && if [ ! -d /run/systemd/system ]; then /usr/lib/php/sessionclean; fi
+)")},
+    {"/etc/cron.d/sysstat", Text(R"(
+# The first element of the path is a directory where the debian-sa1
+# script is located
+PATH=/usr/lib/sysstat:/usr/sbin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# Activity reports every 10 minutes everyday
+5-55/10 * * * * root command -v debian-sa1 > /dev/null && debian-sa1 1 1
+
+# Additional run at 23:59 to rotate the statistics file
+59 23 * * * root command -v debian-sa1 > /dev/null && debian-sa1 60 2
+)")},
+    {"/etc/cron.d/e2scrub_all", Text(R"(
+30 3 * * 0 root test -e /run/systemd/system || SERVICE_MODE=1 /usr/lib/x86_64-linux-gnu/e2fsprogs/e2scrub_all_cron
+10 3 * * * root test -e /run/systemd/system || SERVICE_MODE=1 /sbin/e2scrub_all -A -r
+)")},
+    {"/etc/cron.d/anacron", Text(R"(
+# /etc/cron.d/anacron: crontab entries for the anacron package
+
+SHELL=/bin/sh
+PATH=/usr/local/sbin:/usr/local/bin:/sbin:/bin:/usr/sbin:/usr/bin
+
+#30 7-23 * * *   root	[ -x /etc/init.d/anacron ] && if [ ! -d /run/systemd/system ]; then /usr/sbin/invoke-rc.d anacron start >/dev/null; fi
+30 7-23 * * *   root	[ -x /etc/init.d/anacron ] && if [ ! -d /run/systemd/system ]; then /usr/sbin/invoke-rc.d anacron start >/dev/null; fi
+)")},
+};
+
+std::vector<std::string> NamesOf(const CrontabImport& imported) {
+  std::vector<std::string> names;
+  for (const Job& j : ParseOk(imported).jobs) names.push_back(j.name);
+  return names;
+}
+
+// Issue 19: these imported as "perl", "if", "command", "command-2", "if".
+TEST(CrontabImportTest, Issue19_DebianCronDJobsAreNamedAfterTheFileAndWhatTheyRun) {
+  const std::vector<std::vector<std::string>> want = {
+      {"certbot"},
+      {"php-sessionclean"},
+      {"sysstat-debian-sa1", "sysstat-debian-sa1-2"},
+      {"e2scrub_all_cron", "e2scrub_all"},
+      {"anacron"},
+  };
+  ASSERT_EQ(std::size(kDebianCronD), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const CronDFile& f = kDebianCronD[i];
+    CrontabImport r = Import(f.text, {.source = f.path});
+    EXPECT_EQ(r.format, CrontabFormat::kSystem) << f.path;
+    EXPECT_TRUE(r.warnings.empty()) << f.path << ": " << r.warnings[0].message;
+    EXPECT_EQ(NamesOf(r), want[i]) << f.path;
+    // Stable: the same input gives the same names.
+    EXPECT_EQ(NamesOf(Import(f.text, {.source = f.path})), want[i]) << f.path;
+  }
+}
+
+TEST(CrontabImportTest, CronDFilesImportedIntoOneFileKeepNamesUnique) {
+  std::vector<std::string> taken;
+  for (int round = 0; round < 2; ++round) {
+    for (const CronDFile& f : kDebianCronD) {
+      CrontabImport r = Import(f.text, {.source = f.path,
+                                        .shared = SharedSettings::kEachJob,
+                                        .taken_names = taken});
+      for (const std::string& name : NamesOf(r)) taken.push_back(name);
+    }
+  }
+  EXPECT_EQ(taken, (std::vector<std::string>{
+                       "certbot", "php-sessionclean", "sysstat-debian-sa1",
+                       "sysstat-debian-sa1-2", "e2scrub_all_cron", "e2scrub_all", "anacron",
+                       "certbot-2", "php-sessionclean-2", "sysstat-debian-sa1-3",
+                       "sysstat-debian-sa1-4", "e2scrub_all_cron-2", "e2scrub_all-2",
+                       "anacron-2"}));
+}
+
+TEST(CrontabImportTest, OnlyFilesInACronDDirectoryPrefixTheirName) {
+  const std::string line = "0 1 * * * root [ -x /usr/bin/x ] && /usr/bin/report\n";
+  EXPECT_EQ(NamesOf(Import(line, {.source = "/etc/cron.d/acme"})),
+            (std::vector<std::string>{"acme-report"}));
+  EXPECT_EQ(NamesOf(Import(line, {.source = "/srv/backup/etc/cron.d/Acme_Tools"})),
+            (std::vector<std::string>{"acme_tools-report"}));
+  EXPECT_EQ(NamesOf(Import(line, {.source = "/etc/crontab"})),
+            (std::vector<std::string>{"report"}));
+  EXPECT_EQ(NamesOf(Import(line, {.source = "/home/me/acme", .format = CrontabFormat::kSystem})),
+            (std::vector<std::string>{"report"}));
+  EXPECT_EQ(NamesOf(Import(line, {.source = "/etc/not-cron.d/acme",
+                                  .format = CrontabFormat::kSystem})),
+            (std::vector<std::string>{"report"}));
+}
+
+// Issue 19: a user crontab imported with --system gave run_as = "/usr/lib/sysstat/sa1".
+TEST(CrontabImportTest, Issue19_SystemFormatSkipsLinesWhoseUserColumnIsNoUserName) {
+  CrontabImport r = Import("*/10 * * * * /usr/lib/sysstat/sa1 1 1\n0 1 * * * backup /bin/true\n",
+                           {.format = CrontabFormat::kSystem});
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0].line, 1);
+  EXPECT_EQ(r.warnings[0].message,
+            "the user column \"/usr/lib/sysstat/sa1\" is not a user name (is this a user "
+            "crontab? then import it with --user); line skipped");
+  JobFile file = ParseOk(r);
+  ASSERT_EQ(file.jobs.size(), 1u);
+  EXPECT_EQ(file.jobs[0].run_as, "backup");
+}
+
+TEST(CrontabImportTest, NamesSkipShellKeywordsTestsAndPreludes) {
+  EXPECT_EQ(JobNameForCommand("if [ -x /usr/bin/x ]; then /usr/bin/x --go; fi"), "x");
+  EXPECT_EQ(JobNameForCommand("if test -f /etc/x; then cleanup; else :; fi"), "cleanup");
+  EXPECT_EQ(JobNameForCommand("[ -x /a ] && if [ ! -d /run ]; then /usr/lib/a/b; fi"), "b");
+  EXPECT_EQ(JobNameForCommand("command -v debian-sa1 > /dev/null && debian-sa1 1 1"),
+            "debian-sa1");
+  EXPECT_EQ(JobNameForCommand("command -v foo >/dev/null 2>&1 || exit 0; foo --run"), "foo");
+  EXPECT_EQ(JobNameForCommand("command rsync -a /a /b"), "rsync");
+  EXPECT_EQ(JobNameForCommand("test -x /x -a \\! -d /run && perl -e 'sleep int(rand(9))' && "
+                              "certbot -q renew"),
+            "certbot");
+  EXPECT_EQ(JobNameForCommand("sleep $((RANDOM \\% 60)); /usr/bin/fetch-mail"), "fetch-mail");
+  EXPECT_EQ(JobNameForCommand("A=1 B=\"x y\" /opt/bin/sync"), "sync");
+  EXPECT_EQ(JobNameForCommand("cd /srv/app && ./manage"), "manage");
+  EXPECT_EQ(JobNameForCommand("! /usr/bin/check || /usr/bin/alert"), "check");
+  EXPECT_EQ(JobNameForCommand(">/dev/null 2>&1 /usr/bin/quiet"), "quiet");
+  EXPECT_EQ(JobNameForCommand("for d in /srv/*; do /usr/bin/prune \"$d\"; done"), "prune");
+  EXPECT_EQ(JobNameForCommand("/bin/sh -c 'cd /srv && exec ./nightly'"), "nightly");
+  EXPECT_EQ(JobNameForCommand("perl -e 'print 1'"), "perl");
+  EXPECT_EQ(JobNameForCommand("/usr/sbin/invoke-rc.d anacron start >/dev/null"), "anacron");
+  EXPECT_EQ(JobNameForCommand("systemctl --quiet start logrotate.service"), "logrotate.service");
+  EXPECT_EQ(JobNameForCommand("service nginx reload"), "nginx");
+  EXPECT_EQ(JobNameForCommand("if"), "job");
 }
 
 TEST(CrontabImportTest, NamesComeFromTheProgram) {

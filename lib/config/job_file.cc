@@ -493,6 +493,17 @@ void ApplyCwd(const Node& n, Key k, Scope& s, Draft& d) {
   }
 }
 
+// A user name the agent looks up ("" is the agent's own user), never a path or a command.
+void ApplyRunAs(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<std::string> user = ReadString(n, k, s);
+  if (user && !user->empty() && !IsValidUserName(*user)) {
+    return s.Fail(n, k, fmt::format("expected a user name ([A-Za-z_][A-Za-z0-9._-]*, optionally "
+                                    "ending in $, at most {} characters), got {}",
+                                    kMaxUserNameLength, Render(n)));
+  }
+  Set(d.job.run_as, std::move(user));
+}
+
 // clang-format off
 constexpr KeySpec kJobKeys[] = {
     {"name", nullptr, Where::kJobOnly},
@@ -530,8 +541,7 @@ constexpr KeySpec kJobKeys[] = {
      Where::kAnywhere},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
-    {"run_as", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.run_as, ReadString(n, k, s)); }, Where::kAnywhere},
+    {"run_as", ApplyRunAs, Where::kAnywhere},
     {"cwd", ApplyCwd, Where::kAnywhere},
     {"env", [](const Node& n, Key k, Scope& s, Draft& d) { ReadEnv(n, k, s, d.job.env); },
      Where::kAnywhere},
@@ -730,7 +740,8 @@ std::string Diagnostic::ToString() const {
 JobFileResult ParseJobFile(std::string_view text, std::string_view filename) {
   JobFileResult result;
   toml::table root;
-  // toml++ reports syntax errors only by throwing; this is the one place they are caught.
+  // toml++ reports syntax errors only by throwing; every reader in lib/config catches them
+  // around its parse (STYLE.md §5), and for job files it is here.
   try {
     root = toml::parse(text, std::string(filename));
   } catch (const toml::parse_error& e) {

@@ -593,6 +593,70 @@ cwd = "srv/data"
             }));
 }
 
+// A crontab imported with --system by mistake puts the command's first word in run_as.
+TEST(JobFileTest, Issue19_RunAsMustBeAUserName) {
+  const std::string kUserNameExpected =
+      "expected a user name ([A-Za-z_][A-Za-z0-9._-]*, optionally ending in $, at most 32 "
+      "characters), got ";
+  EXPECT_EQ(Errors(R"(
+[defaults]
+run_as = "root;id"
+
+[[job]]
+name = "sa1"
+schedule = "*/10 * * * *"
+shell = "1 1"
+run_as = "/usr/lib/sysstat/sa1"
+
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+run_as = "1000"
+
+[[job]]
+name = "c"
+schedule = "@daily"
+shell = "true"
+run_as = "a-name-of-thirty-three-characters"
+)"),
+            (Lines{
+                R"(jobs.toml:2:10: defaults.run_as: )" + kUserNameExpected + R"("root;id")",
+                R"(jobs.toml:8:10: job "sa1": run_as: )" + kUserNameExpected +
+                    R"("/usr/lib/sysstat/sa1")",
+                R"(jobs.toml:14:10: job "b": run_as: )" + kUserNameExpected + R"("1000")",
+                R"(jobs.toml:20:10: job "c": run_as: )" + kUserNameExpected +
+                    R"("a-name-of-thirty-three-characters")",
+            }));
+}
+
+TEST(JobFileTest, RunAsAcceptsTheUserNamesDebianCreates) {
+  for (const char* user : {"www-data", "_apt", "Debian-exim", "systemd-timesync", "backup",
+                           "john.doe", "host01$", "name-of-exactly-thirty-two-chars"}) {
+    JobFileResult r = Parse(std::string(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+run_as = ")") + user + "\"\n");
+    ASSERT_TRUE(r.ok()) << user << ": " << r.errors[0].ToString();
+    EXPECT_EQ(r.file.jobs[0].run_as, user);
+  }
+  // "" is the agent's own user, as when run_as is not set.
+  JobFileResult r = Parse(R"(
+[defaults]
+run_as = "backup"
+
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+run_as = ""
+)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.file.jobs[0].run_as, "");
+}
+
 TEST(JobFileTest, AllErrorsOfAFileAreReportedInFileOrder) {
   std::string_view file = R"(
 [[job]]

@@ -311,8 +311,14 @@ Status CronParser::ParseItem(FieldKind kind, std::string_view item, Bits& bits) 
   } else if (size_t dash = range.find('-'); dash != std::string_view::npos && dash > 0) {
     if (Status s = ParseValue(kind, range.substr(0, dash), &lo); !s.ok()) return s;
     if (Status s = ParseValue(kind, range.substr(dash + 1), &hi); !s.ok()) return s;
+    // cronie reads a day-of-week range that ends on Sunday as ending on 7, so "sat-sun",
+    // "fri-sun" and "6-0" wrap round to the end of the week. No other range may be reversed.
+    const bool cron_dow = kind == FieldKind::kDow && options_.dialect == Dialect::kCron;
+    if (lo > hi && cron_dow && hi == 0) hi = 7;
     if (lo > hi) {
-      return Error("range " + std::string(range) + " is reversed (write the smaller value first)");
+      return Error("range " + std::string(range) + " is reversed (write the smaller value first" +
+                   (cron_dow ? "; only a range that ends on Sunday wraps round, as in sat-sun)"
+                             : ")"));
     }
   } else {
     if (Status s = ParseValue(kind, range, &lo); !s.ok()) return s;

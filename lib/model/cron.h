@@ -4,8 +4,9 @@
 //
 // Dialects:
 //   kCron   5 fields (min hour dom month dow) or 6 with seconds first; dow 0-7, 0 and 7 =
-//           Sunday; cronie's day rule (dom OR dow when both are restricted, i.e. neither
-//           field starts with '*' or is '?').
+//           Sunday, and a dow range that ends on Sunday wraps ("sat-sun", "6-0" = 6-7);
+//           cronie's day rule (dom OR dow when both are restricted, i.e. neither field
+//           starts with '*' or is '?').
 //   kQuartz 6 fields (seconds first) or 7 (plus year 1970-2199); dow 1-7 = SUN-SAT; exactly
 //           one of dom and dow must be '?'.
 // Both: names (JAN-DEC, SUN-SAT, any case), lists, ranges, steps ("*/7", "5-50/10",

@@ -62,6 +62,51 @@ TEST(CronExprTest, ZeroAndSevenAreSunday) {
             (V{"2024-01-05T00:00:00Z", "2024-01-06T00:00:00Z", "2024-01-07T00:00:00Z"}));
 }
 
+// cronie reads a day-of-week range that ends on Sunday (0 or SUN) as ending on 7 (issue 19).
+TEST(CronExprTest, Issue19_DayOfWeekRangeEndingOnSundayWrapsRoundTheWeek) {
+  // 2024-01-05 is a Friday.
+  const V weekend{"2024-01-06T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-13T00:00:00Z"};
+  EXPECT_EQ(Next("0 0 * * sat-sun", "2024-01-01T00:00:00Z"), weekend);
+  EXPECT_EQ(Next("0 0 * * SAT-SUN", "2024-01-01T00:00:00Z"), weekend);
+  EXPECT_EQ(Next("0 0 * * 6-0", "2024-01-01T00:00:00Z"), weekend);
+  EXPECT_EQ(Next("0 0 * * 6-7", "2024-01-01T00:00:00Z"), weekend);
+  EXPECT_EQ(Next("0 0 * * fri-sun", "2024-01-01T00:00:00Z"),
+            (V{"2024-01-05T00:00:00Z", "2024-01-06T00:00:00Z", "2024-01-07T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 * * mon,fri-sun", "2024-01-06T12:00:00Z"),
+            (V{"2024-01-07T00:00:00Z", "2024-01-08T00:00:00Z", "2024-01-12T00:00:00Z"}));
+  EXPECT_EQ(Next("0 0 * * 7-0", "2024-01-01T00:00:00Z", 2),
+            (V{"2024-01-07T00:00:00Z", "2024-01-14T00:00:00Z"}));
+  // With a step the range is 5-7 too: Friday and Sunday.
+  EXPECT_EQ(Next("0 0 * * fri-sun/2", "2024-01-01T00:00:00Z"),
+            (V{"2024-01-05T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-12T00:00:00Z"}));
+  // Both day fields restricted: the 1st, or Saturday and Sunday.
+  EXPECT_EQ(Next("0 0 1 * sat-sun", "2024-01-07T12:00:00Z"),
+            (V{"2024-01-13T00:00:00Z", "2024-01-14T00:00:00Z", "2024-01-20T00:00:00Z"}));
+}
+
+TEST(CronExprTest, OtherReversedRangesStayErrorsNamingTheField) {
+  EXPECT_EQ(ErrorOf("0 0 * * thu-mon"),
+            "error: schedule \"0 0 * * thu-mon\": field 5 (day-of-week): range thu-mon is "
+            "reversed (write the smaller value first; only a range that ends on Sunday wraps "
+            "round, as in sat-sun)");
+  EXPECT_EQ(ErrorOf("0 0 * * 7-1"),
+            "error: schedule \"0 0 * * 7-1\": field 5 (day-of-week): range 7-1 is reversed "
+            "(write the smaller value first; only a range that ends on Sunday wraps round, as "
+            "in sat-sun)");
+  EXPECT_EQ(ErrorOf("0 5-0 * * *"),
+            "error: schedule \"0 5-0 * * *\": field 2 (hour): range 5-0 is reversed (write the "
+            "smaller value first)");
+  EXPECT_EQ(ErrorOf("10-0 * * * *"),
+            "error: schedule \"10-0 * * * *\": field 1 (minute): range 10-0 is reversed (write "
+            "the smaller value first)");
+  EXPECT_EQ(ErrorOf("0 0 * dec-jan *"),
+            "error: schedule \"0 0 * dec-jan *\": field 4 (month): range dec-jan is reversed "
+            "(write the smaller value first)");
+  EXPECT_EQ(ErrorOf("0 0 0 ? * sat-sun", Dialect::kQuartz),
+            "error: schedule \"0 0 0 ? * sat-sun\": field 6 (day-of-week): range sat-sun is "
+            "reversed (write the smaller value first)");
+}
+
 TEST(CronExprTest, DayOfMonthOrDayOfWeekWhenBothRestricted) {
   // The 13th or any Friday (2024-01-05, -12 are Fridays; the 13th is a Saturday).
   EXPECT_EQ(Next("0 0 13 * 5", "2024-01-01T00:00:00Z", 4),

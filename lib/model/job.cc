@@ -45,6 +45,18 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
+bool IsValidUserName(std::string_view name) {
+  if (name.size() > kMaxUserNameLength) return false;
+  if (name.ends_with('$')) name.remove_suffix(1);
+  if (name.empty()) return false;
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!letter(name[0])) return false;
+  for (char c : name) {
+    if (!letter(c) && !(c >= '0' && c <= '9') && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
 std::map<std::string, std::string> ShardEnv(const Job& job,
                                             const std::map<std::string, std::string>& run_params) {
   std::map<std::string, std::string> env;

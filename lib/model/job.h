@@ -88,6 +88,12 @@ struct Job {
 // Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
 bool IsValidJobName(std::string_view name);
 
+// run_as user names as Debian's useradd and adduser accept them, within POSIX's portable
+// characters: [A-Za-z_][A-Za-z0-9._-]*, optionally ending in '$' (Samba machine accounts),
+// at most 32 characters. So "www-data", "_apt" and "Debian-exim", not "/usr/bin/x" or "1000".
+constexpr size_t kMaxUserNameLength = 32;
+bool IsValidUserName(std::string_view name);
+
 // What Schedule::Parse needs from a job; views into `job`, which must outlive the spec.
 inline ScheduleSpec ScheduleSpecOf(const Job& job) {
   return {.expr = job.schedule,

@@ -126,29 +126,29 @@ std::optional<WallTime> Schedule::NextCron(const CronExpr& cron, WallTime after)
     return FromUnixMs(*c * 1000);
   }
   // Walk the zone's offset segments: inside one segment local time runs straight, so the
-  // cron search is plain civil arithmetic; only the borders need the DST rules.
+  // cron search is plain civil arithmetic; only a segment's start needs the DST rules.
   for (int guard = 0; guard < 4096; ++guard) {
     const Zone::Segment seg = zone_->SegmentAt(t);
+    const int64_t first_local = seg.begin_s + seg.offset_s;  // local time at the segment's start
     int64_t local_start = t + seg.offset_s;
     if (!cron.wildcard() && seg.begin_s > kEarliest) {
-      // After a fall-back the local times up to the previous offset's end were already
-      // passed once; a fixed-time job does not fire them again.
       const Zone::Segment prev = zone_->SegmentAt(seg.begin_s - 1);
-      if (prev.offset_s > seg.offset_s && prev.end_s == seg.begin_s) {
+      if (prev.end_s == seg.begin_s && prev.offset_s > seg.offset_s) {
+        // After a fall-back the local times up to the previous offset's end were already
+        // passed once; a fixed-time job does not fire them again.
         local_start = std::max(local_start, seg.begin_s + prev.offset_s);
+      } else if (prev.end_s == seg.begin_s && prev.offset_s < seg.offset_s && t == seg.begin_s) {
+        // After a spring-forward the local times of the gap never happen; a fixed-time job
+        // fires them at the segment's first instant. Only a search that reaches that instant
+        // (t == begin) may return it, whether it began in the previous segment or at the gap.
+        local_start = seg.begin_s + prev.offset_s;
       }
     }
     std::optional<int64_t> c = cron.NextAtOrAfter(local_start);
     if (!c) return std::nullopt;
+    if (*c < first_local) return FromUnixMs(seg.begin_s * 1000);  // a time inside the gap
     int64_t u = *c - seg.offset_s;
     if (u < seg.end_s) return FromUnixMs(u * 1000);
-    if (!cron.wildcard()) {
-      // A local time inside a spring-forward gap happens at the first instant after it.
-      const Zone::Segment next = zone_->SegmentAt(seg.end_s);
-      if (next.offset_s > seg.offset_s && *c < seg.end_s + next.offset_s) {
-        return FromUnixMs(seg.end_s * 1000);
-      }
-    }
     t = seg.end_s;
   }
   return std::nullopt;

@@ -21,6 +21,15 @@ TEST(ScheduleDstTest, FixedTimeInSpringForwardGapFiresRightAfterTheGap) {
             (V{"2024-03-10T03:00:00-04:00", "2024-03-11T02:30:00-04:00"}));
 }
 
+// The search used to start at the gap's end when it began in the last second before the gap,
+// so the day's fire was lost. schedule_dst_edges_test.cc covers every start around a change.
+TEST(ScheduleDstTest, Issue19_GapStillFiresWhenTheSearchStartsTheSecondBeforeIt) {
+  EXPECT_EQ(Next("30 2 * * *", "America/New_York", "2024-03-10T06:59:59Z", 2),
+            (V{"2024-03-10T03:00:00-04:00", "2024-03-11T02:30:00-04:00"}));
+  EXPECT_EQ(Next("0,30 2 * * *", "America/New_York", "2024-03-10T06:59:59.500Z", 2),
+            (V{"2024-03-10T03:00:00-04:00", "2024-03-11T02:00:00-04:00"}));
+}
+
 TEST(ScheduleDstTest, SeveralFixedTimesInTheGapMergeIntoOneFire) {
   EXPECT_EQ(Next("0,15,30,45 2 * * *", "America/New_York", "2024-03-10T00:00:00-05:00", 2),
             (V{"2024-03-10T03:00:00-04:00", "2024-03-11T02:00:00-04:00"}));

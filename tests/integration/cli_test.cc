@@ -21,6 +21,35 @@ TEST(CliScheduleNextTest, PrintsLocalTimesWithOffsetAcrossDst) {
   EXPECT_EQ(r.out, "2024-03-10T03:00:00-04:00\n2024-03-11T02:30:00-04:00\n");
 }
 
+TEST(CliScheduleNextTest, Issue19_GapFiresWhenTheSearchStartsTheSecondBeforeIt) {
+  ProcessResult r = Jobctl({"schedule", "next", "--tz", "America/New_York", "--from",
+                            "2024-03-10T06:59:59Z", "-n", "2", "--", "30 2 * * *"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2024-03-10T03:00:00-04:00\n2024-03-11T02:30:00-04:00\n");
+  r = Jobctl({"schedule", "next", "--tz", "Australia/Lord_Howe", "--from",
+              "2024-10-06T01:59:59+10:30", "-n", "2", "--", "0,15 2 * * *"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2024-10-06T02:30:00+11:00\n2024-10-07T02:00:00+11:00\n");
+}
+
+TEST(CliScheduleNextTest, Issue19_DayOfWeekRangesWrapToSunday) {
+  for (const char* expr : {"0 0 * * sat-sun", "0 0 * * 6-0"}) {
+    ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3",
+                              "--", expr});
+    EXPECT_EQ(r.exit_code, 0) << expr << ": " << r.err;
+    EXPECT_EQ(r.out, "2024-01-06T00:00:00Z\n2024-01-07T00:00:00Z\n2024-01-13T00:00:00Z\n")
+        << expr;
+  }
+  ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3",
+                            "--", "0 0 * * fri-sun"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2024-01-05T00:00:00Z\n2024-01-06T00:00:00Z\n2024-01-07T00:00:00Z\n");
+  r = Jobctl({"schedule", "next", "--", "0 5-0 * * *"});
+  EXPECT_EQ(r.exit_code, 65);
+  EXPECT_EQ(r.err, "jobctl: schedule next: schedule \"0 5-0 * * *\": field 2 (hour): range 5-0 "
+                   "is reversed (write the smaller value first)\n");
+}
+
 TEST(CliScheduleNextTest, AcceptsTheExpressionAsSeparateWords) {
   ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "1",
                             "--", "0", "12", "?", "*", "MON-FRI", "--dialect", "quartz"});
