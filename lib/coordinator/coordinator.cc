@@ -192,7 +192,13 @@ Status Coordinator::Start() {
   if (Status s = Bootstrap(); !s.ok()) return s;
   dispatcher_ = std::make_unique<Dispatcher>(&ctx_);
   book_ = std::make_unique<RunBook>(&ctx_, &jobs_, dispatcher_.get());
-  dispatcher_->set_run_book(book_.get());
+  RunBook* book = book_.get();
+  dispatcher_->set_shard_events(
+      {[book](ShardKey key, const std::string& agent, int64_t token, int64_t now_ms) {
+         return book->Grant(key, agent, token, now_ms);
+       },
+       [book](ShardKey key, int64_t token) { return book->EndedByResult(key, token); },
+       [book](ShardKey key, int64_t token) { book->OnLeaseExpired(key, token); }});
   scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
   applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
   log_hub_ = std::make_unique<LogHub>(&ctx_);

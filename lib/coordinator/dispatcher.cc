@@ -8,7 +8,6 @@
 #include "coordinator/http_errors.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
-#include "coordinator/run_book.h"
 #include "wire/job_json.h"
 #include "wire/log_batch.h"
 
@@ -278,7 +277,7 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   // The token counter is written once per dispatch pass, after its last grant.
   ctx_->batch->Stage([&] { return ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms}); });
-  nlohmann::json a = book_->Grant(shard.key, agent.name, token, now_ms);
+  nlohmann::json a = events_.granted(shard.key, agent.name, token, now_ms);
   ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
                                    {"shard", shard.key.index},
                                    {"attempt", a["attempt"].get<int64_t>()},
@@ -368,7 +367,7 @@ std::string Dispatcher::Heartbeat(const std::string& agent,
       // An agent keeps listing a lease until its result is acknowledged, so a heartbeat
       // crossing a result names a lease that just ended: not stale, and the agent is told
       // so. Only the rest is staleness (a lease that expired or was never this agent's).
-      if (book_ != nullptr && book_->EndedByResult(l.key, l.token)) {
+      if (events_.ended_by_result && events_.ended_by_result(l.key, l.token)) {
         item(&revoked, l, "finished");
         continue;
       }
@@ -463,7 +462,7 @@ Status Dispatcher::Forget(const std::string& agent, bool force) {
   }
   for (const auto& [key, token] : ending) {
     Release(key, "agent removed");
-    book_->OnLeaseExpired(key, token);
+    events_.lease_expired(key, token);
   }
   agents_.erase(agent);
   Status s = ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(agent); },
@@ -551,7 +550,7 @@ void Dispatcher::OnLeaseTimer() {
     if (auto it = agents_.find(agent); it != agents_.end() && it->second.waiting) {
       AnswerClaim(it->second, nlohmann::json::array());
     }
-    book_->OnLeaseExpired(key, static_cast<int64_t>(token));
+    events_.lease_expired(key, static_cast<int64_t>(token));
   }
   ArmTimers();
 }

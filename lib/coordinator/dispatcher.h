@@ -3,8 +3,11 @@
 // slots arrives) the claim is answered with the shard, a fresh fencing token and the TTL.
 // Heartbeats renew an agent's leases in memory (soft state: grants, results and logs are
 // the durable facts); a lease that is not renewed in time expires and its shard goes back
-// to the RunBook as lost. Tokens come from one counter that only grows, saved with every
-// grant. Loop thread only; owned by the Coordinator.
+// to the runs' owner as lost. Tokens come from one counter that only grows, saved with every
+// grant. The Dispatcher knows shards, agents and leases, never runs: what happens to a run
+// when its shard is granted or its lease expires is the business of the owner of the runs
+// (the RunBook), told through ShardEvents, so the calls go one way (RunBook -> Dispatcher).
+// Loop thread only; owned by the Coordinator.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,7 +29,18 @@
 
 namespace jobctl::coordinator {
 
-class RunBook;
+// What the Dispatcher tells the owner of the runs.
+struct ShardEvents {
+  // A shard was granted to `agent` under `token`: records it as running and returns the
+  // assignment the agent receives (the Dispatcher adds the lease's ttl_ms and heartbeat_ms).
+  std::function<nlohmann::json(ShardKey key, const std::string& agent, int64_t token,
+                               int64_t now_ms)>
+      granted;
+  // Whether the lease `token` of the shard ended because its result arrived.
+  std::function<bool(ShardKey key, int64_t token)> ended_by_result;
+  // The lease `token` of the shard expired (or its agent was removed): the shard is lost.
+  std::function<void(ShardKey key, int64_t token)> lease_expired;
+};
 
 // The shards an agent holds, with a count per run: routing asks how many shards of a run an
 // agent already has for every shard it places, so that answer must not cost a walk.
@@ -112,7 +126,7 @@ class Dispatcher {
   explicit Dispatcher(Context* ctx);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
-  void set_run_book(RunBook* book) { book_ = book; }
+  void set_shard_events(ShardEvents events) { events_ = std::move(events); }
 
   void Start();
   void Close();  // answers waiting claims (empty) and closes the timers
@@ -174,7 +188,7 @@ class Dispatcher {
   void ArmClaimTimer();
 
   Context* ctx_;
-  RunBook* book_ = nullptr;
+  ShardEvents events_;
   std::map<std::string, AgentInfo> agents_;
   std::deque<PendingShard> pending_;
   std::map<ShardKey, Lease> leases_;
