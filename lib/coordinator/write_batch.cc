@@ -16,7 +16,8 @@ constexpr uint64_t kFailureLogEveryMs = 10'000;
 
 int64_t WriteBatch::BackoffMs(uint64_t failures) {
   if (failures == 0) return 0;
-  return BackoffCeilingMs(kCommitBackoff, static_cast<int64_t>(std::min<uint64_t>(failures - 1, 64)));
+  int64_t doublings = static_cast<int64_t>(std::min<uint64_t>(failures - 1, 64));
+  return BackoffCeilingMs(kCommitBackoff, doublings);
 }
 
 int64_t WriteBatch::RetryDelayMs() const {

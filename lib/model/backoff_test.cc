@@ -89,22 +89,29 @@ struct RetryCase {
   int64_t delay_ms;
 };
 
+const RetryPolicy k400msTo2s{2, Backoff::kExponential, milliseconds(400), seconds(2)};
+const RetryPolicy k400msTo2sNineTimes{9, Backoff::kExponential, milliseconds(400), seconds(2)};
+const RetryPolicy kAnHour{1, Backoff::kExponential, hours(1), hours(1)};
+const RetryPolicy k10mCutTo1m{1, Backoff::kExponential, minutes(10), minutes(1)};
+const RetryPolicy kFixed200ms{3, Backoff::kFixed, milliseconds(200), minutes(5)};
+const RetryPolicy kFixed10mOver1m{3, Backoff::kFixed, minutes(10), minutes(1)};
+
 const RetryCase kRetries[] = {
     // FailedShardIsRetriedWithBackoffThenTheRunFails: initial 400ms, max_delay 2s; jitter
     // over the upper half, so at least 200 ms, then at least 400 ms.
-    {"FirstRetryWaitsAtLeastHalfTheInitialDelay", {2, Backoff::kExponential, milliseconds(400), seconds(2)}, 1, 0, 200},
-    {"FirstRetryWaitsAtMostTheInitialDelay", {2, Backoff::kExponential, milliseconds(400), seconds(2)}, 1, 200, 400},
-    {"SecondRetryWaitsAtLeastTheInitialDelay", {2, Backoff::kExponential, milliseconds(400), seconds(2)}, 2, 0, 400},
-    {"SecondRetryWaitsAtMostTwiceTheInitialDelay", {2, Backoff::kExponential, milliseconds(400), seconds(2)}, 2, 400, 800},
-    {"LateRetriesStayWithinMaxDelay", {9, Backoff::kExponential, milliseconds(400), seconds(2)}, 8, 1000, 2000},
-    {"LateRetriesWaitAtLeastHalfMaxDelay", {9, Backoff::kExponential, milliseconds(400), seconds(2)}, 8, 0, 1000},
+    {"FirstRetryWaitsAtLeastHalfTheInitialDelay", k400msTo2s, 1, 0, 200},
+    {"FirstRetryWaitsAtMostTheInitialDelay", k400msTo2s, 1, 200, 400},
+    {"SecondRetryWaitsAtLeastTheInitialDelay", k400msTo2s, 2, 0, 400},
+    {"SecondRetryWaitsAtMostTwiceTheInitialDelay", k400msTo2s, 2, 400, 800},
+    {"LateRetriesStayWithinMaxDelay", k400msTo2sNineTimes, 8, 1000, 2000},
+    {"LateRetriesWaitAtLeastHalfMaxDelay", k400msTo2sNineTimes, 8, 0, 1000},
     // ABackedOffShardDoesNotDelayNewWork: an hour's backoff.
-    {"AnHourLongInitialDelayWaitsAtLeastHalfAnHour", {1, Backoff::kExponential, hours(1), hours(1)}, 1, 0, 1'800'000},
-    {"AnInitialDelayAboveMaxDelayIsCutToIt", {1, Backoff::kExponential, minutes(10), minutes(1)}, 1, 30'000, 60'000},
+    {"AnHourLongInitialDelayWaitsAtLeastHalfAnHour", kAnHour, 1, 0, 1'800'000},
+    {"AnInitialDelayAboveMaxDelayIsCutToIt", k10mCutTo1m, 1, 30'000, 60'000},
     // The fault suite's probe: backoff = "fixed" waits `initial` every time, unjittered.
-    {"FixedWaitsTheInitialDelayOnTheFirstRetry", {3, Backoff::kFixed, milliseconds(200), minutes(5)}, 1, 77, 200},
-    {"FixedWaitsTheInitialDelayOnEveryRetry", {3, Backoff::kFixed, milliseconds(200), minutes(5)}, 3, 77, 200},
-    {"FixedIgnoresMaxDelay", {3, Backoff::kFixed, minutes(10), minutes(1)}, 2, 77, 600'000},
+    {"FixedWaitsTheInitialDelayOnTheFirstRetry", kFixed200ms, 1, 77, 200},
+    {"FixedWaitsTheInitialDelayOnEveryRetry", kFixed200ms, 3, 77, 200},
+    {"FixedIgnoresMaxDelay", kFixed10mOver1m, 2, 77, 600'000},
 };
 
 class RetryDelayTest : public ::testing::TestWithParam<RetryCase> {};
@@ -120,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, RetryDelayTest, ::testing::ValuesIn(kRetries),
 
 TEST(RetryBackoffTest, FixedDrawsNothing) {
   FakeRandom random({5});
-  RetryDelayMs({3, Backoff::kFixed, milliseconds(200), minutes(5)}, 2, random);
+  RetryDelayMs(kFixed200ms, 2, random);
   EXPECT_EQ(random.calls(), 0u);
 }
 

@@ -33,7 +33,8 @@ bool Matches(const ResultRule& r, const ResultFacts& f) {
 
 RunState ResultState(Outcome outcome, std::optional<int64_t> exit_code) {
   switch (outcome) {
-    case Outcome::kExited: return exit_code.value_or(1) == 0 ? RunState::kSucceeded : RunState::kFailed;
+    case Outcome::kExited:
+      return exit_code.value_or(1) == 0 ? RunState::kSucceeded : RunState::kFailed;
     case Outcome::kTimedOut: return RunState::kTimedOut;
     case Outcome::kCanceled: return RunState::kCanceled;
     case Outcome::kLeaseLost: return RunState::kLost;

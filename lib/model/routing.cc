@@ -42,7 +42,8 @@ void Order(const ShardToRoute& shard, std::span<const AgentView> agents,
   auto hash = [&](size_t i) { return RendezvousHash(shard.job, shard.index, agents[i].name); };
   switch (shard.route) {
     case Route::kHash:
-      std::sort(eligible.begin(), eligible.end(), [&](size_t x, size_t y) { return hash(x) > hash(y); });
+      std::sort(eligible.begin(), eligible.end(),
+                [&](size_t x, size_t y) { return hash(x) > hash(y); });
       break;
     case Route::kFailover:
       break;  // in name order: the first healthy agent wins

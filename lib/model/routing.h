@@ -31,7 +31,8 @@ namespace jobctl {
 inline constexpr int64_t kPreferHoldMs = 300;
 
 // Every selector holds: key=value is present, key!=value is not.
-bool MatchesLabels(std::span<const LabelSelector> on, const std::map<std::string, std::string>& labels);
+bool MatchesLabels(std::span<const LabelSelector> on,
+                   const std::map<std::string, std::string>& labels);
 
 // A stable hash of (job, shard index, agent): rendezvous hashing for the hash route and
 // spread's ties.
