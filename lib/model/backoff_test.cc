@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <limits>
+#include <ostream>
 
 #include "base/fake_random.h"
 
@@ -22,6 +23,9 @@ struct CeilingCase {
   int64_t doublings;
   int64_t ceiling_ms;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const CeilingCase& c, std::ostream* os) { *os << c.name; }
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
@@ -57,6 +61,9 @@ struct DelayCase {
   size_t draws_taken;
 };
 
+// ctest lists each row by its name.
+void PrintTo(const DelayCase& c, std::ostream* os) { *os << c.name; }
+
 const DelayCase kDelays[] = {
     {"NoJitterIsTheCeilingAndDrawsNothing", {100, 2000, Jitter::kNone}, 2, 7, 400, 0},
     {"FullJitterOfAZeroDrawIsZero", {500, 30'000, Jitter::kFull}, 1, 0, 0, 1},
@@ -88,6 +95,9 @@ struct RetryCase {
   uint64_t draw;
   int64_t delay_ms;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const RetryCase& c, std::ostream* os) { *os << c.name; }
 
 const RetryPolicy k400msTo2s{2, Backoff::kExponential, milliseconds(400), seconds(2)};
 const RetryPolicy k400msTo2sNineTimes{9, Backoff::kExponential, milliseconds(400), seconds(2)};

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct MisfireCase {
   int64_t extra_missed;
   const char* reason;  // nullptr: nothing recorded
 };
+
+// ctest lists each row by its name.
+void PrintTo(const MisfireCase& c, std::ostream* os) { *os << c.name; }
 
 // Instants `ago` seconds before kNow.
 int64_t Ago(int64_t seconds) { return kNow - seconds * kS; }

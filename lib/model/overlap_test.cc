@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace jobctl {
 namespace {
 
@@ -13,6 +15,9 @@ struct OverlapCase {
   int open_runs;
   OverlapAction action;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const OverlapCase& c, std::ostream* os) { *os << c.name; }
 
 const OverlapCase kCases[] = {
     {"ForbidFiresWhenNoRunIsOpen", Overlap::kForbid, 0, OverlapAction::kFire},

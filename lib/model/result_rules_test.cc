@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 namespace jobctl {
@@ -15,6 +16,9 @@ struct JudgeCase {
   ResultFacts facts;
   ResultVerdict verdict;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const JudgeCase& c, std::ostream* os) { *os << c.name; }
 
 // Field order: run_open, holder_ended, lease_held, ended_by_result, answered, current_attempt.
 const JudgeCase kJudgements[] = {
@@ -114,6 +118,9 @@ struct DisposeCase {
   RunState state;
 };
 
+// ctest lists each row by its name.
+void PrintTo(const DisposeCase& c, std::ostream* os) { *os << c.name; }
+
 const DisposeCase kDispositions[] = {
     {"ExitZeroSucceeds", Outcome::kExited, 0, 1, 0, OnLost::kRerun, 2, ResultAction::kEnd,
      RunState::kSucceeded},
@@ -181,6 +188,9 @@ struct EndedCase {
   int64_t token;
   bool ended;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const EndedCase& c, std::ostream* os) { *os << c.name; }
 
 const EndedCase kEnded[] = {
     {"ASucceededShardEndedByThisTokensResult", RunState::kSucceeded, 7, "exited", 7, true},

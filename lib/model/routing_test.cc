@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct RouteCase {
   RouteVerdict verdict;
   std::string agent;  // for kGrant
 };
+
+// ctest lists each row by its name.
+void PrintTo(const RouteCase& c, std::ostream* os) { *os << c.name; }
 
 const std::vector<AgentSpec> kAbc = {{.name = "a"}, {.name = "b"}, {.name = "c"}};
 
@@ -265,6 +269,9 @@ struct LabelCase {
   std::map<std::string, std::string> labels;
   bool matches;
 };
+
+// ctest lists each row by its name.
+void PrintTo(const LabelCase& c, std::ostream* os) { *os << c.name; }
 
 const LabelCase kLabels[] = {
     {"NoSelectorMatchesEveryAgent", {}, {}, true},
