@@ -1,20 +1,23 @@
 // Backoff spaces retries to the coordinator: "full jitter", a uniform pick in
 // [0, min(cap, base * 2^n)] after the n-th failure in a row, so that a fleet of agents does
-// not return in step after an outage. Value type; the random source is injected for tests.
+// not return in step after an outage. It counts the failures; the delay itself is the one
+// backoff rule of the tree (model/backoff.h). The random source is its own SystemRandom
+// unless a test injects one. Loop thread only, like its owner.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <random>
+
+#include "base/random.h"
+#include "model/backoff.h"
 
 namespace jobctl::agentd {
 
 class Backoff {
  public:
-  // Uniform integer in [0, max].
-  using Pick = std::function<int64_t(int64_t max)>;
-
-  Backoff(int64_t base_ms, int64_t cap_ms, Pick pick = nullptr);
+  // `random` (not owned) must outlive this; nullptr: this Backoff's own SystemRandom.
+  Backoff(int64_t base_ms, int64_t cap_ms, Random* random = nullptr);
+  Backoff(const Backoff&) = delete;
+  Backoff& operator=(const Backoff&) = delete;
 
   // The delay before the next retry; each call counts one more failure.
   int64_t Next();
@@ -24,11 +27,10 @@ class Backoff {
   int failures() const { return failures_; }
 
  private:
-  int64_t base_ms_;
-  int64_t cap_ms_;
+  BackoffPolicy policy_;
   int failures_ = 0;
-  Pick pick_;
-  std::mt19937_64 rng_;
+  SystemRandom own_random_;
+  Random* random_;
 };
 
 }  // namespace jobctl::agentd

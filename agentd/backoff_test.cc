@@ -2,19 +2,35 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "base/fake_random.h"
+
 namespace jobctl::agentd {
 namespace {
 
 TEST(BackoffTest, CeilingDoublesUpToTheCap) {
+  FakeRandom random;
+  Backoff b(500, 4'000, &random);
   std::vector<int64_t> ceilings;
-  Backoff b(500, 4'000, [&](int64_t max) {
-    ceilings.push_back(max);
-    return max;
-  });
-  for (int i = 0; i < 6; ++i) b.Next();
+  for (int i = 0; i < 6; ++i) {
+    ceilings.push_back(b.Ceiling());
+    b.Next();
+  }
   EXPECT_EQ(ceilings, (std::vector<int64_t>{500, 1'000, 2'000, 4'000, 4'000, 4'000}));
+  EXPECT_EQ(b.failures(), 6);
   b.Reset();
   EXPECT_EQ(b.Ceiling(), 500);
+}
+
+TEST(BackoffTest, EachDelayIsTheInjectedDrawWithinTheCeiling) {
+  // A delay is the draw modulo (ceiling + 1): uniform in [0, ceiling].
+  FakeRandom random({500, 1'001, 2'100});
+  Backoff b(500, 30'000, &random);
+  EXPECT_EQ(b.Next(), 500);  // ceiling 500
+  EXPECT_EQ(b.Next(), 0);    // ceiling 1000
+  EXPECT_EQ(b.Next(), 99);   // ceiling 2000
+  EXPECT_EQ(random.calls(), 3u);
 }
 
 TEST(BackoffTest, FullJitterStaysWithinTheCeiling) {

@@ -1,6 +1,6 @@
 // Clock is the seam for time: wall time decides which instants are due, the monotonic
 // (boot-time) clock measures durations such as lease deadlines. Production code uses
-// SystemClock; tests use a fake. Safe on any thread.
+// SystemClock (safe on any thread); tests set a FakeClock (base/fake_clock.h) by hand.
 #pragma once
 
 #include <chrono>

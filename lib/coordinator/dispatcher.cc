@@ -1,14 +1,11 @@
 #include "coordinator/dispatcher.h"
 
 #include <algorithm>
-#include <random>
-#include <tuple>
 
 #include "base/log.h"
 #include "coordinator/http_errors.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
-#include "wire/job_json.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
@@ -22,29 +19,7 @@ std::string ClaimReply(nlohmann::json assignments) {
                         {"result_batch_max", kMaxResultBatch}}.dump();
 }
 
-// How long a shard waits for the agent its route prefers before any eligible agent may take
-// it: long enough for that agent to send its next claim, short enough not to be noticed.
-constexpr int64_t kPreferHoldMs = 300;
 constexpr int64_t kMaxClaimWaitMs = 60'000;
-
-uint64_t Rendezvous(const std::string& job, int index, const std::string& agent) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](std::string_view s) {
-    for (char c : s) {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ull;
-    }
-    h ^= 0xff;
-    h *= 1099511628211ull;
-  };
-  mix(job);
-  mix(std::to_string(index));
-  mix(agent);
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
 
 std::string LeaseKey(ShardKey k) {
   return "shard/" + std::to_string(k.run) + "/" + std::to_string(k.index);
@@ -52,7 +27,8 @@ std::string LeaseKey(ShardKey k) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(Context* ctx) : ctx_(ctx), lease_wheel_(ctx->MonoMs()) {}
+Dispatcher::Dispatcher(Context* ctx, Random* random)
+    : ctx_(ctx), random_(random != nullptr ? random : &own_random_), lease_wheel_(ctx->MonoMs()) {}
 
 void Dispatcher::Start() {
   for (std::unique_ptr<uvx::Timer>* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
@@ -129,7 +105,7 @@ bool Dispatcher::AgentAlive(const AgentInfo& a) const {
 std::vector<std::string> Dispatcher::EligibleAgents(const std::vector<LabelSelector>& on) const {
   std::vector<std::string> out;
   for (const auto& [name, a] : agents_) {
-    if (!a.draining && AgentAlive(a) && wire::Matches(on, a.labels)) out.push_back(name);
+    if (!a.draining && AgentAlive(a) && MatchesLabels(on, a.labels)) out.push_back(name);
   }
   return out;
 }
@@ -158,70 +134,37 @@ int Dispatcher::FreeOf(const AgentInfo& a) const {
 }
 
 AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* hold) {
-  *hold = false;
-  if (!shard.bound_agent.empty()) {
-    auto it = agents_.find(shard.bound_agent);
-    return it != agents_.end() && FreeOf(it->second) > 0 ? &it->second : nullptr;
-  }
-  std::vector<AgentInfo*> alive;
-  for (auto& [name, a] : agents_) {
-    if (!a.draining && AgentAlive(a) && wire::Matches(shard.on, a.labels)) alive.push_back(&a);
-  }
-  if (alive.empty()) return nullptr;
-  auto by_hash = [&](AgentInfo* x, AgentInfo* y) {
-    return Rendezvous(shard.job, shard.key.index, x->name) >
-           Rendezvous(shard.job, shard.key.index, y->name);
+  // The views of the agents routing may choose from: a bound shard's own agent, else all of
+  // them, in name order.
+  views_.clear();
+  view_agents_.clear();
+  auto add = [this, &shard](AgentInfo& a) {
+    views_.push_back({.name = a.name,
+                      .labels = &a.labels,
+                      .draining = a.draining,
+                      .alive = AgentAlive(a),
+                      .free = FreeOf(a),
+                      .slots = a.slots,
+                      .held = a.held.size(),
+                      .held_in_run = a.held.InRun(shard.key.run)});
+    view_agents_.push_back(&a);
   };
-  switch (shard.route) {
-    case Route::kHash:
-      std::sort(alive.begin(), alive.end(), by_hash);
-      break;
-    case Route::kFailover:
-      break;  // agents_ is ordered by name: the first healthy agent wins
-    case Route::kRoundRobin: {
-      size_t start = round_robin_[shard.job] % alive.size();
-      std::rotate(alive.begin(), alive.begin() + static_cast<long>(start), alive.end());
-      break;
-    }
-    case Route::kRandom: {
-      static std::mt19937_64 rng{std::random_device{}()};
-      std::shuffle(alive.begin(), alive.end(), rng);
-      break;
-    }
-    case Route::kSpread:
-    case Route::kBroadcast: {
-      // Least busy first, and shards of one run on different agents where possible; ties
-      // broken by a stable hash so assignments do not move while membership is unchanged.
-      struct Ranked {
-        int same_run;
-        size_t busy;
-        uint64_t hash;
-        AgentInfo* agent;
-      };
-      std::vector<Ranked> ranked;
-      ranked.reserve(alive.size());
-      for (AgentInfo* a : alive) {
-        ranked.push_back({a->held.InRun(shard.key.run), a->held.size() * 1000 / static_cast<size_t>(std::max(a->slots, 1)),
-                          Rendezvous(shard.job, shard.key.index, a->name), a});
-      }
-      std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
-        return std::tie(x.same_run, x.busy) != std::tie(y.same_run, y.busy)
-                   ? std::tie(x.same_run, x.busy) < std::tie(y.same_run, y.busy)
-                   : x.hash > y.hash;
-      });
-      for (size_t i = 0; i < ranked.size(); ++i) alive[i] = ranked[i].agent;
-      break;
-    }
+  if (!shard.bound_agent.empty()) {
+    if (auto it = agents_.find(shard.bound_agent); it != agents_.end()) add(it->second);
+  } else {
+    for (auto& [name, a] : agents_) add(a);
   }
-  if (FreeOf(*alive[0]) > 0) return alive[0];
-  if (now_mono - shard.since_mono < kPreferHoldMs) {
-    *hold = true;
-    return nullptr;
-  }
-  for (AgentInfo* a : alive) {
-    if (FreeOf(*a) > 0) return a;
-  }
-  return nullptr;
+  uint64_t turn = shard.route == Route::kRoundRobin ? round_robin_[shard.job] : 0;
+  RouteChoice choice = PickAgent({.job = shard.job,
+                                  .run = shard.key.run,
+                                  .index = shard.key.index,
+                                  .on = shard.on,
+                                  .route = shard.route,
+                                  .bound_agent = shard.bound_agent,
+                                  .waited_ms = now_mono - shard.since_mono},
+                                 views_, turn, *random_);
+  *hold = choice.verdict == RouteVerdict::kHold;
+  return choice.verdict == RouteVerdict::kGrant ? view_agents_[choice.agent] : nullptr;
 }
 
 void Dispatcher::TryDispatch() {

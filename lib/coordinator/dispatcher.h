@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "base/random.h"
 #include "coordinator/context.h"
 #include "http/server.h"
 #include "model/job.h"
+#include "model/routing.h"
 #include "model/timing_wheel.h"
 #include "uvx/handles.h"
 
@@ -123,7 +125,8 @@ struct HeartbeatLease {
 
 class Dispatcher {
  public:
-  explicit Dispatcher(Context* ctx);
+  // `random` shuffles for the random route; nullptr: the Dispatcher's own SystemRandom.
+  explicit Dispatcher(Context* ctx, Random* random = nullptr);
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
   void set_shard_events(ShardEvents events) { events_ = std::move(events); }
@@ -189,7 +192,13 @@ class Dispatcher {
 
   Context* ctx_;
   ShardEvents events_;
+  SystemRandom own_random_;
+  Random* random_;  // own_random_ unless one was injected
   std::map<std::string, AgentInfo> agents_;
+  // Pick's scratch space, kept to spare an allocation per pick: the agents' views for
+  // routing (model/routing.h) and the agent behind each.
+  std::vector<AgentView> views_;
+  std::vector<AgentInfo*> view_agents_;
   std::deque<PendingShard> pending_;
   std::map<ShardKey, Lease> leases_;
   std::map<int64_t, ShardKey> lease_by_token_;

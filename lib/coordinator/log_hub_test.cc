@@ -5,15 +5,10 @@
 #include <chrono>
 #include <vector>
 
+#include "base/fake_clock.h"
+
 namespace jobctl::coordinator {
 namespace {
-
-class SteppedClock final : public Clock {
- public:
-  WallTime Now() const override { return WallTime{}; }
-  int64_t MonotonicMs() const override { return mono_ms; }
-  int64_t mono_ms = 1'000;
-};
 
 class LogHubTest : public ::testing::Test {
  protected:
@@ -30,7 +25,7 @@ class LogHubTest : public ::testing::Test {
   }
 
   uv_loop_t loop_;
-  SteppedClock clock_;
+  FakeClock clock_{WallTime{}, 1'000};
   Context ctx_;
   LogHub hub_{&ctx_};
 };

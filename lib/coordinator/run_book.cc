@@ -8,6 +8,8 @@
 #include "base/log.h"
 #include "coordinator/dispatcher.h"
 #include "coordinator/metrics.h"
+#include "model/backoff.h"
+#include "model/result_rules.h"
 #include "model/time_format.h"
 #include "wire/job_json.h"
 
@@ -24,36 +26,6 @@ std::map<std::string, std::string> RunParams(const std::string& env_json) {
     if (it.value().is_string()) out[it.key()] = it.value().get<std::string>();
   }
   return out;
-}
-
-// A shard whose holder keeps vanishing is not re-run forever.
-constexpr int kMaxLostReruns = 5;
-
-bool Retryable(Outcome o) {
-  return o == Outcome::kExited || o == Outcome::kSignaled || o == Outcome::kTimedOut ||
-         o == Outcome::kSpawnFailed;
-}
-
-RunState StateFor(const ResultReport& r) {
-  switch (r.outcome) {
-    case Outcome::kExited: return r.exit_code.value_or(1) == 0 ? RunState::kSucceeded : RunState::kFailed;
-    case Outcome::kTimedOut: return RunState::kTimedOut;
-    case Outcome::kCanceled: return RunState::kCanceled;
-    case Outcome::kLeaseLost: return RunState::kLost;
-    case Outcome::kSignaled:
-    case Outcome::kPolicy:
-    case Outcome::kSpawnFailed: return RunState::kFailed;
-  }
-  return RunState::kFailed;
-}
-
-// The shard ended with the result this token's holder reported (or the coordinator's
-// timeout backstop stood in for it), so a repeat of that result gets the same answer. An
-// expired lease leaves the outcome "lease_lost", and a canceled shard never reported has
-// none: neither is a result, and a late report for them is refused as stale.
-bool EndedByResultOf(const ShardRecord& s, int64_t token) {
-  return s.token == token && IsTerminal(s.state) && !s.outcome.empty() &&
-         s.outcome != OutcomeName(Outcome::kLeaseLost);
 }
 
 }  // namespace
@@ -73,8 +45,8 @@ std::string NewTraceId() {
   return out;
 }
 
-RunBook::RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher)
-    : ctx_(ctx), jobs_(jobs), dispatcher_(dispatcher) {}
+RunBook::RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher, Random* random)
+    : ctx_(ctx), jobs_(jobs), dispatcher_(dispatcher), random_(random ? random : &own_random_) {}
 
 void RunBook::Start() {
   deadline_timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
@@ -265,14 +237,7 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
 }
 
 int64_t RunBook::BackoffMs(const Job& spec, int attempt) const {
-  int64_t initial = spec.retry.initial.count();
-  if (spec.retry.backoff == Backoff::kFixed) return initial;
-  int64_t base = initial;
-  for (int i = 1; i < attempt && base < spec.retry.max_delay.count(); ++i) base *= 2;
-  base = std::min(base, spec.retry.max_delay.count());
-  // Jitter over the upper half keeps a real backoff while spreading a burst of failures.
-  static std::mt19937_64 rng{std::random_device{}()};
-  return base / 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(base / 2 + 1));
+  return RetryDelayMs(spec.retry, attempt, *random_);
 }
 
 void RunBook::Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms) {
@@ -303,57 +268,69 @@ void RunBook::EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64
   MaybeFinish(run);
 }
 
-bool RunBook::AnswersAsEnded(const ShardRecord& s, const ResultReport& r) {
-  // A repeat of the accepted result, or the report of a holder whose shard ended without it
-  // (canceled): that lease ends now. A lease that expired is no longer held: stale. Either
-  // only from the agent that held it.
-  if (s.token != r.token || !IsTerminal(s.state) || s.agent != r.agent) return false;
-  bool held = dispatcher_->HeldBy(r.key, r.token, r.agent);
-  if (!held) return EndedByResultOf(s, r.token);
-  dispatcher_->Release(r.key, "released");
-  return true;
+ResultFacts RunBook::FactsOf(const ShardRecord& s, const ResultReport& r, bool run_open) const {
+  ResultFacts f;
+  f.run_open = run_open;
+  f.holder_ended = s.token == r.token && IsTerminal(s.state) && s.agent == r.agent;
+  f.lease_held = dispatcher_->HeldBy(r.key, r.token, r.agent);
+  f.ended_by_result = EndedByResultOf(s, r.token);
+  if (run_open) {
+    auto a = answered_.find(r.key);
+    f.answered = a != answered_.end() && a->second.token == r.token && a->second.agent == r.agent;
+  }
+  f.current_attempt = s.attempt == r.attempt && s.state == RunState::kRunning;
+  return f;
 }
 
 Result<RunState> RunBook::OnResult(const ResultReport& r) {
   auto it = open_.find(r.key.run);
+  std::optional<RunRecord> finished;
   if (it == open_.end()) {
     // Finished already: a repeat of the accepted result gets the same answer.
     Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(r.key.run);
     if (!stored.ok()) return stored.status();
     if (!*stored) return Status::NotFound("no run " + std::to_string(r.key.run));
-    const RunRecord& rec = **stored;
-    if (r.key.index < 0 || r.key.index >= static_cast<int>(rec.shards.size())) {
-      return Status::NotFound("no shard " + std::to_string(r.key.index));
-    }
-    const ShardRecord& s = rec.shards[static_cast<size_t>(r.key.index)];
-    if (AnswersAsEnded(s, r)) return s.state;
-    Status stale = dispatcher_->CheckToken(r.key, r.agent, r.token);
-    if (stale.ok()) stale = Status::Conflict("run " + std::to_string(r.key.run) + " has ended");
-    return stale;
+    finished = std::move(**stored);
   }
-  OpenRun& run = it->second;
-  if (r.key.index < 0 || r.key.index >= static_cast<int>(run.rec.shards.size())) {
+  RunRecord& rec = finished ? *finished : it->second.rec;
+  if (r.key.index < 0 || r.key.index >= static_cast<int>(rec.shards.size())) {
     return Status::NotFound("no shard " + std::to_string(r.key.index));
   }
-  ShardRecord& shard = run.rec.shards[static_cast<size_t>(r.key.index)];
-  if (AnswersAsEnded(shard, r)) return shard.state;
-  if (auto a = answered_.find(r.key);
-      a != answered_.end() && a->second.token == r.token && a->second.agent == r.agent) {
-    return a->second.state;
+  ShardRecord& shard = rec.shards[static_cast<size_t>(r.key.index)];
+  switch (JudgeResult(FactsOf(shard, r, !finished))) {
+    case ResultVerdict::kReleaseAndAnswerEnded:
+      dispatcher_->Release(r.key, "released");
+      return shard.state;
+    case ResultVerdict::kAnswerEnded:
+      return shard.state;
+    case ResultVerdict::kAnswerAgain:
+      return answered_.at(r.key).state;
+    case ResultVerdict::kRefuseStale:
+      // CheckToken refuses it, counts the stale token and writes the event.
+      if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
+      return Status::Conflict("run " + std::to_string(r.key.run) + " shard " +
+                              std::to_string(r.key.index) + ": stale token");
+    case ResultVerdict::kRefuseRunEnded:
+      return Status::Conflict("run " + std::to_string(r.key.run) + " has ended");
+    case ResultVerdict::kRefuseWrongAttempt:
+      ctx_->events->Write("refused", {{"what", "result"},
+                                      {"run", r.key.run},
+                                      {"shard", r.key.index},
+                                      {"token", r.token},
+                                      {"agent", r.agent},
+                                      {"current", shard.token}});
+      return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
+                              " but the shard is at attempt " + std::to_string(shard.attempt));
+    case ResultVerdict::kAccept:
+      break;
   }
-  if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
-  if (shard.attempt != r.attempt || shard.state != RunState::kRunning) {
-    ctx_->events->Write("refused", {{"what", "result"},
-                                    {"run", r.key.run},
-                                    {"shard", r.key.index},
-                                    {"token", r.token},
-                                    {"agent", r.agent},
-                                    {"current", shard.token}});
-    return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
-                            " but the shard is at attempt " + std::to_string(shard.attempt));
-  }
+  return Accept(it->second, shard, r);
+}
+
+RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r) {
   int64_t now = ctx_->NowMs();
-  RunState state = StateFor(r);
+  ResultDisposition d = DisposeResult(r.outcome, r.exit_code, shard, *run.spec);
+  RunState state = ResultState(r.outcome, r.exit_code);
   ctx_->EventAfterCommit("result_accepted", {{"run", r.key.run},
                                              {"shard", r.key.index},
                                              {"attempt", r.attempt},
@@ -367,26 +344,24 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
-  if (r.outcome == Outcome::kLeaseLost) {
-    if (run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
+  switch (d.action) {
+    case ResultAction::kRerunLost:
       ++shard.lost_count;
       Requeue(run, shard, now);
-      return state;
+      break;
+    case ResultAction::kRetry: {
+      int64_t delay = BackoffMs(*run.spec, shard.attempt);
+      log::Info("shard failed; retrying", {{"job", run.rec.job}, {"run", run.rec.id},
+                                           {"shard", shard.index}, {"attempt", shard.attempt},
+                                           {"delay_ms", delay}});
+      Requeue(run, shard, now + delay);
+      break;
     }
-    EndAttempt(run, shard, RunState::kLost, now);
-    return RunState::kLost;
+    case ResultAction::kEnd:
+      EndAttempt(run, shard, d.state, now);
+      break;
   }
-  if (state != RunState::kSucceeded && Retryable(r.outcome) &&
-      shard.attempt <= run.spec->retry.max) {
-    int64_t delay = BackoffMs(*run.spec, shard.attempt);
-    log::Info("shard failed; retrying", {{"job", run.rec.job}, {"run", run.rec.id},
-                                         {"shard", shard.index}, {"attempt", shard.attempt},
-                                         {"delay_ms", delay}});
-    Requeue(run, shard, now + delay);
-    return state;
-  }
-  EndAttempt(run, shard, state, now);
-  return state;
+  return d.state;
 }
 
 bool RunBook::EndedByResult(ShardKey key, int64_t token) {

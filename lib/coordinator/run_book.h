@@ -14,8 +14,10 @@
 #include <set>
 #include <vector>
 
+#include "base/random.h"
 #include "coordinator/context.h"
 #include "coordinator/job_index.h"
+#include "model/result_rules.h"
 #include "model/run.h"
 #include "uvx/handles.h"
 
@@ -35,7 +37,8 @@ struct ResultReport {
 
 class RunBook {
  public:
-  RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher);
+  // `random` jitters retry delays; nullptr: the RunBook's own SystemRandom.
+  RunBook(Context* ctx, JobIndex* jobs, Dispatcher* dispatcher, Random* random = nullptr);
   RunBook(const RunBook&) = delete;
   RunBook& operator=(const RunBook&) = delete;
 
@@ -89,9 +92,10 @@ class RunBook {
     std::shared_ptr<const Job> spec;
     std::vector<std::function<void(std::optional<RunRecord>)>> waiters;
   };
-  // True (and the holder's lease released) when a result for a shard that already ended
-  // gets the shard's state as its answer; false when it must be judged (or refused).
-  bool AnswersAsEnded(const ShardRecord& shard, const ResultReport& report);
+  // What result_rules.h judges a report by, for `shard` of an open or a finished run.
+  ResultFacts FactsOf(const ShardRecord& shard, const ResultReport& report, bool run_open) const;
+  // Applies a result JudgeResult accepted: the shard is re-run, retried or ended.
+  RunState Accept(OpenRun& run, ShardRecord& shard, const ResultReport& report);
   void EnqueueShard(OpenRun& run, ShardRecord& shard);
   void EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64_t now_ms);
   void Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms);
@@ -105,6 +109,8 @@ class RunBook {
   Context* ctx_;
   JobIndex* jobs_;
   Dispatcher* dispatcher_;
+  SystemRandom own_random_;
+  Random* random_;  // own_random_ unless one was injected
   std::map<int64_t, OpenRun> open_;
   // The answer given to the last accepted result of each shard of an open run, by token and
   // holder: a repeated result for an attempt that was since retried gets the same answer.

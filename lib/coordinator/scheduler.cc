@@ -4,6 +4,8 @@
 
 #include "base/log.h"
 #include "coordinator/metrics.h"
+#include "model/misfire.h"
+#include "model/overlap.h"
 #include "model/time_format.h"
 
 namespace jobctl::coordinator {
@@ -136,39 +138,10 @@ void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, in
   }
   if (t && *t <= now) t = Next(schedule, now);  // beyond counting: jump to the future
 
-  auto first_on_time = std::find_if(instants.begin(), instants.end(),
-                                    [&](int64_t i) { return now - i <= grace_ms; });
-  std::vector<int64_t> missed(instants.begin(), first_on_time);
-  std::vector<int64_t> on_time(first_on_time, instants.end());
-  if (extra > 0) {
-    // Everything counted but not listed is missed too (it is older than `now - grace`
-    // only if the listed ones are; treat it as missed regardless: it is a huge backlog).
-    missed.insert(missed.end(), on_time.begin(), on_time.end());
-    on_time.clear();
-  }
-  std::vector<int64_t> fire = on_time;
-  if (!missed.empty()) {
-    switch (job.misfire) {
-      case Misfire::kFireOnce:
-        if (fire.empty()) {
-          fire.push_back(missed.back());
-          missed.pop_back();
-        }
-        RecordMisses(job, missed, extra, "misfire=fire-once: folded into one run", now);
-        break;
-      case Misfire::kSkip:
-        RecordMisses(job, missed, extra, "misfire=skip", now);
-        break;
-      case Misfire::kFireAll: {
-        size_t n = std::min(missed.size(), static_cast<size_t>(std::max(job.misfire_cap, 0)));
-        fire.insert(fire.begin(), missed.begin(), missed.begin() + static_cast<long>(n));
-        missed.erase(missed.begin(), missed.begin() + static_cast<long>(n));
-        RecordMisses(job, missed, extra, "misfire=fire-all: over misfire_cap", now);
-        break;
-      }
-    }
-  }
-  for (int64_t instant : fire) FireOne(job, instant, now);
+  MisfireDecision d = DecideMisfire(job.misfire, job.misfire_cap,
+                                    {.listed = std::move(instants), .extra = extra}, now, grace_ms);
+  if (d.reason != nullptr) RecordMisses(job, d.missed, d.extra_missed, d.reason, now);
+  for (int64_t instant : d.fire) FireOne(job, instant, now);
   job.next_fire_ms = t;
   ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
   if (t) wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
@@ -197,8 +170,8 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
 }
 
 void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
-  if (job.open_runs > 0) {
-    if (job.overlap == Overlap::kForbid) {
+  switch (DecideOverlap(job.overlap, job.open_runs)) {
+    case OverlapAction::kSkip: {
       std::vector<int64_t> open = book_->OpenRunsOf(job.id);
       std::string note = "overlap=forbid: run " +
                          (open.empty() ? std::string("?") : std::to_string(open.front())) +
@@ -210,7 +183,7 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
       }
       return;
     }
-    if (job.overlap == Overlap::kReplace) {
+    case OverlapAction::kCancelAndFire:
       for (int64_t run : book_->OpenRunsOf(job.id)) {
         if (Status s = book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
             !s.ok()) {
@@ -218,7 +191,9 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
                     {{"job", job.name}, {"run", run}, {"error", s.ToString()}});
         }
       }
-    }
+      break;
+    case OverlapAction::kFire:
+      break;
   }
   Result<RunRecord> run = book_->Create(job, RunReason::kSchedule, instant, "", "");
   if (!run.ok()) {

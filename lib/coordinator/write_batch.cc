@@ -3,21 +3,21 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "model/backoff.h"
 
 namespace jobctl::coordinator {
 namespace {
 
-constexpr int64_t kFirstBackoffMs = 100;
-constexpr int64_t kMaxBackoffMs = 2000;
+// From a tenth of a second to two, unjittered: there is one writer.
+constexpr BackoffPolicy kCommitBackoff{.base_ms = 100, .cap_ms = 2000, .jitter = Jitter::kNone};
 constexpr uint64_t kFailureLogEveryMs = 10'000;
 
 }  // namespace
 
 int64_t WriteBatch::BackoffMs(uint64_t failures) {
   if (failures == 0) return 0;
-  int64_t ms = kFirstBackoffMs;
-  for (uint64_t i = 1; i < failures && ms < kMaxBackoffMs; ++i) ms *= 2;
-  return std::min(ms, kMaxBackoffMs);
+  int64_t doublings = static_cast<int64_t>(std::min<uint64_t>(failures - 1, 64));
+  return BackoffCeilingMs(kCommitBackoff, doublings);
 }
 
 int64_t WriteBatch::RetryDelayMs() const {

@@ -10,15 +10,6 @@ std::string SelectorText(const LabelSelector& s) {
   return s.key + (s.negated ? "!=" : "=") + s.value;
 }
 
-bool Matches(const std::vector<LabelSelector>& on, const std::map<std::string, std::string>& labels) {
-  for (const LabelSelector& s : on) {
-    auto it = labels.find(s.key);
-    bool equal = it != labels.end() && it->second == s.value;
-    if (equal == s.negated) return false;
-  }
-  return true;
-}
-
 json JobToJson(const Job& job) {
   json params = json::object();
   for (const auto& [name, p] : job.params) {

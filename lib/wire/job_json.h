@@ -18,6 +18,5 @@ std::vector<std::string> ChangedFields(const Job& before, const Job& after);
 
 // Labels as a JSON object and selectors as "k=v" / "k!=v" text.
 std::string SelectorText(const LabelSelector& s);
-bool Matches(const std::vector<LabelSelector>& on, const std::map<std::string, std::string>& labels);
 
 }  // namespace jobctl::wire
