@@ -66,11 +66,11 @@ Coordinator::~Coordinator() = default;
 Status Coordinator::OpenStores() {
   const std::string& dir = ctx_.config.data_dir;
   if (Status s = MakePrivateDir(dir); !s.ok()) return s.WithContext("data directory");
-  Result<std::unique_ptr<store::Store>> store = store::Store::Open(dir + "/jobctl.db");
+  Result<std::unique_ptr<store::Store>> store = store::OpenStore({.path = dir + "/jobctl.db"});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  Result<std::unique_ptr<store::LogStore>> logs =
-      store::LogStore::Open(dir + "/logs.db", ctx_.config.log_cap_bytes);
+  Result<std::unique_ptr<store::LogStore>> logs = store::OpenLogStore(
+      {.path = dir + "/logs.db", .run_cap_bytes = ctx_.config.log_cap_bytes});
   if (!logs.ok()) return logs.status();
   logs_ = std::move(*logs);
   ctx_.store = store_.get();

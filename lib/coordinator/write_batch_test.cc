@@ -28,8 +28,8 @@ TEST(WriteBatchTest, FailedCommitsHoldWritersBackUntilOneSucceeds) {
   uv_loop_t loop;
   ASSERT_EQ(uv_loop_init(&loop), 0);
   {
-    auto store = store::Store::Open(dir + "/jobctl.db");
-    auto logs = store::LogStore::Open(dir + "/logs.db", 1 << 20);
+    auto store = store::OpenStore({.path = dir + "/jobctl.db"});
+    auto logs = store::OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = 1 << 20});
     ASSERT_TRUE(store.ok() && logs.ok());
     WriteBatch batch(&loop, store->get(), logs->get());
     batch.Start();

@@ -1,17 +1,20 @@
-// LogStore keeps job output apart from the scheduler's database (logs.db beside jobctl.db),
-// so a flood of output never delays a fire: its own connection, its own WAL, its own group
-// commit. A chunk is identified by (run, shard, attempt, seq); a resent chunk is stored
-// once. Each run has a byte cap after which one truncation marker is stored and further
-// bytes are counted, not kept. Loop thread only.
+// LogStore keeps job output apart from the scheduler's store, so a flood of output never
+// delays a fire: its own connection and its own group commit (with the embedded backend,
+// SqliteLogStore, its own file: logs.db beside jobctl.db, with its own WAL). A chunk is
+// identified by (run, shard, attempt, seq); a resent chunk is stored once. Each run has a
+// byte cap after which one truncation marker is stored and further bytes are counted, not
+// kept. This header names no database; every backend passes the log tests of store_test.cc.
+// Loop thread only.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "store/statement.h"
 
 namespace jobctl::store {
 
@@ -38,27 +41,29 @@ struct LogQuery {
 
 class LogStore {
  public:
-  static Result<std::unique_ptr<LogStore>> Open(const std::string& path, int64_t run_cap_bytes);
+  virtual ~LogStore() = default;
 
-  Status Begin() { return db_.Begin(); }
-  Status Commit() { return db_.Commit(); }
-  void Rollback() { db_.Rollback(); }
-  bool in_transaction() const { return db_.in_transaction(); }
+  virtual Status Begin() = 0;
+  virtual Status Commit() = 0;
+  virtual void Rollback() = 0;  // a no-op outside a transaction
+  virtual bool in_transaction() const = 0;
 
   enum class AppendResult { kStored, kDuplicate, kTruncated };
   // Inside a transaction. kTruncated: the run is over its cap; the bytes were counted and a
   // marker stored once.
-  Result<AppendResult> Append(const LogChunk& chunk);
-  Result<std::vector<LogChunk>> Read(const LogQuery& query);
-  Result<int64_t> RunBytes(int64_t run_id);
-
- private:
-  LogStore() = default;
-  Status Prepare();
-
-  Database db_;
-  int64_t run_cap_bytes_ = 0;
-  Statement insert_chunk_, run_bytes_, add_run_bytes_, mark_truncated_, read_;
+  virtual Result<AppendResult> Append(const LogChunk& chunk) = 0;
+  // In arrival order, from after_id on: at most 1000 chunks, and no chunk more once
+  // max_bytes is reached. A stream filter keeps the truncation markers.
+  virtual Result<std::vector<LogChunk>> Read(const LogQuery& query) = 0;
+  // The bytes counted for a run, kept or not; 0 for a run without output.
+  virtual Result<int64_t> RunBytes(int64_t run_id) = 0;
 };
+
+struct LogStoreOptions {
+  std::string path;           // the SQLite database file (<data>/logs.db); created if missing
+  int64_t run_cap_bytes = 0;  // output kept per run
+};
+
+Result<std::unique_ptr<LogStore>> OpenLogStore(const LogStoreOptions& options);
 
 }  // namespace jobctl::store

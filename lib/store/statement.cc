@@ -44,17 +44,20 @@ Status Statement::Prepare(sqlite3* db, std::string_view sql) {
 Statement::Use Statement::Bind() { return Use(this); }
 
 Statement::Use::~Use() {
+  if (!s_->prepared()) return;
   sqlite3_reset(s_->stmt_.get());
   sqlite3_clear_bindings(s_->stmt_.get());
 }
 
 Statement::Use& Statement::Use::Bind(int i, int64_t v) {
+  if (!bind_status_.ok()) return *this;
   int rc = sqlite3_bind_int64(s_->stmt_.get(), i, v);
   if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
   return *this;
 }
 
 Statement::Use& Statement::Use::Bind(int i, std::string_view v) {
+  if (!bind_status_.ok()) return *this;
   int rc = sqlite3_bind_text64(s_->stmt_.get(), i, v.data(), v.size(), SQLITE_TRANSIENT,
                                SQLITE_UTF8);
   if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
@@ -62,12 +65,14 @@ Statement::Use& Statement::Use::Bind(int i, std::string_view v) {
 }
 
 Statement::Use& Statement::Use::BindBlob(int i, std::string_view bytes) {
+  if (!bind_status_.ok()) return *this;
   int rc = sqlite3_bind_blob64(s_->stmt_.get(), i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
   if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
   return *this;
 }
 
 Statement::Use& Statement::Use::Bind(int i, std::nullopt_t) {
+  if (!bind_status_.ok()) return *this;
   sqlite3_bind_null(s_->stmt_.get(), i);
   return *this;
 }
@@ -147,7 +152,14 @@ Status RestrictToOwner(const std::string& path) {
 }
 
 Database::~Database() {
+  statements_.clear();
   if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Statement::Use Database::Use(const Sql& sql) {
+  Statement& st = statements_[&sql];
+  if (st.prepared()) return Statement::Use(&st);
+  return Statement::Use(&st, st.Prepare(db_, sql.text));
 }
 
 Status Database::Exec(std::string_view sql) {

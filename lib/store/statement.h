@@ -1,6 +1,9 @@
-// Database and Statement: a thin, RAII layer over one sqlite3 connection. Statements are
-// prepared once and reset (with bindings cleared) when a Use() scope ends, so call sites
-// never reset by hand. Only lib/store includes this header. Loop thread only.
+// Database and Statement: a thin, RAII layer over one sqlite3 connection, for the SQLite
+// backend (sqlite_store.cc, sqlite_log_store.cc). Each statement's SQL is a `static const Sql`
+// beside the method that binds it; Database::Use prepares it the first time and keeps it for
+// the connection's life, and a statement is reset (with bindings cleared) when its Use()
+// scope ends, so call sites never reset by hand. It brings in sqlite3.h, so only the SQLite
+// backend's files in lib/store (and their tests) include it. Loop thread only.
 #pragma once
 
 #include <sqlite3.h>
@@ -10,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -20,6 +24,12 @@ namespace jobctl::store {
 // kResourceExhausted, CONSTRAINT -> kConflict, CORRUPT/NOTADB -> kCorrupt, else kIo.
 Status SqliteStatus(int rc, sqlite3* db, std::string_view what);
 
+// The text of one SQL statement. Declare it `static const` in the method that binds it: its
+// address names its prepared statement in the connection's cache (Database::Use).
+struct Sql {
+  std::string text;
+};
+
 class Statement {
  public:
   class Use;
@@ -28,6 +38,7 @@ class Statement {
   Statement& operator=(Statement&&) = default;
   ~Statement();
   Status Prepare(sqlite3* db, std::string_view sql);
+  bool prepared() const { return stmt_ != nullptr; }
   Use Bind();
 
  private:
@@ -37,10 +48,12 @@ class Statement {
   std::string sql_;
 };
 
-// One execution of a prepared statement; resets it when destroyed.
+// One execution of a prepared statement; resets it when destroyed. Built with a failed
+// prepare's status, it binds nothing, steps no row and reports that status.
 class Statement::Use {
  public:
-  explicit Use(Statement* s) : s_(s) {}
+  explicit Use(Statement* s, Status prepared = Status::Ok())
+      : s_(s), bind_status_(std::move(prepared)) {}
   Use(const Use&) = delete;
   Use& operator=(const Use&) = delete;
   ~Use();
@@ -98,6 +111,9 @@ class Database {
   Status Open(const std::string& path, const std::vector<Migration>& migrations,
               int page_size = 0);
   sqlite3* handle() const { return db_; }
+  // One execution of `sql` (which must outlive this Database: declare it static), prepared
+  // on first use. A failed prepare is the Use's status and is tried again next time.
+  Statement::Use Use(const Sql& sql);
   Status Exec(std::string_view sql);  // for pragmas and fixed statements
   Status Begin();                    // BEGIN IMMEDIATE
   Status Commit();
@@ -106,6 +122,8 @@ class Database {
 
  private:
   sqlite3* db_ = nullptr;
+  // Keyed by the address of each statement's Sql; finalized before the connection closes.
+  std::unordered_map<const Sql*, Statement> statements_;
 };
 
 }  // namespace jobctl::store

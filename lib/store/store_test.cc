@@ -1,31 +1,68 @@
+// The contract of Store and LogStore: every test here runs once per backend in kBackends. A
+// new backend (PostgreSQL) is added to that list and must pass all of them unchanged. What
+// only the embedded backend has (a file on disk and its mode, SQLite's schema version,
+// migrating an old file) is tested in sqlite_store_test.cc.
 #include "store/store.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "store/log_store.h"
-#include "store/migrations.h"
 
 namespace jobctl::store {
 namespace {
 
-class StoreTest : public ::testing::Test {
+// One backend under test. `open` opens the store that belongs to one test's scratch directory
+// (a fresh one the first time; the same one again when called again, as after a restart); a
+// server backend maps the directory to a database of its own.
+struct Backend {
+  std::string name;
+  std::function<Result<std::unique_ptr<Store>>(const std::string& dir)> open;
+  std::function<Result<std::unique_ptr<LogStore>>(const std::string& dir, int64_t run_cap_bytes)>
+      open_logs;
+};
+
+// gtest prints the parameter of a failing test by this, instead of its bytes.
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
+const Backend kSqlite{
+    "sqlite",
+    [](const std::string& dir) { return OpenStore({.path = dir + "/jobctl.db"}); },
+    [](const std::string& dir, int64_t cap) {
+      return OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = cap});
+    },
+};
+
+class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    auto s = Store::Open(dir_ + "/jobctl.db");
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Reopen();
   }
   void TearDown() override {
     store_.reset();
     std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    store_.reset();
+    auto s = GetParam().open(dir_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+  }
+  std::unique_ptr<LogStore> OpenLogs(int64_t run_cap_bytes) {
+    auto logs = GetParam().open_logs(dir_, run_cap_bytes);
+    EXPECT_TRUE(logs.ok()) << logs.status().ToString();
+    return logs.ok() ? std::move(*logs) : nullptr;
   }
   int64_t AddJob(const std::string& name) {
     EXPECT_TRUE(store_->Begin().ok());
@@ -43,11 +80,34 @@ class StoreTest : public ::testing::Test {
     for (int i = 0; i < shards; ++i) run.shards.push_back({.index = i});
     return run;
   }
+  // Inserts and commits a run; its id.
+  int64_t AddRun(RunRecord run) {
+    EXPECT_TRUE(store_->Begin().ok());
+    EXPECT_TRUE(store_->InsertRun(run).ok());
+    EXPECT_TRUE(store_->Commit().ok());
+    return run.id;
+  }
+  std::vector<int64_t> RunIds(const RunFilter& f) {
+    std::vector<int64_t> out;
+    Result<std::vector<RunRecord>> runs = store_->ListRuns(f);
+    EXPECT_TRUE(runs.ok()) << runs.status().ToString();
+    for (const RunRecord& r : *runs) out.push_back(r.id);
+    return out;
+  }
+
   std::string dir_;
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
+using LogStoreTest = StoreTest;
+
+// Every backend the tests run against.
+const auto kBackends = ::testing::Values(kSqlite);
+std::string BackendName(const ::testing::TestParamInfo<Backend>& p) { return p.param.name; }
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, kBackends, BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, LogStoreTest, kBackends, BackendName);
+
+TEST_P(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
   int64_t job = AddJob("backup");
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord first = NewRun(job, 60'000);
@@ -57,7 +117,7 @@ TEST_F(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
   store_->Rollback();
 }
 
-TEST_F(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
+TEST_P(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
   int64_t job = AddJob("backup");
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord done = NewRun(job, 60'000, 3);
@@ -76,7 +136,7 @@ TEST_F(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
   EXPECT_EQ(all[1].shards.size(), 1u);
 }
 
-TEST_F(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
+TEST_P(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
   int64_t job = AddJob("backup");
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord scheduled = NewRun(job, 60'000);
@@ -93,155 +153,163 @@ TEST_F(StoreTest, ManualRunsDoNotTakeTheScheduledSlotButKeysAreUnique) {
   Result<std::optional<int64_t>> found = store_->FindRunByKey(job, "deploy-42");
   ASSERT_TRUE(found.ok());
   EXPECT_EQ(**found, manual.id);
+  Result<std::optional<int64_t>> missing = store_->FindRunByKey(job, "deploy-43");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(*missing, std::nullopt);
 }
 
-TEST_F(StoreTest, RunRoundTripsWithShards) {
+TEST_P(StoreTest, RunRoundTripsWithShards) {
   int64_t job = AddJob("report");
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord run = NewRun(job, 120'000, 3);
+  run.shards[2].not_before_ms = 125'000;
   ASSERT_TRUE(store_->InsertRun(run).ok());
+  EXPECT_EQ(run.shards[0].run_id, run.id);
   ShardRecord s = run.shards[1];
   s.state = RunState::kRunning;
+  s.attempt = 2;
   s.agent = "host-a";
   s.token = 17;
   s.started_ms = 120'010;
+  s.lost_count = 1;
   ASSERT_TRUE(store_->UpdateShard(s).ok());
   ASSERT_TRUE(store_->Commit().ok());
   auto got = store_->GetRun(run.id);
   ASSERT_TRUE(got.ok() && got->has_value());
   const RunRecord& r = **got;
   EXPECT_EQ(r.job, "report");
+  EXPECT_EQ(r.job_id, job);
+  EXPECT_EQ(r.scheduled_ms, 120'000);
+  EXPECT_EQ(r.trace_id, run.trace_id);
+  EXPECT_EQ(r.shard_total, 3);
   ASSERT_EQ(r.shards.size(), 3u);
   EXPECT_EQ(r.shards[1].agent, "host-a");
   EXPECT_EQ(r.shards[1].token, 17);
+  EXPECT_EQ(r.shards[1].attempt, 2);
+  EXPECT_EQ(r.shards[1].lost_count, 1);
+  EXPECT_EQ(r.shards[1].started_ms, 120'010);
+  EXPECT_EQ(r.shards[1].finished_ms, std::nullopt);
   EXPECT_EQ(r.shards[1].state, RunState::kRunning);
+  EXPECT_EQ(r.shards[2].not_before_ms, 125'000);
+  EXPECT_EQ(r.shards[2].attempt, 1);
   int open = 0;
   ASSERT_TRUE(store_->ForEachOpenRun([&](RunRecord&&) { ++open; }).ok());
   EXPECT_EQ(open, 1);
+  Result<std::optional<ShardRecord>> shard = store_->GetShard(run.id, 1);
+  ASSERT_TRUE(shard.ok() && shard->has_value());
+  EXPECT_EQ((*shard)->agent, "host-a");
+  Result<std::optional<ShardRecord>> none = store_->GetShard(run.id, 3);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  Result<std::optional<RunRecord>> no_run = store_->GetRun(run.id + 1);
+  ASSERT_TRUE(no_run.ok());
+  EXPECT_FALSE(no_run->has_value());
 }
 
-TEST_F(StoreTest, NothingUncommittedSurvivesReopen) {
+TEST_P(StoreTest, FinishedRunsKeepTheirNoteUnlessANewOneIsGivenAndLeaveTheOpenSet) {
+  int64_t job = AddJob("report");
+  RunRecord run = NewRun(job, 1000, 1);
+  run.note = "first";
+  int64_t id = AddRun(run);
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(id, RunState::kRunning, std::nullopt, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ((*store_->GetRun(id))->note, "first");
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(id, RunState::kCanceled, 2000, "canceled by alice").ok());
+  EXPECT_EQ(store_->UpdateRunState(id + 1, RunState::kFailed, 2000, "").code(),
+            Status::Code::kNotFound);
+  ShardRecord ghost{.run_id = id, .index = 5};
+  EXPECT_EQ(store_->UpdateShard(ghost).code(), Status::Code::kNotFound);
+  ASSERT_TRUE(store_->Commit().ok());
+  RunRecord got = **store_->GetRun(id);
+  EXPECT_EQ(got.state, RunState::kCanceled);
+  EXPECT_EQ(got.finished_ms, 2000);
+  EXPECT_EQ(got.note, "canceled by alice");
+  int open = 0;
+  ASSERT_TRUE(store_->ForEachOpenRun([&](RunRecord&&) { ++open; }).ok());
+  EXPECT_EQ(open, 0);
+}
+
+TEST_P(StoreTest, RunsAreListedNewestFirstByJobStateTimeAndPage) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  int64_t a1 = AddRun(NewRun(a, 1000));
+  int64_t b1 = AddRun(NewRun(b, 2000));
+  int64_t a2 = AddRun(NewRun(a, 3000));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(a2, RunState::kFailed, 3500, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a2, b1, a1}));
+  EXPECT_EQ(RunIds({.job_id = a}), (std::vector<int64_t>{a2, a1}));
+  EXPECT_EQ(RunIds({.state = RunState::kPending}), (std::vector<int64_t>{b1, a1}));
+  EXPECT_EQ(RunIds({.since_ms = 2000}), (std::vector<int64_t>{a2, b1}));
+  EXPECT_EQ(RunIds({.limit = 1}), (std::vector<int64_t>{a2}));
+  EXPECT_EQ(RunIds({.limit = 1, .before_id = a2}), (std::vector<int64_t>{b1}));
+  EXPECT_EQ(RunIds({.job_id = b, .state = RunState::kFailed}), (std::vector<int64_t>{}));
+  Result<std::vector<RunRecord>> runs = store_->ListRuns({.job_id = b});
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].job, "b");
+  EXPECT_EQ((*runs)[0].shards.size(), 2u);
+}
+
+TEST_P(StoreTest, NothingUncommittedSurvivesReopen) {
   int64_t job = AddJob("x");
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord run = NewRun(job, 1000);
   ASSERT_TRUE(store_->InsertRun(run).ok());
-  store_.reset();  // closes without COMMIT
-  auto reopened = Store::Open(dir_ + "/jobctl.db");
-  ASSERT_TRUE(reopened.ok());
-  auto runs = (*reopened)->ListRuns({});
+  Reopen();  // closes without COMMIT
+  auto runs = store_->ListRuns({});
   ASSERT_TRUE(runs.ok());
   EXPECT_TRUE(runs->empty());
 }
 
-TEST_F(StoreTest, RefusesADatabaseFromANewerVersion) {
-  store_.reset();
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir_ + "/jobctl.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr), SQLITE_OK);
-  sqlite3_close(db);
-  auto reopened = Store::Open(dir_ + "/jobctl.db");
-  ASSERT_FALSE(reopened.ok());
-  EXPECT_NE(reopened.status().message().find("newer than this binary"), std::string::npos);
+TEST_P(StoreTest, CommittedWritesSurviveReopenAndRolledBackOnesDoNot) {
+  EXPECT_FALSE(store_->in_transaction());
+  ASSERT_TRUE(store_->Begin().ok());
+  EXPECT_TRUE(store_->in_transaction());
+  ASSERT_TRUE(store_->SetCounter("token", 7).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_FALSE(store_->in_transaction());
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetCounter("token", 8).ok());
+  store_->Rollback();
+  EXPECT_FALSE(store_->in_transaction());
+  store_->Rollback();  // outside a transaction: nothing to do
+  EXPECT_EQ(*store_->GetCounter("token"), 7);
+  Reopen();
+  EXPECT_EQ(*store_->GetCounter("token"), 7);
 }
 
-TEST_F(StoreTest, CountersPersist) {
+TEST_P(StoreTest, CountersPersist) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->SetCounter("token", 41).ok());
+  ASSERT_TRUE(store_->SetCounter("token", 42).ok());
   ASSERT_TRUE(store_->Commit().ok());
-  EXPECT_EQ(*store_->GetCounter("token"), 41);
+  EXPECT_EQ(*store_->GetCounter("token"), 42);
   EXPECT_EQ(*store_->GetCounter("missing"), 0);
 }
 
-TEST_F(StoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
-  auto logs = LogStore::Open(dir_ + "/logs.db", 10);
-  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
-  LogStore& l = **logs;
-  ASSERT_TRUE(l.Begin().ok());
-  LogChunk c{.run_id = 1, .shard = 0, .attempt = 1, .seq = 1, .data = "hello"};
-  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kStored);
-  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kDuplicate);
-  c.seq = 2;
-  c.data = std::string("\0\x1b[31mbin", 9);
-  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);  // 5 + 9 > 10
-  c.seq = 3;
-  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);
-  ASSERT_TRUE(l.Commit().ok());
-  auto chunks = l.Read({.run_id = 1});
-  ASSERT_TRUE(chunks.ok());
-  ASSERT_EQ(chunks->size(), 3u);
-  EXPECT_EQ((*chunks)[0].data, "hello");
-  EXPECT_EQ((*chunks)[1].stream, LogStream::kMarker);
-  EXPECT_NE((*chunks)[1].data.find("truncated"), std::string::npos);
-  EXPECT_EQ((*chunks)[2].data, "");  // later chunks are counted, not stored again
+TEST_P(StoreTest, TheCurrentRevisionIsTheNewestAndNoneBeforeTheFirstApply) {
+  Result<RevisionRow> none = store_->CurrentRevision();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->id, 0);
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<int64_t> first = store_->InsertRevision("[jobs.a]\n", "alice", 1000, "+a");
+  Result<int64_t> second = store_->InsertRevision("[jobs.b]\n", "bob", 2000, "-a +b");
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_GT(*second, *first);
+  Result<RevisionRow> current = store_->CurrentRevision();
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(current->id, *second);
+  EXPECT_EQ(current->text, "[jobs.b]\n");
+  EXPECT_EQ(current->author, "bob");
+  EXPECT_EQ(current->at_ms, 2000);
 }
 
-}  // namespace
-}  // namespace jobctl::store
-
-namespace jobctl::store {
-namespace {
-
-TEST(StoreMigrationTest, JobsStoredBeforeTimingColumnsGetThemFromTheirSpec) {
-  char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/jobctl.db";
-  {
-    // A database as the first release left it: migration 1 only.
-    std::vector<Database::Migration> first(SchedulerMigrations().begin(),
-                                           SchedulerMigrations().begin() + 1);
-    Database db;
-    ASSERT_TRUE(db.Open(path, first).ok());
-    ASSERT_TRUE(db.Exec(R"sql(
-INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms) VALUES
- (1, 'tokyo', '{"name":"tokyo","schedule":"0 9 * * *","dialect":"quartz","timezone":"Asia/Tokyo",
-   "anchor_ms":0,"enabled":false,"misfire":"fire-all","overlap":"replace","misfire_cap":7}',
-   1, 0, 5000, 1, 1),
- (2, 'every', '{"name":"every","schedule":"@every 90s","dialect":"cron","timezone":"",
-   "anchor_ms":1500,"enabled":true,"misfire":"skip","overlap":"allow","misfire_cap":100}',
-   0, 1, NULL, 1, 1),
- (3, 'broken', 'not json', 1, 0, 7000, 1, 1);
-)sql").ok());
-  }
-  Result<std::unique_ptr<Store>> store = Store::Open(path);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  std::vector<JobHead> heads;
-  std::vector<std::string> texts;
-  int64_t unreadable = 0;
-  ASSERT_TRUE((*store)
-                  ->ForEachJobHead(
-                      [&](const JobHead& h) {
-                        heads.push_back(h);
-                        texts.push_back(std::string(h.name) + "|" + std::string(h.schedule) + "|" +
-                                        std::string(h.timezone));
-                        heads.back().name = heads.back().schedule = heads.back().timezone = {};
-                      },
-                      &unreadable)
-                  .ok());
-  ASSERT_EQ(heads.size(), 3u);
-  EXPECT_EQ(unreadable, 0);
-  EXPECT_EQ(texts[0], "tokyo|0 9 * * *|Asia/Tokyo");
-  EXPECT_EQ(heads[0].dialect, Dialect::kQuartz);
-  EXPECT_FALSE(heads[0].enabled);
-  EXPECT_EQ(heads[0].misfire, Misfire::kFireAll);
-  EXPECT_EQ(heads[0].overlap, Overlap::kReplace);
-  EXPECT_EQ(heads[0].misfire_cap, 7);
-  EXPECT_EQ(heads[0].next_fire_ms, 5000);
-  EXPECT_TRUE(heads[0].active);
-  EXPECT_EQ(texts[1], "every|@every 90s|");
-  EXPECT_EQ(heads[1].anchor_ms, 1500);
-  EXPECT_EQ(heads[1].misfire, Misfire::kSkip);
-  EXPECT_EQ(heads[1].overlap, Overlap::kAllow);
-  EXPECT_FALSE(heads[1].active);
-  EXPECT_TRUE(heads[1].paused);
-  EXPECT_EQ(heads[1].next_fire_ms, std::nullopt);
-  // An unreadable spec keeps the defaults and no schedule: it cannot fire.
-  EXPECT_EQ(texts[2], "broken||");
-  EXPECT_EQ(heads[2].misfire, Misfire::kFireOnce);
-  store->reset();
-  std::filesystem::remove_all(dir);
-}
-
-TEST_F(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) {
+TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) {
   JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0, true,
                    Misfire::kSkip, Overlap::kAllow, 3};
   ASSERT_TRUE(store_->Begin().ok());
@@ -277,13 +345,188 @@ TEST_F(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
                       &unreadable)
                   .ok());
   EXPECT_EQ(names, std::vector<std::string>{"five"});
+  EXPECT_EQ(unreadable, 0);
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->DeactivateJob(*id, 4, 4).ok());
   ASSERT_TRUE(store_->Commit().ok());
   EXPECT_FALSE(store_->GetJob(*id)->active);
+  EXPECT_EQ(store_->GetJob(*id)->revision, 4);
 }
 
-TEST_F(StoreTest, EventsAreListedNewestFirstByActionActorTimeAndPage) {
+TEST_P(StoreTest, JobNamesAreUniqueAndUnknownJobsAreNotFound) {
+  int64_t id = AddJob("backup");
+  ASSERT_TRUE(store_->Begin().ok());
+  EXPECT_EQ(store_->InsertJob({0, "backup", "{}", true, false, 1000, 1}, 1).status().code(),
+            Status::Code::kConflict);
+  int64_t other = id + 100;
+  EXPECT_EQ(store_->UpdateJobSpec(other, "{}", {}, 2, 2).code(), Status::Code::kNotFound);
+  EXPECT_EQ(store_->DeactivateJob(other, 2, 2).code(), Status::Code::kNotFound);
+  EXPECT_EQ(store_->SetJobPaused(other, true).code(), Status::Code::kNotFound);
+  store_->Rollback();
+  EXPECT_EQ(store_->GetJob(other).status().code(), Status::Code::kNotFound);
+}
+
+TEST_P(StoreTest, JobsAreReadInIdOrderWithPauseAndNextFire) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetJobPaused(a, true).ok());
+  ASSERT_TRUE(store_->SetNextFire(a, std::nullopt).ok());
+  ASSERT_TRUE(store_->SetNextFire(b, 90'000).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<JobRow> jobs;
+  ASSERT_TRUE(store_->ForEachJob([&](JobRow&& j) { jobs.push_back(std::move(j)); }).ok());
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].id, a);
+  EXPECT_EQ(jobs[0].name, "a");
+  EXPECT_TRUE(jobs[0].paused);
+  EXPECT_EQ(jobs[0].next_fire_ms, std::nullopt);
+  EXPECT_EQ(jobs[1].id, b);
+  EXPECT_FALSE(jobs[1].paused);
+  EXPECT_EQ(jobs[1].next_fire_ms, 90'000);
+  EXPECT_EQ(jobs[1].spec_json, "{}");
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetJobPaused(a, false).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_FALSE(store_->GetJob(a)->paused);
+}
+
+TEST_P(StoreTest, MissesAreListedPerJobFromAGivenTimeInOrder) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->InsertMiss({a, 5000, 9000, 5, "coordinator down", 10'000}).ok());
+  ASSERT_TRUE(store_->InsertMiss({a, 1000, 2000, 2, "coordinator down", 3000}).ok());
+  ASSERT_TRUE(store_->InsertMiss({b, 1000, 2000, 2, "paused", 3000}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  Result<std::vector<MissRow>> all = store_->ListMisses(a, 0);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].first_ms, 1000);
+  EXPECT_EQ((*all)[1].first_ms, 5000);
+  EXPECT_EQ((*all)[1].last_ms, 9000);
+  EXPECT_EQ((*all)[1].count, 5);
+  EXPECT_EQ((*all)[1].reason, "coordinator down");
+  EXPECT_EQ((*all)[1].at_ms, 10'000);
+  Result<std::vector<MissRow>> recent = store_->ListMisses(a, 2001);  // by their last instant
+  ASSERT_TRUE(recent.ok());
+  ASSERT_EQ(recent->size(), 1u);
+  EXPECT_EQ((*recent)[0].first_ms, 5000);
+}
+
+TEST_P(StoreTest, TheLastResultOfAJobIsItsNewestFinishedRunThatWasNotSkipped) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  AddJob("never-ran");
+  int64_t a1 = AddRun(NewRun(a, 1000));
+  int64_t a2 = AddRun(NewRun(a, 2000));
+  int64_t a3 = AddRun(NewRun(a, 3000));
+  AddRun(NewRun(a, 4000));  // still pending: not a result
+  int64_t b1 = AddRun(NewRun(b, 1000));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(a1, RunState::kSucceeded, 1500, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(a2, RunState::kFailed, 2500, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(a3, RunState::kSkipped, 3000, "overlap").ok());
+  ASSERT_TRUE(store_->UpdateRunState(b1, RunState::kTimedOut, 1700, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::map<int64_t, std::pair<RunState, int64_t>> last;
+  ASSERT_TRUE(store_
+                  ->ForEachLastResult([&](int64_t job, RunState state, int64_t finished_ms) {
+                    last[job] = {state, finished_ms};
+                  })
+                  .ok());
+  EXPECT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[a], std::make_pair(RunState::kFailed, int64_t{2500}));
+  EXPECT_EQ(last[b], std::make_pair(RunState::kTimedOut, int64_t{1700}));
+}
+
+TEST_P(StoreTest, LeasesAreReplacedByKeyAndDeleted) {
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutLease({"shard/1/0", "host-a", 5, 1000}).ok());
+  ASSERT_TRUE(store_->PutLease({"shard/1/1", "host-b", 6, 1000}).ok());
+  ASSERT_TRUE(store_->PutLease({"shard/1/0", "host-c", 7, 2000}).ok());
+  ASSERT_TRUE(store_->DeleteLease("shard/1/1").ok());
+  ASSERT_TRUE(store_->DeleteLease("shard/9/9").ok());  // none: nothing to do
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<LeaseRow> leases;
+  ASSERT_TRUE(store_->ForEachLease([&](LeaseRow&& l) { leases.push_back(std::move(l)); }).ok());
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].key, "shard/1/0");
+  EXPECT_EQ(leases[0].holder, "host-c");
+  EXPECT_EQ(leases[0].token, 7);
+  EXPECT_EQ(leases[0].granted_ms, 2000);
+}
+
+TEST_P(StoreTest, AgentsAreReplacedByNameListedByNameAndDeletedOnce) {
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutAgent({"web-2", "{}", 4, "1.0", 1000, false}).ok());
+  ASSERT_TRUE(store_->PutAgent({"db-1", "{\"disk\":\"ssd\"}", 2, "1.0", 1000, false}).ok());
+  ASSERT_TRUE(store_->PutAgent({"web-2", "{\"zone\":\"b\"}", 8, "1.1", 2000, true}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<AgentRow> agents;
+  ASSERT_TRUE(store_->ForEachAgent([&](AgentRow&& a) { agents.push_back(std::move(a)); }).ok());
+  ASSERT_EQ(agents.size(), 2u);
+  EXPECT_EQ(agents[0].name, "db-1");
+  EXPECT_EQ(agents[0].labels_json, "{\"disk\":\"ssd\"}");
+  EXPECT_EQ(agents[1].name, "web-2");
+  EXPECT_EQ(agents[1].labels_json, "{\"zone\":\"b\"}");
+  EXPECT_EQ(agents[1].slots, 8);
+  EXPECT_EQ(agents[1].version, "1.1");
+  EXPECT_EQ(agents[1].last_seen_ms, 2000);
+  EXPECT_TRUE(agents[1].draining);
+  ASSERT_TRUE(store_->Begin().ok());
+  EXPECT_TRUE(store_->DeleteAgent("db-1").ok());
+  EXPECT_EQ(store_->DeleteAgent("db-1").code(), Status::Code::kNotFound);
+  ASSERT_TRUE(store_->Commit().ok());
+  agents.clear();
+  ASSERT_TRUE(store_->ForEachAgent([&](AgentRow&& a) { agents.push_back(std::move(a)); }).ok());
+  ASSERT_EQ(agents.size(), 1u);
+}
+
+TEST_P(StoreTest, TokensRoundTripAreUniqueByHashAndAreRevokedOnce) {
+  TokenRow admin{.name = "alice", .role = "admin", .hash = "aa", .created_ms = 1000};
+  TokenRow trigger{.name = "ci", .role = "trigger", .jobs = "deploy-*", .hash = "bb",
+                   .created_ms = 1001, .expires_ms = 90'000};
+  TokenRow agent{.name = "agent-web-1", .role = "agent", .hash = "cc", .created_ms = 1002,
+                 .agent = "web-1", .labels_json = "{\"zone\":\"a*\"}"};
+  TokenRow agent2{.name = "agent-web-1b", .role = "agent", .hash = "dd", .created_ms = 1003,
+                  .agent = "web-1"};
+  TokenRow other{.name = "agent-web-2", .role = "agent", .hash = "ee", .created_ms = 1004,
+                 .agent = "web-2"};
+  ASSERT_TRUE(store_->Begin().ok());
+  std::vector<int64_t> ids;
+  for (const TokenRow* t : {&admin, &trigger, &agent, &agent2, &other}) {
+    Result<int64_t> id = store_->InsertToken(*t);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  TokenRow same_hash{.name = "mallory", .role = "admin", .hash = "aa", .created_ms = 1005};
+  EXPECT_EQ(store_->InsertToken(same_hash).status().code(), Status::Code::kConflict);
+  ASSERT_TRUE(store_->RevokeToken(ids[3], 2000).ok());
+  EXPECT_EQ(store_->RevokeToken(ids[3], 2001).code(), Status::Code::kNotFound);
+  EXPECT_EQ(store_->RevokeToken(ids.back() + 1, 2001).code(), Status::Code::kNotFound);
+  Result<int64_t> revoked = store_->RevokeAgentTokens("web-1", 3000);
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(*revoked, 1);  // the one still active
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<TokenRow> tokens;
+  ASSERT_TRUE(store_->ForEachToken([&](TokenRow&& t) { tokens.push_back(std::move(t)); }).ok());
+  ASSERT_EQ(tokens.size(), 5u);
+  EXPECT_EQ(tokens[0].id, ids[0]);
+  EXPECT_EQ(tokens[0].revoked_ms, std::nullopt);
+  EXPECT_EQ(tokens[0].expires_ms, std::nullopt);
+  EXPECT_EQ(tokens[1].jobs, "deploy-*");
+  EXPECT_EQ(tokens[1].hash, "bb");
+  EXPECT_EQ(tokens[1].created_ms, 1001);
+  EXPECT_EQ(tokens[1].expires_ms, 90'000);
+  EXPECT_EQ(tokens[2].agent, "web-1");
+  EXPECT_EQ(tokens[2].labels_json, "{\"zone\":\"a*\"}");
+  EXPECT_EQ(tokens[2].revoked_ms, 3000);
+  EXPECT_EQ(tokens[3].revoked_ms, 2000);  // revoked before, left as it was
+  EXPECT_EQ(tokens[4].revoked_ms, std::nullopt);
+}
+
+TEST_P(StoreTest, EventsAreListedNewestFirstByActionActorTimeAndPage) {
   ASSERT_TRUE(store_->Begin().ok());
   // at_ms 1000, 2000, ... 6000; ids 1 to 6.
   const char* kinds[] = {"apply", "trigger", "trigger", "cancel", "trigger", "auth-failure"};
@@ -323,36 +566,73 @@ TEST_F(StoreTest, EventsAreListedNewestFirstByActionActorTimeAndPage) {
   EXPECT_EQ((*last)[0].token_id, std::nullopt);  // recorded without a credential
 }
 
-TEST(StoreFileModeTest, StoreFilesAreOwnerOnlyWhateverTheUmask) {
-  char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  mode_t old = umask(022);
-  auto mode = [](const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+TEST_P(LogStoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
+  std::unique_ptr<LogStore> logs = OpenLogs(10);
+  ASSERT_NE(logs, nullptr);
+  LogStore& l = *logs;
+  ASSERT_TRUE(l.Begin().ok());
+  LogChunk c{.run_id = 1, .shard = 0, .attempt = 1, .seq = 1, .data = "hello"};
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kStored);
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kDuplicate);
+  c.seq = 2;
+  c.data = std::string("\0\x1b[31mbin", 9);
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);  // 5 + 9 > 10
+  c.seq = 3;
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);
+  ASSERT_TRUE(l.Commit().ok());
+  auto chunks = l.Read({.run_id = 1});
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->size(), 3u);
+  EXPECT_EQ((*chunks)[0].data, "hello");
+  EXPECT_EQ((*chunks)[1].stream, LogStream::kMarker);
+  EXPECT_NE((*chunks)[1].data.find("truncated"), std::string::npos);
+  EXPECT_EQ((*chunks)[2].data, "");  // later chunks are counted, not stored again
+  EXPECT_EQ(*l.RunBytes(1), 5);
+}
+
+TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {
+  std::unique_ptr<LogStore> logs = OpenLogs(1 << 20);
+  ASSERT_NE(logs, nullptr);
+  ASSERT_TRUE(logs->Begin().ok());
+  std::string binary("a\0b\xff", 4);
+  const LogChunk chunks[] = {
+      {.run_id = 7, .shard = 0, .seq = 1, .stream = LogStream::kStdout, .at_ms = 10, .data = "o0"},
+      {.run_id = 7, .shard = 1, .seq = 1, .stream = LogStream::kStderr, .at_ms = 11, .data = "e1"},
+      {.run_id = 8, .shard = 0, .seq = 1, .data = "other run"},
+      {.run_id = 7, .shard = 0, .attempt = 2, .seq = 1, .stream = LogStream::kStderr,
+       .at_ms = 12, .data = binary},
   };
-  {
-    Result<std::unique_ptr<Store>> store = Store::Open(dir + "/jobctl.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    ASSERT_TRUE((*store)->Begin().ok());
-    ASSERT_TRUE((*store)->SetCounter("x", 1).ok());
-    ASSERT_TRUE((*store)->Commit().ok());
-    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
-    EXPECT_EQ(mode(dir + "/jobctl.db-wal"), 0600);
-    EXPECT_EQ(mode(dir + "/jobctl.db-shm"), 0600);
-    Result<std::unique_ptr<LogStore>> logs = LogStore::Open(dir + "/logs.db", 1 << 20);
-    ASSERT_TRUE(logs.ok()) << logs.status().ToString();
-    EXPECT_EQ(mode(dir + "/logs.db"), 0600);
+  for (const LogChunk& c : chunks) {
+    EXPECT_EQ(*logs->Append(c), LogStore::AppendResult::kStored);
   }
-  // A store an earlier version left readable by others is tightened when opened.
-  ASSERT_EQ(::chmod((dir + "/jobctl.db").c_str(), 0644), 0);
-  {
-    Result<std::unique_ptr<Store>> store = Store::Open(dir + "/jobctl.db");
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
+  logs->Rollback();  // nothing of a rolled-back turn is kept
+  EXPECT_FALSE(logs->in_transaction());
+  EXPECT_TRUE(logs->Read({.run_id = 7})->empty());
+  ASSERT_TRUE(logs->Begin().ok());
+  for (const LogChunk& c : chunks) {
+    EXPECT_EQ(*logs->Append(c), LogStore::AppendResult::kStored);
   }
-  umask(old);
-  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(logs->Commit().ok());
+  auto data = [&](const LogQuery& q) {
+    std::vector<std::string> out;
+    Result<std::vector<LogChunk>> r = logs->Read(q);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    for (const LogChunk& c : *r) out.push_back(c.data);
+    return out;
+  };
+  EXPECT_EQ(data({.run_id = 7}), (std::vector<std::string>{"o0", "e1", binary}));
+  EXPECT_EQ(data({.run_id = 7, .shard = 0}), (std::vector<std::string>{"o0", binary}));
+  EXPECT_EQ(data({.run_id = 7, .stream = LogStream::kStderr}),
+            (std::vector<std::string>{"e1", binary}));
+  EXPECT_EQ(data({.run_id = 7, .max_bytes = 1}), (std::vector<std::string>{"o0"}));
+  Result<std::vector<LogChunk>> all = logs->Read({.run_id = 7});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ((*all)[2].attempt, 2);
+  EXPECT_EQ((*all)[2].at_ms, 12);
+  EXPECT_EQ((*all)[2].stream, LogStream::kStderr);
+  EXPECT_EQ(data({.run_id = 7, .after_id = (*all)[0].id}), (std::vector<std::string>{"e1", binary}));
+  EXPECT_EQ(*logs->RunBytes(7), 8);
+  EXPECT_EQ(*logs->RunBytes(9), 0);
 }
 
 }  // namespace

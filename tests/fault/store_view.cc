@@ -46,7 +46,7 @@ Result<JobView> MakeJobView(int64_t id, Job spec, std::optional<int64_t> next_fi
 }
 
 Result<StoreView> ReadStores(const std::string& data_dir) {
-  Result<std::unique_ptr<store::Store>> db = store::Store::Open(data_dir + "/jobctl.db");
+  Result<std::unique_ptr<store::Store>> db = store::OpenStore({.path = data_dir + "/jobctl.db"});
   if (!db.ok()) return db.status();
   StoreView view;
   Status bad;
@@ -75,7 +75,7 @@ Result<StoreView> ReadStores(const std::string& data_dir) {
     view.misses.insert(view.misses.end(), misses->begin(), misses->end());
   }
   Result<std::unique_ptr<store::LogStore>> logs =
-      store::LogStore::Open(data_dir + "/logs.db", int64_t{1} << 40);
+      store::OpenLogStore({.path = data_dir + "/logs.db", .run_cap_bytes = int64_t{1} << 40});
   if (!logs.ok()) return logs.status();
   for (const RunRecord& run : view.runs) {
     store::LogQuery q;

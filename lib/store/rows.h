@@ -1,0 +1,136 @@
+// The rows of the coordinator's store: plain values that Store (store.h) reads and writes,
+// with no database in sight, so that every backend speaks the same types. Runs and shards
+// are RunRecord and ShardRecord (model/run.h). Times are Unix milliseconds, coordinator clock.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model/job.h"
+#include "model/run.h"
+
+namespace jobctl::store {
+
+struct RevisionRow {
+  int64_t id = 0;  // 0 = no file applied yet
+  std::string text;
+  std::string author;
+  int64_t at_ms = 0;
+};
+
+// What the fire loop needs of a job. Stored in columns of their own next to the spec, so
+// that a start reads them with one scan and parses no JSON.
+struct JobTiming {
+  std::string schedule;
+  Dialect dialect = Dialect::kCron;
+  std::string timezone;
+  int64_t anchor_ms = 0;
+  bool enabled = true;
+  Misfire misfire = Misfire::kFireOnce;
+  Overlap overlap = Overlap::kForbid;
+  int misfire_cap = 100;
+
+  static JobTiming Of(const Job& job);
+  bool operator==(const JobTiming&) const = default;
+};
+
+struct JobRow {
+  int64_t id = 0;
+  std::string name;
+  std::string spec_json;  // the Job as JSON (wire/job_json.h)
+  bool active = true;     // false once removed from the job file; history stays
+  bool paused = false;
+  std::optional<int64_t> next_fire_ms;
+  int64_t revision = 0;
+  JobTiming timing;
+};
+
+// One row of the start-up scan: the job's timing without its spec. The views point into the
+// backend's current row and are valid only during the callback.
+struct JobHead {
+  int64_t id = 0;
+  std::string_view name;
+  bool active = true;
+  bool paused = false;
+  std::optional<int64_t> next_fire_ms;
+  std::string_view schedule;
+  Dialect dialect = Dialect::kCron;
+  std::string_view timezone;
+  int64_t anchor_ms = 0;
+  bool enabled = true;
+  Misfire misfire = Misfire::kFireOnce;
+  Overlap overlap = Overlap::kForbid;
+  int misfire_cap = 100;
+};
+
+struct LeaseRow {
+  std::string key;  // "shard/<run>/<index>"
+  std::string holder;
+  int64_t token = 0;
+  int64_t granted_ms = 0;
+};
+
+struct AgentRow {
+  std::string name;
+  std::string labels_json;
+  int slots = 0;
+  std::string version;
+  int64_t last_seen_ms = 0;
+  bool draining = false;
+};
+
+struct TokenRow {
+  int64_t id = 0;
+  std::string name;
+  std::string role;
+  std::string jobs;  // glob limiting the trigger role; "" = all
+  std::string hash;  // hex SHA-256 of the secret
+  int64_t created_ms = 0;
+  std::optional<int64_t> revoked_ms;
+  std::string agent;        // agent role: the one agent name it speaks for; else ""
+  std::string labels_json;  // agent and join roles: allowed labels {"k": "glob"}; "" = any
+  std::optional<int64_t> expires_ms;  // refused from then on; nullopt = never
+};
+
+struct MissRow {
+  int64_t job_id = 0;
+  int64_t first_ms = 0;
+  int64_t last_ms = 0;
+  int64_t count = 0;
+  std::string reason;
+  int64_t at_ms = 0;
+};
+
+// One entry of the audit trail: a change, or a refused request.
+struct EventRow {
+  int64_t id = 0;  // grows with every event: the paging key
+  int64_t at_ms = 0;
+  std::string kind;   // apply, trigger, cancel, retry, pause, resume, drain, token-create,
+                      // token-revoke, auth-failure
+  std::string actor;  // the credential's name; "" when none was valid
+  std::optional<int64_t> token_id;  // the credential; none when none was valid
+  std::string subject;  // what it was done to: a job, "run 12", a token id, "METHOD /path"
+  std::string detail;
+};
+
+// Newest first. Every filter narrows an indexed range: the id range from since_ms and
+// before_id, then kind or actor by their (column, id) indexes.
+struct EventFilter {
+  std::optional<std::string> kind;
+  std::optional<std::string> actor;
+  std::optional<int64_t> since_ms;   // at or after
+  std::optional<int64_t> before_id;  // paging: events with id < before_id
+  int limit = 100;
+};
+
+struct RunFilter {
+  std::optional<int64_t> job_id;
+  std::optional<RunState> state;
+  std::optional<int64_t> since_ms;  // created at or after
+  int limit = 50;
+  std::optional<int64_t> before_id;  // paging: runs with id < before_id
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,39 @@
+// SqliteLogStore is the embedded backend of LogStore: logs.db beside jobctl.db, with its own
+// connection and WAL, in 64 KiB pages. Each method's SQL sits beside it in
+// sqlite_log_store.cc. Internal to lib/store: the coordinator reaches it through OpenLogStore
+// (log_store.h). Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/log_store.h"
+#include "store/statement.h"
+
+namespace jobctl::store {
+
+class SqliteLogStore final : public LogStore {
+ public:
+  static Result<std::unique_ptr<SqliteLogStore>> Open(const std::string& path,
+                                                      int64_t run_cap_bytes);
+
+  Status Begin() override { return db_.Begin(); }
+  Status Commit() override { return db_.Commit(); }
+  void Rollback() override { db_.Rollback(); }
+  bool in_transaction() const override { return db_.in_transaction(); }
+
+  Result<AppendResult> Append(const LogChunk& chunk) override;
+  Result<std::vector<LogChunk>> Read(const LogQuery& query) override;
+  Result<int64_t> RunBytes(int64_t run_id) override;
+
+ private:
+  SqliteLogStore() = default;
+  // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
+  Result<bool> InsertChunk(const LogChunk& chunk);
+  Status AddRunBytes(int64_t run_id, int64_t bytes);
+
+  Database db_;
+  int64_t run_cap_bytes_ = 0;
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,207 @@
+// What only the embedded SQLite backend has, so these are plain tests and not part of the
+// contract every backend meets (store_test.cc): the files on disk and their mode, SQLite's
+// schema version (PRAGMA user_version), a file from an earlier release, and the statement
+// cache of one connection.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "store/log_store.h"
+#include "store/migrations.h"
+#include "store/statement.h"
+#include "store/store.h"
+
+namespace jobctl::store {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
+  return mkdtemp(tmpl) != nullptr ? std::string(tmpl) : std::string();
+}
+
+TEST(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(OpenStore({.path = dir + "/jobctl.db"}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/jobctl.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto reopened = OpenStore({.path = dir + "/jobctl.db"});
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), Status::Code::kCorrupt);
+  EXPECT_NE(reopened.status().message().find("newer than this binary"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StoreMigrationTest, JobsStoredBeforeTimingColumnsGetThemFromTheirSpec) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/jobctl.db";
+  {
+    // A database as the first release left it: migration 1 only.
+    std::vector<Database::Migration> first(SchedulerMigrations().begin(),
+                                           SchedulerMigrations().begin() + 1);
+    Database db;
+    ASSERT_TRUE(db.Open(path, first).ok());
+    ASSERT_TRUE(db.Exec(R"sql(
+INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms) VALUES
+ (1, 'tokyo', '{"name":"tokyo","schedule":"0 9 * * *","dialect":"quartz","timezone":"Asia/Tokyo",
+   "anchor_ms":0,"enabled":false,"misfire":"fire-all","overlap":"replace","misfire_cap":7}',
+   1, 0, 5000, 1, 1),
+ (2, 'every', '{"name":"every","schedule":"@every 90s","dialect":"cron","timezone":"",
+   "anchor_ms":1500,"enabled":true,"misfire":"skip","overlap":"allow","misfire_cap":100}',
+   0, 1, NULL, 1, 1),
+ (3, 'broken', 'not json', 1, 0, 7000, 1, 1);
+)sql").ok());
+  }
+  Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::vector<JobHead> heads;
+  std::vector<std::string> texts;
+  int64_t unreadable = 0;
+  ASSERT_TRUE((*store)
+                  ->ForEachJobHead(
+                      [&](const JobHead& h) {
+                        heads.push_back(h);
+                        texts.push_back(std::string(h.name) + "|" + std::string(h.schedule) + "|" +
+                                        std::string(h.timezone));
+                        heads.back().name = heads.back().schedule = heads.back().timezone = {};
+                      },
+                      &unreadable)
+                  .ok());
+  ASSERT_EQ(heads.size(), 3u);
+  EXPECT_EQ(unreadable, 0);
+  EXPECT_EQ(texts[0], "tokyo|0 9 * * *|Asia/Tokyo");
+  EXPECT_EQ(heads[0].dialect, Dialect::kQuartz);
+  EXPECT_FALSE(heads[0].enabled);
+  EXPECT_EQ(heads[0].misfire, Misfire::kFireAll);
+  EXPECT_EQ(heads[0].overlap, Overlap::kReplace);
+  EXPECT_EQ(heads[0].misfire_cap, 7);
+  EXPECT_EQ(heads[0].next_fire_ms, 5000);
+  EXPECT_TRUE(heads[0].active);
+  EXPECT_EQ(texts[1], "every|@every 90s|");
+  EXPECT_EQ(heads[1].anchor_ms, 1500);
+  EXPECT_EQ(heads[1].misfire, Misfire::kSkip);
+  EXPECT_EQ(heads[1].overlap, Overlap::kAllow);
+  EXPECT_FALSE(heads[1].active);
+  EXPECT_TRUE(heads[1].paused);
+  EXPECT_EQ(heads[1].next_fire_ms, std::nullopt);
+  // An unreadable spec keeps the defaults and no schedule: it cannot fire.
+  EXPECT_EQ(texts[2], "broken||");
+  EXPECT_EQ(heads[2].misfire, Misfire::kFireOnce);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// A job whose stored enum names this binary does not know (a newer release wrote them) keeps
+// the defaults and is counted, instead of stopping the start.
+TEST(StoreMigrationTest, JobsWithUnknownTimingNamesAreCountedAsUnreadable) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/jobctl.db";
+  {
+    Database db;
+    ASSERT_TRUE(db.Open(path, SchedulerMigrations()).ok());
+    ASSERT_TRUE(db.Exec("INSERT INTO jobs(name, spec, active, revision, updated_ms, misfire) "
+                        "VALUES('odd', '{}', 1, 1, 1, 'fire-twice')")
+                    .ok());
+  }
+  Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  int64_t unreadable = 0;
+  Misfire misfire = Misfire::kSkip;
+  ASSERT_TRUE(
+      (*store)->ForEachJobHead([&](const JobHead& h) { misfire = h.misfire; }, &unreadable).ok());
+  EXPECT_EQ(unreadable, 1);
+  EXPECT_EQ(misfire, Misfire::kFireOnce);
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StoreFileModeTest, StoreFilesAreOwnerOnlyWhateverTheUmask) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  mode_t old = umask(022);
+  auto mode = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
+  };
+  {
+    Result<std::unique_ptr<Store>> store = OpenStore({.path = dir + "/jobctl.db"});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Begin().ok());
+    ASSERT_TRUE((*store)->SetCounter("x", 1).ok());
+    ASSERT_TRUE((*store)->Commit().ok());
+    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
+    EXPECT_EQ(mode(dir + "/jobctl.db-wal"), 0600);
+    EXPECT_EQ(mode(dir + "/jobctl.db-shm"), 0600);
+    Result<std::unique_ptr<LogStore>> logs =
+        OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = 1 << 20});
+    ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+    EXPECT_EQ(mode(dir + "/logs.db"), 0600);
+  }
+  // A store an earlier version left readable by others is tightened when opened.
+  ASSERT_EQ(::chmod((dir + "/jobctl.db").c_str(), 0644), 0);
+  {
+    Result<std::unique_ptr<Store>> store = OpenStore({.path = dir + "/jobctl.db"});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ(mode(dir + "/jobctl.db"), 0600);
+  }
+  umask(old);
+  std::filesystem::remove_all(dir);
+}
+
+int OpenStatements(sqlite3* db) {
+  int n = 0;
+  for (sqlite3_stmt* st = sqlite3_next_stmt(db, nullptr); st; st = sqlite3_next_stmt(db, st)) ++n;
+  return n;
+}
+
+TEST(StatementCacheTest, AStatementIsPreparedOnItsFirstUseAndKeptForTheConnection) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  {
+    Database db;
+    ASSERT_TRUE(db.Open(dir + "/jobctl.db", SchedulerMigrations()).ok());
+    static const Sql kSql{"SELECT value FROM counters WHERE name = ?1"};
+    EXPECT_EQ(OpenStatements(db.handle()), 0);
+    for (int i = 0; i < 3; ++i) {
+      auto use = db.Use(kSql);
+      use.Bind(1, "token");
+      EXPECT_FALSE(use.Step());
+      EXPECT_TRUE(use.status().ok()) << use.status().ToString();
+    }
+    EXPECT_EQ(OpenStatements(db.handle()), 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StatementCacheTest, AStatementThatFailsToPrepareReportsItOnEveryUse) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  {
+    Database db;
+    ASSERT_TRUE(db.Open(dir + "/jobctl.db", SchedulerMigrations()).ok());
+    static const Sql kSql{"SELECT nothing FROM nowhere WHERE id = ?1"};
+    for (int i = 0; i < 2; ++i) {
+      auto use = db.Use(kSql);
+      use.Bind(1, int64_t{1}).Bind(2, "ignored");
+      EXPECT_FALSE(use.Step());
+      EXPECT_EQ(use.status().code(), Status::Code::kIo);
+      EXPECT_NE(use.status().message().find("nowhere"), std::string::npos);
+    }
+    EXPECT_EQ(db.Use(kSql).Exec().code(), Status::Code::kIo);
+    EXPECT_EQ(OpenStatements(db.handle()), 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace jobctl::store
