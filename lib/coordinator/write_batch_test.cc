@@ -69,8 +69,8 @@ class WriteBatchWriteTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     ASSERT_EQ(uv_loop_init(&loop_), 0);
-    auto store = store::Store::Open(dir_ + "/jobctl.db");
-    auto logs = store::LogStore::Open(dir_ + "/logs.db", 1 << 20);
+    auto store = store::OpenStore({.path = dir_ + "/jobctl.db"});
+    auto logs = store::OpenLogStore({.path = dir_ + "/logs.db", .run_cap_bytes = 1 << 20});
     ASSERT_TRUE(store.ok() && logs.ok());
     store_ = std::move(*store);
     logs_ = std::move(*logs);

@@ -178,7 +178,10 @@ Status Database::Exec(std::string_view sql) {
 Status Database::Begin() { return Exec("BEGIN IMMEDIATE"); }
 Status Database::Commit() { return Exec("COMMIT"); }
 void Database::Rollback() {
-  if (in_transaction()) (void)Exec("ROLLBACK");
+  if (!in_transaction()) return;
+  // A failed ROLLBACK leaves nothing to undo by hand: SQLite rolls back itself when a
+  // statement of the transaction failed, and a closed connection keeps nothing uncommitted.
+  if (Status s = Exec("ROLLBACK"); !s.ok()) log::Warn("rollback failed", {{"error", s.ToString()}});
 }
 
 Status Database::Open(const std::string& path, const std::vector<Migration>& migrations,
