@@ -57,7 +57,9 @@ TEST_F(LogHubTest, DeadlinesWakeInOrderFromTheTimer) {
   hub_.Park(1, 1'000, [&] { woke.push_back(1); });  // due now
   hub_.Park(2, 900, [&] { woke.push_back(2); });    // overdue
   hub_.Park(3, 90'000, [&] { woke.push_back(3); });
-  uv_run(&loop_, UV_RUN_ONCE);
+  // The timer is due at once and runs at the start of the turn; NOWAIT, because the timer it
+  // re-arms for the third waiter would keep a UV_RUN_ONCE turn polling until it is due.
+  uv_run(&loop_, UV_RUN_NOWAIT);
   EXPECT_EQ(woke, (std::vector<int>{2, 1}));
   EXPECT_EQ(hub_.waiters(), 1u);
   hub_.Close();
