@@ -112,7 +112,13 @@ std::optional<WallTime> Schedule::Next(WallTime after) const {
   if (const Every* every = std::get_if<Every>(&rule_)) {
     int64_t period = every->period.count();
     int64_t k = FloorDiv(ToUnixMs(after) - every->anchor_ms, period) + 1;
-    return FromUnixMs(every->anchor_ms + k * period);
+    // A period of centuries runs past the last representable instant: no next fire then.
+    int64_t offset = 0, next = 0;
+    if (__builtin_mul_overflow(k, period, &offset) ||
+        __builtin_add_overflow(every->anchor_ms, offset, &next)) {
+      return std::nullopt;
+    }
+    return FromUnixMs(next);
   }
   return NextCron(std::get<CronExpr>(rule_), after);
 }

@@ -30,6 +30,21 @@ TEST(ScheduleTest, EveryUsesTheAnchor) {
   EXPECT_EQ(FormatUtc(*s->Next(*ParseInstant("2024-01-01T01:00:00Z"))), "2024-01-01T01:03:00Z");
 }
 
+// Found by the cron fuzz target: an @every of some 58,000 years overflowed the instant of its
+// sixth fire (undefined behaviour). Past the last representable instant there is no next fire.
+TEST(ScheduleTest, AnEveryPastTheLastRepresentableInstantHasNoNext) {
+  Result<Schedule> s = Schedule::Parse({"@every 1h30444444444445m"});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  WallTime t = FromUnixMs(1'700'000'000'000);
+  int fires = 0;
+  for (std::optional<WallTime> n = s->Next(t); n; n = s->Next(*n)) {
+    ASSERT_GT(*n, t);
+    t = *n;
+    ASSERT_LT(++fires, 100);
+  }
+  EXPECT_GE(fires, 1);
+}
+
 TEST(ScheduleTest, ZoneComesFromSpecUnlessPrefixed) {
   Result<Schedule> s = Schedule::Parse({"0 9 * * *", Dialect::kCron, "Europe/Berlin"});
   ASSERT_TRUE(s.ok());
