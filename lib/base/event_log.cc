@@ -1,6 +1,7 @@
 #include "base/event_log.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,11 +78,16 @@ Status EventLog::Open(const std::string& path, std::string_view src, EventFields
   if (fd < 0) return Status::Io("cannot open event log " + path + ": " + std::strerror(errno));
   // A writer killed in the middle of a line (SIGKILL can cut a write short at a page boundary)
   // left it without its newline: end it, so that this process's lines start on their own.
+  // Every writer holds the file's lock while it appends, so a line another live process is
+  // still appending (its write extends the file page by page) is never taken for a torn one;
+  // a killed writer's lock goes with its descriptor.
+  ::flock(fd, LOCK_EX);
   char last = '\n';
   off_t size = ::lseek(fd, 0, SEEK_END);
   if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
     if (::write(fd, "\n", 1) != 1) log::Warn("cannot end a torn line of the event log", {{"file", path}});
   }
+  ::flock(fd, LOCK_UN);
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
   prefix_ = "{\"src\":";
@@ -115,8 +121,11 @@ void EventLog::WriteRendered(std::string_view rendered) const {
           ",\"wall_ms\":" + std::to_string(wall_ms) + ",";
   line += rendered;
   line += "}\n";
-  // One write: O_APPEND makes it one atomic append of the whole line.
+  // One write: O_APPEND makes it one atomic append of the whole line; the lock keeps a process
+  // that opens the file meanwhile from judging the line torn (see Open).
+  ::flock(fd_, LOCK_EX);
   ssize_t n = ::write(fd_, line.data(), line.size());
+  ::flock(fd_, LOCK_UN);
   if (n != static_cast<ssize_t>(line.size()) && !warned_) {
     warned_ = true;
     log::Warn("cannot write the event log",

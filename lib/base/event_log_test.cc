@@ -96,10 +96,45 @@ TEST(EventLogTest, LinesOfProcessesSharingTheFileNeverInterleave) {
   std::vector<std::string> lines = Lines(path);
   EXPECT_EQ(lines.size(), static_cast<size_t>(kChildren * kLines));
   for (const std::string& l : lines) {
+    ASSERT_FALSE(l.empty()) << "an empty line: a live writer's line was taken for a torn one";
     EXPECT_EQ(l.front(), '{');
     EXPECT_EQ(l.back(), '}');
     EXPECT_EQ(l.find('{', 1), std::string::npos) << l;
   }
+  std::remove(path.c_str());
+}
+
+TEST(EventLogTest, OpeningTheFileWhileAnotherProcessAppendsALongLineLeavesNoEmptyLine) {
+  // A line longer than a page is appended page by page: a process opening the file meanwhile
+  // must not take it for a torn line and end it with a newline of its own.
+  std::string path = TempPath();
+  const int kLines = 300, kOpens = 3000;
+  pid_t writer = fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    EventLog log;
+    if (!log.Open(path, "writer").ok()) _exit(1);
+    std::string pad(64 * 1024, 'x');
+    for (int i = 0; i < kLines; ++i) log.Write("tick", {{"i", i}, {"pad", pad}});
+    _exit(0);
+  }
+  pid_t opener = fork();
+  ASSERT_GE(opener, 0);
+  if (opener == 0) {
+    for (int i = 0; i < kOpens; ++i) {
+      EventLog log;
+      if (!log.Open(path, "opener").ok()) _exit(1);
+    }
+    _exit(0);
+  }
+  for (pid_t pid : {writer, opener}) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  std::vector<std::string> lines = Lines(path);
+  EXPECT_EQ(lines.size(), static_cast<size_t>(kLines));
+  for (const std::string& l : lines) ASSERT_FALSE(l.empty()) << "a live writer's line was ended";
   std::remove(path.c_str());
 }
 
