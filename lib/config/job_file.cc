@@ -539,6 +539,13 @@ constexpr KeySpec kJobKeys[] = {
     {"timeout", [](const Node& n, Key k, Scope& s, Draft& d) {
        if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; },
      Where::kAnywhere},
+    {"jitter", [](const Node& n, Key k, Scope& s, Draft& d) {
+       std::optional<Millis> v = ReadDuration(n, k, s, Zero::kAllowed);
+       if (v && *v > kMaxJitter) {
+         s.Fail(n, k, "expected at most \"24h\", got " + Render(n));
+         v.reset();
+       }
+       Set(d.job.jitter, v); }, Where::kAnywhere},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
     {"run_as", ApplyRunAs, Where::kAnywhere},

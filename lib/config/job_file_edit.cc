@@ -166,6 +166,7 @@ std::string RenderJob(const Job& job) {
   if (job.misfire_cap != d.misfire_cap) key("misfire_cap", std::to_string(job.misfire_cap));
   if (job.on_lost != d.on_lost) key("on_lost", TomlString(OnLostName(job.on_lost)));
   if (job.retry != d.retry) key("retry", RetryTable(job.retry));
+  if (job.jitter.count() > 0) key("jitter", TomlString(FormatDuration(job.jitter)));
   if (job.timeout) key("timeout", TomlString(FormatDuration(*job.timeout)));
   if (job.kill_grace != d.kill_grace) key("kill_grace", TomlString(FormatDuration(job.kill_grace)));
   if (!job.run_as.empty()) key("run_as", TomlString(job.run_as));

@@ -211,6 +211,22 @@ kill_grace = "5 sec"
             }));
 }
 
+TEST(JobFileTest, JitterIsADurationOfAtMostADay) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+jitter = "25h"
+)"),
+            (Lines{R"(jobs.toml:5:10: job "a": jitter: expected at most "24h", got "25h")"}));
+  JobFileResult r = ParseJobFile("[defaults]\njitter = \"90s\"\n[[job]]\nname = \"a\"\n"
+                                 "schedule = \"@hourly\"\nshell = \"true\"\n",
+                                 "jobs.toml");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.file.jobs[0].jitter, std::chrono::seconds(90));
+}
+
 TEST(JobFileTest, UnknownKeySuggestsTheClosestKey) {
   EXPECT_EQ(Errors(R"(
 [[job]]

@@ -308,6 +308,12 @@ json Api::RunJson(const RunRecord& r, const Principal& who) const {
           {"reason", RunReasonName(r.reason)},
           {"scheduled_at", Rfc3339(r.scheduled_ms)},
           {"created_at", Rfc3339(r.created_ms)},
+          // When its shards may start: the instant plus a jitter delay, or a deferred
+          // manual run's time ("" = at once); jitter_ms is the delay a fire drew.
+          {"not_before", r.not_before_ms > 0 ? Rfc3339(r.not_before_ms) : std::string()},
+          {"jitter_ms", r.reason == RunReason::kSchedule && r.not_before_ms > 0
+                            ? json(r.not_before_ms - r.scheduled_ms)
+                            : json(nullptr)},
           {"finished_at", Rfc3339(r.finished_ms)},
           {"state", RunStateName(r.state)},
           {"trace_id", r.trace_id},

@@ -66,7 +66,9 @@ void Api::ShowJob(Call& c) {
   json next = json::array();
   std::optional<int64_t> t = job->next_fire_ms;
   Result<std::shared_ptr<const Schedule>> schedule = p_.jobs->ScheduleOf(*job);
-  for (int i = 0; i < 5 && t && job->schedulable() && schedule.ok(); ++i) {
+  // A fixed delay's later fires depend on when its runs end: only the next one is known.
+  const int known = schedule.ok() && (*schedule)->delay() ? 1 : 5;
+  for (int i = 0; i < known && t && job->schedulable() && schedule.ok(); ++i) {
     next.push_back(*FormatInZone(FromUnixMs(*t), (*schedule)->zone().name()));
     std::optional<WallTime> after = (*schedule)->Next(FromUnixMs(*t));
     t = after ? std::optional<int64_t>(ToUnixMs(*after)) : std::nullopt;

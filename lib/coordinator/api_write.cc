@@ -58,9 +58,23 @@ void Api::Trigger(Call& c) {
   Result<std::map<std::string, std::string>> params = ResolveParams((*spec)->params, req->params);
   if (!params.ok()) return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
   std::string env_json = params->empty() ? "" : json(*params).dump();
-  Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, ctx_->NowMs(), env_json, key);
+  // A deferred run is created now (it can be listed and canceled) and starts at its time.
+  const int64_t now = ctx_->NowMs();
+  int64_t start = now;
+  if (req->at_ms) start = *req->at_ms;
+  if (req->in) start = now + req->in->count();
+  if (start < now - 60'000) {
+    return FailWith(c, 400, "bad_request", "at: " + FormatUtc(FromUnixMs(start)) + " is in the past");
+  }
+  if (start > now + kMaxDefer.count()) {
+    return FailWith(c, 400, "bad_request", "at: at most 366 days ahead");
+  }
+  Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, std::max(start, now), env_json,
+                                          key, start > now ? start : 0);
   if (!run.ok()) return Fail(c, run.status());
-  Audit(c, "trigger", std::string(job->name), "run " + std::to_string(run->id));
+  Audit(c, "trigger", std::string(job->name),
+        "run " + std::to_string(run->id) +
+            (start > now ? " at " + FormatUtc(FromUnixMs(start)) : std::string()));
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
   json out = RunJson(run.value(), c.who);
   out["existing"] = false;

@@ -32,7 +32,9 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   }
   std::optional<int64_t> next_fire;
   bool reschedule = timing_changed || !existing->next_fire_ms;
-  if (reschedule) {
+  if (reschedule && schedule->delay() && existing != nullptr && existing->open_runs > 0) {
+    // A fixed-delay job's next fire is set when its open runs end.
+  } else if (reschedule) {
     std::optional<WallTime> next = schedule->Next(FromUnixMs(now));
     if (next) next_fire = ToUnixMs(*next);
   } else {

@@ -202,6 +202,7 @@ Status Coordinator::Start() {
   scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
   applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
   log_hub_ = std::make_unique<LogHub>(&ctx_);
+  book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
   book_->on_finished = [this](int64_t run) {
     log_hub_->Notify(run);
     log_hub_->Notify(-run);

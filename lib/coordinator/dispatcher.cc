@@ -31,10 +31,12 @@ Dispatcher::Dispatcher(Context* ctx, Random* random)
     : ctx_(ctx), random_(random != nullptr ? random : &own_random_), lease_wheel_(ctx->MonoMs()) {}
 
 void Dispatcher::Start() {
-  for (std::unique_ptr<uvx::Timer>* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
+  for (std::unique_ptr<uvx::Timer>* t :
+       {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_, &later_timer_}) {
     *t = std::make_unique<uvx::Timer>(ctx_->loop);
   }
   started_ = true;
+  ArmLaterTimer();
   // The registry is swept a few times per expiry period, at most hourly.
   uint64_t every = static_cast<uint64_t>(
       std::clamp<int64_t>(ctx_->config.agent_expiry.count() / 4, 1000, 3'600'000));
@@ -50,7 +52,8 @@ void Dispatcher::Close() {
     }
   }
   if (!started_) return;
-  for (std::unique_ptr<uvx::Timer>* t : {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_}) {
+  for (std::unique_ptr<uvx::Timer>* t :
+       {&lease_timer_, &claim_timer_, &retry_timer_, &expiry_timer_, &later_timer_}) {
     t->reset();
   }
   started_ = false;
@@ -58,6 +61,7 @@ void Dispatcher::Close() {
 
 void Dispatcher::Clear() {
   pending_.clear();
+  later_.clear();
   leases_.clear();
   lease_by_token_.clear();
   lease_wheel_ = TimingWheel(ctx_->MonoMs());
@@ -111,6 +115,14 @@ std::vector<std::string> Dispatcher::EligibleAgents(const std::vector<LabelSelec
 }
 
 void Dispatcher::Enqueue(PendingShard shard) {
+  if (shard.not_before_ms > ctx_->NowMs()) {
+    // Not due yet (a retry's backoff, a jitter delay, a deferred run): held aside, so that
+    // no dispatch pass walks over it, and queued when its time comes.
+    int64_t at = shard.not_before_ms;
+    later_.emplace(at, std::move(shard));
+    ArmLaterTimer();
+    return;
+  }
   shard.since_mono = ctx_->MonoMs();
   pending_.push_back(std::move(shard));
   // Dispatch on the next turn of the loop: the caller may still be creating the run's other
@@ -125,6 +137,28 @@ void Dispatcher::RemovePending(ShardKey key) {
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                 [&](const PendingShard& p) { return p.key == key; }),
                  pending_.end());
+  std::erase_if(later_, [&](const auto& entry) { return entry.second.key == key; });
+}
+
+void Dispatcher::ArmLaterTimer() {
+  if (!started_ || later_.empty()) return;
+  // At most a second, like the scheduler: not_before is on the wall clock, which may step.
+  int64_t delay = std::clamp<int64_t>(later_.begin()->first - ctx_->NowMs(), 0, 1000);
+  later_timer_->Once(static_cast<uint64_t>(delay), [this] { OnLaterTimer(); });
+}
+
+void Dispatcher::OnLaterTimer() {
+  int64_t now_ms = ctx_->NowMs();
+  bool queued = false;
+  while (!later_.empty() && later_.begin()->first <= now_ms) {
+    PendingShard shard = std::move(later_.begin()->second);
+    later_.erase(later_.begin());
+    shard.since_mono = ctx_->MonoMs();
+    pending_.push_back(std::move(shard));
+    queued = true;
+  }
+  ArmLaterTimer();
+  if (queued) TryDispatch();
 }
 
 int Dispatcher::FreeOf(const AgentInfo& a) const {

@@ -173,7 +173,7 @@ class Dispatcher {
   }
   const std::map<std::string, AgentInfo>& agents() const { return agents_; }
   size_t active_leases() const { return leases_.size(); }
-  size_t pending() const { return pending_.size(); }
+  size_t pending() const { return pending_.size() + later_.size(); }
   bool AgentAlive(const AgentInfo& a) const;
 
  private:
@@ -189,6 +189,9 @@ class Dispatcher {
   void ArmTimers();
   void ArmLeaseTimer();
   void ArmClaimTimer();
+  void ArmLaterTimer();
+  // Moves the shards of later_ whose time has come to the queue.
+  void OnLaterTimer();
 
   Context* ctx_;
   ShardEvents events_;
@@ -200,6 +203,8 @@ class Dispatcher {
   std::vector<AgentView> views_;
   std::vector<AgentInfo*> view_agents_;
   std::deque<PendingShard> pending_;
+  // Shards not due yet, by not_before_ms.
+  std::multimap<int64_t, PendingShard> later_;
   std::map<ShardKey, Lease> leases_;
   std::map<int64_t, ShardKey> lease_by_token_;
   TimingWheel lease_wheel_;  // by token, due = expiry on the monotonic clock
@@ -210,6 +215,7 @@ class Dispatcher {
   std::unique_ptr<uvx::Timer> claim_timer_;
   std::unique_ptr<uvx::Timer> retry_timer_;
   std::unique_ptr<uvx::Timer> expiry_timer_;
+  std::unique_ptr<uvx::Timer> later_timer_;
   bool started_ = false;
 };
 

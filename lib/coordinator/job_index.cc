@@ -94,6 +94,7 @@ void JobIndex::SetTiming(JobEntry& job, std::string_view expr, Dialect dialect,
     // H values depend on the job's name; macros (@hourly, @every 1h) have none. A false
     // positive (a CRON_TZ= zone with an h) only costs a compile per use.
     t.hashed = expr.front() != '@' && expr.find_first_of("Hh") != std::string_view::npos;
+    t.fixed_delay = IsFixedDelay(expr);
     timings_.push_back(std::move(t));
   }
   job.timing = last_timing_ = it->second;

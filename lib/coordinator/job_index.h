@@ -129,6 +129,10 @@ class JobIndex {
   // The job's compiled schedule (shared, or compiled now for hashed and anchored ones); an
   // error when it has none or it no longer compiles (e.g. its zone vanished).
   Result<std::shared_ptr<const Schedule>> ScheduleOf(const JobEntry& job);
+  // Whether the job's next fire comes a delay after its last run ended (@delay).
+  bool FiresAfterRuns(const JobEntry& job) const {
+    return job.timing != 0 && job.timing < timings_.size() && timings_[job.timing].fixed_delay;
+  }
   // The schedule text of a job, "" when it has none.
   std::string_view ScheduleText(const JobEntry& job) const;
   // Distinct (schedule, dialect, zone) triples held: for tests and metrics.
@@ -142,6 +146,7 @@ class JobIndex {
     Dialect dialect = Dialect::kCron;
     std::string timezone;
     bool hashed = false;  // H fields: the job name changes the result
+    bool fixed_delay = false;  // @delay: a run's end decides the next fire
     std::shared_ptr<const Schedule> compiled;  // for jobs without an anchor, once compiled
   };
 

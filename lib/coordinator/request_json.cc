@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "model/time_format.h"
 #include "wire/json_number.h"
 
 namespace jobctl::coordinator {
@@ -144,7 +145,23 @@ Result<TriggerRequest> TriggerRequestFromJson(const json& body) {
     s = Status::InvalidArgument("give \"params\", not both \"params\" and \"env\"");
   }
   if (s.ok()) s = Opt(body, body.contains("params") ? "params" : "env", &req.params);
+  std::string at, in;
+  if (s.ok()) s = Opt(body, "at", &at);
+  if (s.ok()) s = Opt(body, "in", &in);
   if (!s.ok()) return s;
+  if (!at.empty() && !in.empty()) return Status::InvalidArgument("give \"at\" or \"in\", not both");
+  if (at.size() > 64 || in.size() > 64) return Status::InvalidArgument("\"at\" and \"in\" are short texts");
+  if (!at.empty()) {
+    Result<WallTime> t = ParseInstant(at);
+    if (!t.ok()) return Status::InvalidArgument("at: " + t.status().message());
+    req.at_ms = ToUnixMs(*t);
+  }
+  if (!in.empty()) {
+    Result<Millis> d = ParseDuration(in);
+    if (!d.ok()) return Status::InvalidArgument("in: " + d.status().message());
+    if (*d > kMaxDefer) return Status::InvalidArgument("in: at most 366d");
+    req.in = *d;
+  }
   if (req.idempotency_key.size() > kMaxIdempotencyKey) {
     return Status::InvalidArgument("idempotency_key is longer than " +
                                    std::to_string(kMaxIdempotencyKey) + " bytes");

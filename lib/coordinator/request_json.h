@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/status.h"
 #include "coordinator/applier.h"
 #include "coordinator/auth.h"
@@ -27,7 +29,12 @@ struct HeartbeatRequest {
 struct TriggerRequest {
   std::string idempotency_key;  // "" = none; at most kMaxIdempotencyKey bytes
   std::map<std::string, std::string> params;  // "params" (or, from older clients, "env")
+  // A deferred run: "at" (RFC 3339) or "in" (a duration such as "2h"), not both. The Api
+  // checks them against its clock (kMaxDefer).
+  std::optional<int64_t> at_ms;
+  std::optional<Millis> in;
 };
+inline constexpr Millis kMaxDefer = std::chrono::hours(24 * 366);
 inline constexpr size_t kMaxIdempotencyKey = 200;
 
 struct DrainRequest {

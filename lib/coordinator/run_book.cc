@@ -102,7 +102,8 @@ Status RunBook::Load(RunRecord run) {
 }
 
 Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
-                                  const std::string& env_json, const std::string& key) {
+                                  const std::string& env_json, const std::string& key,
+                                  int64_t not_before_ms) {
   Result<std::shared_ptr<const Job>> spec = SpecOf(job);
   if (!spec.ok()) return spec.status();
   int64_t now = ctx_->NowMs();
@@ -115,6 +116,12 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
   rec.trace_id = NewTraceId();
   rec.idempotency_key = key;
   rec.env_json = env_json;
+  rec.not_before_ms = not_before_ms;
+  if (reason == RunReason::kSchedule && (*spec)->jitter.count() > 0) {
+    // A random delay of [0, jitter] for this fire, on the run for all to see.
+    uint64_t span = static_cast<uint64_t>((*spec)->jitter.count()) + 1;
+    rec.not_before_ms = scheduled_ms + static_cast<int64_t>(random_->Next() % span);
+  }
   std::vector<std::string> bound;
   if ((*spec)->route == Route::kBroadcast) {
     // One shard per eligible agent at fire time, each bound to its agent.
@@ -126,6 +133,7 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
   for (int i = 0; i < rec.shard_total; ++i) {
     ShardRecord s;
     s.index = i;
+    s.not_before_ms = rec.not_before_ms;
     if (!bound.empty()) s.agent = bound[static_cast<size_t>(i)];
     rec.shards.push_back(std::move(s));
   }
@@ -473,12 +481,13 @@ void RunBook::MaybeFinish(OpenRun& run) {
   run.rec.finished_ms = now;
   ctx_->batch->Stage([&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
+    job->last_state = state;
+    job->last_finished_ms = now;
     if (--job->open_runs <= 0) {
       job->open_runs = 0;
       job->spec.reset();
+      if (on_runs_ended) on_runs_ended(*job);
     }
-    job->last_state = state;
-    job->last_finished_ms = now;
   }
   ++ctx_->metrics->runs_finished_total[std::string(RunStateName(state))];
   // Successes are the common case and are in the store and /metrics: at thousands of runs

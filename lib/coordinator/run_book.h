@@ -49,9 +49,12 @@ class RunBook {
   Status Load(RunRecord run);
 
   // Creates a run with its shards in the current write batch. kConflict when the instant
-  // was already fired (or the idempotency key already used).
+  // was already fired (or the idempotency key already used). Its shards start no earlier
+  // than `not_before_ms` (a deferred manual run); a scheduled fire of a job with a jitter
+  // draws its own delay instead.
   Result<RunRecord> Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
-                           const std::string& env_json, const std::string& idempotency_key);
+                           const std::string& env_json, const std::string& idempotency_key,
+                           int64_t not_before_ms = 0);
   // Records an instant that was not run (overlap) as a skipped run.
   Status RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note);
 
@@ -85,6 +88,9 @@ class RunBook {
 
   // Called after the commit that finished a run (log followers stop waiting).
   std::function<void(int64_t run_id)> on_finished;
+  // Called in the write batch that finished a job's last open run (a fixed-delay job's
+  // next fire is set there).
+  std::function<void(JobEntry& job)> on_runs_ended;
 
  private:
   struct OpenRun {

@@ -124,6 +124,7 @@ void Scheduler::Resume(JobEntry& job) {
 }
 
 void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms) {
+  if (schedule.delay()) return FireDueAfterDelay(job, now, grace_ms);
   std::vector<int64_t> instants;
   std::optional<int64_t> t = job.next_fire_ms;
   while (t && *t <= now && instants.size() < kMaxListed) {
@@ -145,6 +146,39 @@ void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, in
   job.next_fire_ms = t;
   ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
   if (t) wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
+}
+
+void Scheduler::FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms) {
+  // A fixed-delay job has one fire pending at a time, so an outage leaves at most one
+  // overdue instant; the misfire policy decides whether it still runs. Its next fire is set
+  // when its runs have ended (OnRunsEnded); a skipped instant sets it from now.
+  MisfireDecision d = DecideMisfire(job.misfire, job.misfire_cap,
+                                    {.listed = {*job.next_fire_ms}, .extra = 0}, now, grace_ms);
+  if (d.reason != nullptr) RecordMisses(job, d.missed, d.extra_missed, d.reason, now);
+  for (int64_t instant : d.fire) FireOne(job, instant, now);
+  std::optional<int64_t> t;
+  if (job.open_runs == 0) {
+    if (Result<std::shared_ptr<const Schedule>> s = jobs_->ScheduleOf(job); s.ok()) t = Next(**s, now);
+  }
+  job.next_fire_ms = t;
+  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
+  if (t) {
+    ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", *t}});
+    wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
+  }
+}
+
+void Scheduler::OnRunsEnded(JobEntry& job) {
+  if (!jobs_->FiresAfterRuns(job) || !job.active || !job.enabled) return;
+  Result<std::shared_ptr<const Schedule>> schedule = jobs_->ScheduleOf(job);
+  if (!schedule.ok()) return;  // RunDue says so when the job comes due
+  // In the write batch that ends the run: a restart finds either the run open or the next
+  // fire set. A paused job keeps it until resumed (its misfire policy applies then).
+  std::optional<int64_t> t = Next(**schedule, ctx_->NowMs());
+  job.next_fire_ms = t;
+  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
+  ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", t.value_or(-1)}});
+  Track(job);
 }
 
 void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,

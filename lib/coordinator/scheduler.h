@@ -39,6 +39,9 @@ class Scheduler {
   // misfire policy at once, however short the pause (misfire_grace is for late fires, and
   // these were held back on purpose), in the current write batch; then it is tracked again.
   void Resume(JobEntry& job);
+  // The job's last open run has ended (in the current write batch): a fixed-delay job's next
+  // fire is now one delay away.
+  void OnRunsEnded(JobEntry& job);
   // Puts every schedulable job of the index in the (empty) wheel: the load at start.
   void TrackAll();
   // The first instant strictly after `after_ms` for this job (nullopt when it has ended or
@@ -56,6 +59,7 @@ class Scheduler {
  private:
   // Instants overdue by more than `grace_ms` go through the job's misfire policy.
   void FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms);
+  void FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms);
   void FireOne(JobEntry& job, int64_t instant, int64_t now);
   void RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
                     const char* why, int64_t now);

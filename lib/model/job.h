@@ -71,6 +71,9 @@ struct Job {
   int misfire_cap = 100;  // fire-all: at most this many catch-up runs, the rest skipped
   OnLost on_lost = OnLost::kRerun;
   RetryPolicy retry;
+  // Each scheduled fire's shards start after a random delay up to this (0 = none); the run
+  // is created at the instant and records the delay. At most kMaxJitter.
+  Millis jitter{0};
   std::optional<Millis> timeout;  // none = no limit
   Millis kill_grace = std::chrono::seconds(10);
   std::string run_as;  // "" = the agent's own user
@@ -84,6 +87,8 @@ struct Job {
 
   bool operator==(const Job&) const = default;
 };
+
+constexpr Millis kMaxJitter = std::chrono::hours(24);
 
 // Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
 bool IsValidJobName(std::string_view name);

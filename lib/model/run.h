@@ -57,6 +57,9 @@ struct RunRecord {
   std::string note;      // why it was skipped, canceled, ...
   std::optional<int64_t> finished_ms;
   int shard_total = 1;
+  // Its shards start no earlier (coordinator clock): the instant plus a jitter delay, or a
+  // deferred manual run's time. 0 = at once.
+  int64_t not_before_ms = 0;
   std::vector<ShardRecord> shards;
 };
 

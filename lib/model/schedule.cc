@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string>
 
+#include "model/time_format.h"
+
 namespace jobctl {
 namespace {
 
@@ -38,7 +40,43 @@ bool SplitZonePrefix(std::string_view text, std::string_view* zone, std::string_
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
+// "2026-12-01T03:00:00Z" or with an offset: that instant. "2026-12-01 03:00[:SS]" (or with a
+// T): that local time in `zone`; a time repeated by a fall-back is its first pass, a time in
+// a spring-forward gap is an error.
+Result<int64_t> ParseAt(std::string_view arg, const Zone& zone) {
+  if (arg.empty()) return Status::InvalidArgument("@at needs an instant, e.g. @at 2026-12-01T03:00:00Z");
+  if (Result<WallTime> exact = ParseInstant(arg); exact.ok()) return ToUnixMs(*exact);
+  std::string local(arg);
+  if (local.size() > 10 && local[10] == ' ') local[10] = 'T';
+  if (local.size() == 16) local += ":00";  // no seconds
+  Result<WallTime> as_utc = ParseInstant(local + "Z");
+  if (local.size() != 19 || !as_utc.ok()) {
+    return Status::InvalidArgument("@at: \"" + std::string(arg) +
+                                   "\" is not an instant (expected 2026-12-01T03:00:00Z, an "
+                                   "offset such as +01:00, or a local time 2026-12-01 03:00)");
+  }
+  const int64_t l = ToUnixMs(*as_utc) / 1000;  // the local time's fields, counted as UTC
+  std::optional<int64_t> best;
+  for (int64_t probe : {l - 86400, l + 86400}) {
+    int64_t off = zone.OffsetAt(FromUnixMs(probe * 1000)).count();
+    int64_t u = l - off;
+    if (zone.OffsetAt(FromUnixMs(u * 1000)).count() + u == l && (!best || u < *best)) best = u;
+  }
+  if (!best) {
+    return Status::InvalidArgument("@at: " + std::string(arg) + " does not happen in " +
+                                   (zone.is_utc() ? std::string("UTC") : zone.name()) +
+                                   " (the clocks skip it)");
+  }
+  return *best * 1000;
+}
+
 }  // namespace
+
+bool IsFixedDelay(std::string_view expr) {
+  std::string_view text = Trim(expr);
+  if (std::string_view zone, rest; SplitZonePrefix(text, &zone, &rest)) text = rest;
+  return Lower(text.substr(0, text.find_first_of(" \t"))) == "@delay";
+}
 
 std::optional<std::string_view> ExpandMacro(std::string_view macro) {
   std::string m = Lower(macro);
@@ -83,6 +121,21 @@ Result<Schedule> Schedule::Parse(const ScheduleSpec& spec) {
       out.rule_ = Every{*period, ToUnixMs(spec.anchor)};
       return out;
     }
+    if (word == "@at") {
+      Result<int64_t> at = ParseAt(arg, **zone);
+      if (!at.ok()) return fail(at.status());
+      out.rule_ = At{*at};
+      return out;
+    }
+    if (word == "@delay") {
+      Result<Millis> delay = ParseDuration(arg);
+      if (!delay.ok()) return fail(Status::InvalidArgument("@delay: " + delay.status().message()));
+      if (delay->count() < kMinEvery || *delay > kMaxDelay) {
+        return fail(Status::InvalidArgument("@delay: the delay must be from 1s to 366d"));
+      }
+      out.rule_ = Delay{*delay};
+      return out;
+    }
     if (word == "@reboot") {
       return fail(Status::InvalidArgument(
           "@reboot is not supported: jobctl schedules by time (run it from a systemd unit)"));
@@ -92,7 +145,7 @@ Result<Schedule> Schedule::Parse(const ScheduleSpec& spec) {
       return fail(Status::InvalidArgument(
           "unknown macro \"" + word +
           "\" (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly or "
-          "@every <duration>)"));
+          "@every <duration>, @delay <duration> or @at <instant>)"));
     }
     text = *expansion;
     options.dialect = Dialect::kCron;
@@ -120,7 +173,21 @@ std::optional<WallTime> Schedule::Next(WallTime after) const {
     }
     return FromUnixMs(next);
   }
+  if (const At* at = std::get_if<At>(&rule_)) {
+    if (ToUnixMs(after) < at->at_ms) return FromUnixMs(at->at_ms);
+    return std::nullopt;
+  }
+  if (const Delay* delay = std::get_if<Delay>(&rule_)) {
+    int64_t next = 0;
+    if (__builtin_add_overflow(ToUnixMs(after), delay->delay.count(), &next)) return std::nullopt;
+    return FromUnixMs(next);
+  }
   return NextCron(std::get<CronExpr>(rule_), after);
+}
+
+std::optional<Millis> Schedule::delay() const {
+  if (const Delay* d = std::get_if<Delay>(&rule_)) return d->delay;
+  return std::nullopt;
 }
 
 std::optional<WallTime> Schedule::NextCron(const CronExpr& cron, WallTime after) const {

@@ -92,6 +92,11 @@ CREATE INDEX events_by_time ON events(at_ms);
 CREATE INDEX events_by_kind ON events(kind, id);
 CREATE INDEX events_by_actor ON events(actor, id);
 )sql"},
+      // A run may wait before its shards start: a scheduled fire's random delay (jitter) or
+      // a manual run deferred to a time (trigger --at / --in).
+      {5, R"sql(
+ALTER TABLE runs ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

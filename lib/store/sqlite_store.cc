@@ -13,9 +13,10 @@ namespace {
 
 constexpr const char* kRunColumns =
     "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
-    "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total";
+    "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total, "
+    "r.not_before_ms";
 
-// Runs with their job's name, read by ReadRun: columns 0 to 12.
+// Runs with their job's name, read by ReadRun: columns 0 to 13.
 std::string RunQuery(const char* where_and_order) {
   return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
          where_and_order;
@@ -110,6 +111,7 @@ RunRecord ReadRun(const Statement::Use& use) {
   r.note = use.Text(10);
   r.finished_ms = use.OptInt(11);
   r.shard_total = static_cast<int>(use.Int(12));
+  r.not_before_ms = use.Int(13);
   return r;
 }
 
@@ -249,8 +251,8 @@ Status SqliteStore::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms)
 Status SqliteStore::InsertRun(RunRecord& run) {
   static const Sql kRun{
       "INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
-      "idempotency_key, env, note, finished_ms, shard_total) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''), ?8, ?9, ?10, ?11)"};
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''), ?8, ?9, ?10, ?11, ?12)"};
   static const Sql kShard{
       "INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) VALUES(?1, ?2, ?3, 1, ?4)"};
   Status s = db_.Use(kRun)
@@ -265,6 +267,7 @@ Status SqliteStore::InsertRun(RunRecord& run) {
                  .Bind(9, run.note)
                  .Bind(10, run.finished_ms)
                  .Bind(11, run.shard_total)
+                 .Bind(12, run.not_before_ms)
                  .Exec();
   if (!s.ok()) return s;
   run.id = sqlite3_last_insert_rowid(db_.handle());

@@ -163,6 +163,7 @@ TEST_P(StoreTest, RunRoundTripsWithShards) {
   ASSERT_TRUE(store_->Begin().ok());
   RunRecord run = NewRun(job, 120'000, 3);
   run.shards[2].not_before_ms = 125'000;
+  run.not_before_ms = 121'500;
   ASSERT_TRUE(store_->InsertRun(run).ok());
   EXPECT_EQ(run.shards[0].run_id, run.id);
   ShardRecord s = run.shards[1];
@@ -180,6 +181,7 @@ TEST_P(StoreTest, RunRoundTripsWithShards) {
   EXPECT_EQ(r.job, "report");
   EXPECT_EQ(r.job_id, job);
   EXPECT_EQ(r.scheduled_ms, 120'000);
+  EXPECT_EQ(r.not_before_ms, 121'500);
   EXPECT_EQ(r.trace_id, run.trace_id);
   EXPECT_EQ(r.shard_total, 3);
   ASSERT_EQ(r.shards.size(), 3u);

@@ -39,6 +39,7 @@ json JobToJson(const Job& job) {
         {"backoff", BackoffName(job.retry.backoff)},
         {"initial_ms", job.retry.initial.count()},
         {"max_delay_ms", job.retry.max_delay.count()}}},
+      {"jitter_ms", job.jitter.count()},
       {"timeout_ms", job.timeout ? json(job.timeout->count()) : json(nullptr)},
       {"kill_grace_ms", job.kill_grace.count()},
       {"run_as", job.run_as},
@@ -130,7 +131,7 @@ Result<Job> JobFromJson(const json& j) {
   Job job;
   std::string dialect = "cron";
   int64_t initial = job.retry.initial.count(), max_delay = job.retry.max_delay.count();
-  int64_t kill_grace = job.kill_grace.count();
+  int64_t kill_grace = job.kill_grace.count(), jitter = 0;
   std::optional<int64_t> timeout;
   const json* retry = j.contains("retry") ? &j["retry"] : nullptr;
   Status s = Get(j, "name", &job.name);
@@ -159,6 +160,10 @@ Result<Job> JobFromJson(const json& j) {
     timeout = t;
   }
   if (s.ok()) s = Get(j, "kill_grace_ms", &kill_grace);
+  if (s.ok()) s = Get(j, "jitter_ms", &jitter);
+  if (s.ok() && (jitter < 0 || Millis(jitter) > kMaxJitter)) {
+    s = Status::InvalidArgument("job.jitter_ms: out of range");
+  }
   if (s.ok()) s = Get(j, "run_as", &job.run_as);
   if (s.ok()) s = Get(j, "cwd", &job.cwd);
   if (s.ok()) s = Get(j, "env", &job.env);
@@ -173,6 +178,7 @@ Result<Job> JobFromJson(const json& j) {
   job.retry.initial = Millis(initial);
   job.retry.max_delay = Millis(max_delay);
   job.kill_grace = Millis(kill_grace);
+  job.jitter = Millis(jitter);
   if (timeout) job.timeout = Millis(*timeout);
   return job;
 }

@@ -1,5 +1,6 @@
 // I1 (no lost trigger) and I2 (no duplicate trigger): the instants of each job's schedule
 // against the runs and misses in the store, and the coordinator's fire events.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -24,6 +25,65 @@ std::map<std::string, int64_t> WindowStarts(const History& h) {
       start[e.Str("job")] = e.Int("next_fire_ms");
   }
   return start;
+}
+
+// Every next fire the coordinator announced for each job, as (wall_ms of the event, instant),
+// in the order announced.
+std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> Announced(const History& h) {
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> out;
+  for (const Event& e : h.coordinator) {
+    if (e.ev == "scheduled" && e.Int("next_fire_ms", -1) >= 0)
+      out[e.Str("job")].emplace_back(e.wall_ms, e.Int("next_fire_ms"));
+  }
+  return out;
+}
+
+// A fixed-delay (@delay) job has no instants to compute: each comes from its previous run's
+// end. I1: every announced next fire that no later announcement replaced before it came due
+// has a run or a recorded miss (an announcement lost with a kill -9 between its commit and
+// its event only means fewer instants are checked). I2: never two runs for one instant, and
+// no run fired before the previous one ended plus the delay.
+void CheckFixedDelayJob(const std::string& name, const JobView& job,
+                        const std::vector<std::pair<int64_t, int64_t>>& announced,
+                        int64_t last_wall_ms, const StoreView& s, Report* r,
+                        int64_t* instants_checked) {
+  const int64_t delay = job.schedule->delay()->count();
+  const int64_t end = job.next_fire_ms.value_or(last_wall_ms + 1);
+  std::vector<const RunRecord*> runs;
+  std::map<int64_t, int> per_instant;
+  for (const RunRecord& run : s.runs) {
+    if (run.job_id != job.id) continue;
+    if (run.reason == RunReason::kSchedule && run.state != RunState::kSkipped) {
+      if (++per_instant[run.scheduled_ms] == 2) {
+        r->Fail("I2", JobAt(name, run.scheduled_ms) + ": a second run " + std::to_string(run.id));
+      }
+    }
+    if (run.state != RunState::kSkipped) runs.push_back(&run);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const RunRecord* a, const RunRecord* b) { return a->created_ms < b->created_ms; });
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const RunRecord& prev = *runs[i - 1];
+    const RunRecord& next = *runs[i];
+    if (next.reason != RunReason::kSchedule) continue;
+    if (!prev.finished_ms || *prev.finished_ms > next.created_ms) {
+      r->Fail("I2", JobAt(name, next.scheduled_ms) + ": run " + std::to_string(next.id) +
+                        " fired while run " + std::to_string(prev.id) + " was active");
+    } else if (next.scheduled_ms < *prev.finished_ms + delay) {
+      r->Fail("I2", JobAt(name, next.scheduled_ms) + ": run " + std::to_string(next.id) +
+                        " fired " + std::to_string(next.scheduled_ms - *prev.finished_ms) +
+                        " ms after run " + std::to_string(prev.id) + " ended, before its delay");
+    }
+  }
+  for (size_t i = 0; i < announced.size(); ++i) {
+    const int64_t t = announced[i].second;
+    if (i + 1 < announced.size() && announced[i + 1].first < t) continue;  // replaced
+    if (t >= end) continue;
+    ++*instants_checked;
+    size_t n = per_instant.count(t) ? static_cast<size_t>(per_instant[t]) : 0;
+    for (const store::MissRow& m : s.misses) n += m.job_id == job.id && m.first_ms <= t && t <= m.last_ms;
+    if (n == 0) r->Fail("I1", JobAt(name, t) + ": announced and due, but neither a run nor a recorded miss");
+  }
 }
 
 void CheckJob(const std::string& name, const JobView& job, int64_t from, int64_t last_wall_ms,
@@ -100,6 +160,7 @@ void CheckJob(const std::string& name, const JobView& job, int64_t from, int64_t
 
 void CheckTriggers(const History& h, const StoreView& s, const CheckOptions& o, Report* r) {
   std::map<std::string, int64_t> starts = WindowStarts(h);
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> announced = Announced(h);
   int64_t last_wall = 0;
   for (const Event& e : h.coordinator) last_wall = std::max(last_wall, e.wall_ms);
   int64_t instants = 0, jobs = 0;
@@ -110,6 +171,14 @@ void CheckTriggers(const History& h, const StoreView& s, const CheckOptions& o, 
       continue;
     }
     ++jobs;
+    if (job.schedule && job.schedule->delay()) {
+      CheckFixedDelayJob(name, job, announced[name], last_wall, s, r, &instants);
+      if (job.active && !job.paused && job.spec.enabled && job.next_fire_ms &&
+          *job.next_fire_ms < last_wall - o.behind_slack_ms) {
+        r->Fail("I1", JobAt(name, *job.next_fire_ms) + ": still not fired at the coordinator's last event");
+      }
+      continue;
+    }
     CheckJob(name, job, from->second, last_wall, s, o, r, &instants);
   }
   // Fire events: one per (job, instant) over the whole history, and each one durable.

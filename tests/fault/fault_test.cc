@@ -64,7 +64,10 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
                   c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
                   "overlap = \"allow\"\n"
                   "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
-                  c.ProbeJob({2, 50, 3}));
+                  c.ProbeJob({2, 50, 3}) + "[[job]]\nname = \"jittered\"\n" + every +
+                  "overlap = \"allow\"\njitter = \"1500ms\"\n" + c.ProbeJob({2, 100, 0}) +
+                  "[[job]]\nname = \"delayed\"\nschedule = \"@delay 1s\"\n" +
+                  c.ProbeJob({2, 300, 0}));
 
   std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
@@ -81,7 +84,8 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
     started_ns = MonotonicNs();
     c.coord().Start();
   }
-  ASSERT_TRUE(c.Quiesce({"once", "skip", "all", "forbid", "fragile", "flaky"}, seconds(60)));
+  ASSERT_TRUE(c.Quiesce({"once", "skip", "all", "forbid", "fragile", "flaky", "jittered", "delayed"},
+                        seconds(60)));
   c.StopAll();
   Report r = c.Check({});
   std::cout << "coordinator kill -9 cycles: " << kCycles << "\n" << r.ToString();
