@@ -155,6 +155,66 @@ TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
   EXPECT_EQ(missing.err, "jobctl: trigger nope: no such job: nope\n");
 }
 
+// A job paused across fire times with misfire = "skip" misses them all when resumed: the
+// coordinator records the range, and `jobctl misses` lists it as a table and as JSON.
+TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"tick\"\nschedule = \"* * * * * *\"\nshell = \"true\"\n"
+             "overlap = \"allow\"\nmisfire = \"skip\"\n\n"
+             "[[job]]\nname = \"calm\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult none = Jobctl({"misses", "tick"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "No missed fire times recorded for tick.\n");
+  ASSERT_EQ(Jobctl({"pause", "tick"}).exit_code, 0);
+  // Paused across at least two fire times (one a second).
+  auto paused_at = std::chrono::system_clock::now();
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return std::chrono::system_clock::now() >= paused_at + std::chrono::milliseconds(2500); },
+      seconds(10)));
+  ASSERT_EQ(Jobctl({"resume", "tick"}).exit_code, 0);
+  json api;
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return !(api = coord_->GetJson("/v1/misses?job=tick")).empty(); }, seconds(10)));
+  int64_t count = 0;
+  for (const json& m : api) count += m["count"].get<int64_t>();
+  EXPECT_GE(count, 2) << api.dump();
+
+  ProcessResult as_json = Jobctl({"misses", "tick", "-o", "json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  json listed = json::parse(as_json.out);
+  EXPECT_EQ(listed, api);
+  ASSERT_FALSE(listed.empty());
+  for (const char* f : {"first", "last", "first_ms", "last_ms", "count", "reason"}) {
+    EXPECT_TRUE(listed[0].contains(f)) << f;
+  }
+  EXPECT_EQ(listed[0]["reason"], "misfire=skip");
+  EXPECT_EQ(UnixMs(listed[0]["first"]), listed[0]["first_ms"].get<int64_t>());
+  EXPECT_GE(listed[0]["last_ms"].get<int64_t>(), listed[0]["first_ms"].get<int64_t>());
+
+  ProcessResult table = Jobctl({"misses", "tick", "--since", "1h"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("FIRST MISSED  ", 0), 0u) << table.out;
+  EXPECT_NE(table.out.find("misfire=skip"), std::string::npos) << table.out;
+  std::string total = std::to_string(count) + " fire times missed in " +
+                      std::to_string(listed.size()) + " range" + (listed.size() == 1 ? "" : "s") + "\n";
+  EXPECT_NE(table.out.find(total), std::string::npos) << table.out;
+
+  // Unknown job, bad --since, and a token that may read other jobs only.
+  ProcessResult unknown = Jobctl({"misses", "nope"});
+  EXPECT_EQ(unknown.exit_code, 65);
+  EXPECT_EQ(unknown.err, "jobctl: misses nope: no such job: nope\n");
+  EXPECT_EQ(Jobctl({"misses", "tick", "--since", "soon"}).exit_code, 64);
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "read"}, {"name", "calm-reader"}, {"jobs", "calm*"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string scoped = json::parse(made.body)["token"];
+  ProcessResult denied = Jobctl({"misses", "tick"}, {{"JOBCTL_TOKEN", scoped}});
+  EXPECT_EQ(denied.exit_code, 77) << denied.err;
+  EXPECT_EQ(denied.err.rfind("jobctl: misses tick: ", 0), 0u) << denied.err;
+  EXPECT_EQ(Jobctl({"misses", "calm"}, {{"JOBCTL_TOKEN", scoped}}).exit_code, 0);
+}
+
 TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
   ProcessResult made = Jobctl({"token", "create", "--role", "agent", "--agent", "web-3", "--labels",
                                "role=web", "--expires", "30d"});
