@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+
 #include "testlib/cluster.h"
 
 namespace jobctl::testing {
@@ -213,6 +215,127 @@ TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
   EXPECT_EQ(denied.exit_code, 77) << denied.err;
   EXPECT_EQ(denied.err.rfind("jobctl: misses tick: ", 0), 0u) << denied.err;
   EXPECT_EQ(Jobctl({"misses", "calm"}, {{"JOBCTL_TOKEN", scoped}}).exit_code, 0);
+}
+
+// Ctrl-C (SIGINT) during `trigger --wait`: jobctl detaches and exits 130, the run goes on;
+// with --cancel-on-interrupt the run is canceled first. `logs -f` interrupted exits 130.
+class CliInterruptTest : public CliE2eTest {
+ protected:
+  // jobctl ARGS... as a child process of its own, its output in NAME.log.
+  std::unique_ptr<Daemon> Start(const std::string& name, std::vector<std::string> args) {
+    args.insert(args.begin(), JOBCTL_BIN);
+    return std::make_unique<Daemon>(args, dir_.path() + "/" + name + ".log", env_);
+  }
+  // The id of the newest run of `long` once it is running and is not `after`.
+  int64_t RunningRun(int64_t after) {
+    int64_t id = -1;
+    EXPECT_TRUE(Coordinator::Eventually([&] {
+      json runs = coord_->Runs("long", 1);
+      if (runs.empty() || runs[0]["id"] == after || runs[0]["state"] != "running") return false;
+      id = runs[0]["id"].get<int64_t>();
+      return true;
+    }, seconds(20)));
+    return id;
+  }
+  std::string State(int64_t run) {
+    return coord_->GetJson("/v1/runs/" + std::to_string(run))["state"].get<std::string>();
+  }
+  // The run's processes are gone: no shard is still running.
+  void ExpectStopped(int64_t run) {
+    EXPECT_TRUE(Coordinator::Eventually([&] {
+      json got = coord_->GetJson("/v1/runs/" + std::to_string(run));
+      for (const json& sh : got["shards"]) {
+        if (sh["state"] == "running") return false;
+      }
+      return true;
+    }, seconds(30)));
+  }
+};
+
+const char* kLongJob =
+    "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nkill_grace = \"1s\"\n"
+    "shell = \"echo started; sleep 120\"\n";
+
+TEST_F(CliInterruptTest, TriggerWaitDetachesOnCtrlCAndTheRunGoesOn) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  std::unique_ptr<Daemon> cli = Start("detach", {"trigger", "long", "--wait"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  std::string r = std::to_string(run);
+  EXPECT_EQ(ReadFile(cli->log_path()),
+            "jobctl: trigger long: interrupted; run " + r + " goes on. Follow it with: jobctl logs -f " +
+                r + "; cancel it with: jobctl cancel " + r + "\n");
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + r + "/cancel", json::object());
+  ExpectStopped(run);
+}
+
+TEST_F(CliInterruptTest, TriggerWaitWithCancelOnInterruptCancelsTheRun) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  std::unique_ptr<Daemon> cli = Start("cancel", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  // jobctl exits once the cancel is acknowledged, so the run is canceled by then.
+  EXPECT_EQ(State(run), "canceled");
+  EXPECT_NE(ReadFile(cli->log_path()).find("interrupted; run " + std::to_string(run) + " canceled"),
+            std::string::npos)
+      << ReadFile(cli->log_path());
+  ExpectStopped(run);
+  // --follow as well: the same, after the output so far.
+  std::unique_ptr<Daemon> follow =
+      Start("follow", {"trigger", "long", "--follow", "--cancel-on-interrupt"});
+  int64_t second = RunningRun(run);
+  ASSERT_GT(second, 0);
+  ASSERT_TRUE(follow->WaitForLog("started\n", seconds(20)));
+  follow->Signal(SIGINT);
+  EXPECT_EQ(follow->Wait(seconds(30)), 130);
+  EXPECT_EQ(State(second), "canceled");
+  ExpectStopped(second);
+}
+
+// A trigger token may start runs but not cancel them: the cancel is refused, jobctl says the
+// run goes on and exits with the refusal's code.
+TEST_F(CliInterruptTest, ARefusedCancelOnInterruptSaysSoAndExitsWithItsCode) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "trigger"}, {"name", "ci"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  env_["JOBCTL_TOKEN"] = json::parse(made.body)["token"];
+  std::unique_ptr<Daemon> cli = Start("refused", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 77);
+  std::string out = ReadFile(cli->log_path());
+  EXPECT_EQ(out.rfind("jobctl: trigger long: interrupted; run " + std::to_string(run) +
+                          " was NOT canceled and goes on: ", 0), 0u) << out;
+  EXPECT_NE(out.find("Cancel it with: jobctl cancel " + std::to_string(run)), std::string::npos) << out;
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
+  ExpectStopped(run);
+}
+
+TEST_F(CliInterruptTest, LogsFollowInterruptedExits130) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult trig = Jobctl({"trigger", "long"});
+  ASSERT_EQ(trig.exit_code, 0) << trig.err;
+  int64_t run = std::stoll(trig.out);
+  std::unique_ptr<Daemon> cli = Start("logs", {"logs", "-f", std::to_string(run)});
+  ASSERT_TRUE(cli->WaitForLog("started\n", seconds(20)));
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  EXPECT_EQ(ReadFile(cli->log_path()), "started\n");
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
+  ExpectStopped(run);
 }
 
 TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
