@@ -1,4 +1,4 @@
-// jobctl list, show, pause, resume: the jobs the coordinator knows and their state.
+// jobctl list, show, pause, resume, misses: the jobs the coordinator knows and their state.
 #include <iostream>
 #include <memory>
 
@@ -111,6 +111,47 @@ int RunPause(const std::string& verb, const std::string& name, const GlobalOptio
   return kExitOk;
 }
 
+struct MissesOptions {
+  std::string job;
+  std::string since;
+};
+
+// The fire times a job missed, as the coordinator recorded them: ranges, oldest first.
+int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("misses", opt.job, client.status(), kExitConfig);
+  std::string path = "/v1/misses?job=" + UrlEncode(opt.job);
+  if (!opt.since.empty()) {
+    Result<Millis> d = ParseDuration(opt.since);
+    if (!d.ok()) return Fail("misses", "--since", d.status(), kExitUsage);
+    path += "&since_ms=" + std::to_string(ToUnixMs(SystemClock().Now() - *d));
+  }
+  Result<json> misses = (*client)->Get(path);
+  if (!misses.ok()) return Fail("misses", opt.job, misses.status());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*misses);
+    return kExitOk;
+  }
+  if (misses->empty()) {
+    std::cout << "No missed fire times recorded for " << Shown(opt.job)
+              << (opt.since.empty() ? "" : " in the last " + Shown(opt.since)) << ".\n";
+    return kExitOk;
+  }
+  Table t({"FIRST MISSED", "LAST MISSED", "COUNT", "REASON"});
+  int64_t total = 0;
+  for (const auto& m : *misses) {
+    int64_t count = m.value("count", int64_t{0});
+    total += count;
+    // A range of one instant shows it once.
+    std::string last = JsonString(m, "last") == JsonString(m, "first") ? "-" : LocalTime(JsonString(m, "last"));
+    t.Add({LocalTime(JsonString(m, "first")), last, std::to_string(count), JsonString(m, "reason")});
+  }
+  t.Print(std::cout);
+  std::cout << total << " fire time" << (total == 1 ? "" : "s") << " missed in " << misses->size()
+            << " range" << (misses->size() == 1 ? "" : "s") << '\n';
+  return kExitOk;
+}
+
 }  // namespace
 
 std::string ShardCount(const nlohmann::json& run) { return ShardSummary(run); }
@@ -139,6 +180,29 @@ void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
     std::string v = verb;
     sub->callback([job, v, &g, rc] { *rc = RunPause(v, *job, g); });
   }
+
+  auto m = std::make_shared<MissesOptions>();
+  auto* misses = app.add_subcommand("misses", "List the fire times a job missed, oldest first");
+  misses->add_option("name", m->job, "Job name")->required();
+  misses->add_option("--since", m->since, "Only ranges whose last missed time is within this duration, e.g. 7d");
+  misses->footer(
+      "A miss is a fire time of the schedule that got no run. It happens when the time passed\n"
+      "while the job was paused, or while the coordinator was down or behind by more than its\n"
+      "misfire_grace; the job's misfire policy then decides what is made up:\n"
+      "  misfire=skip                            none: every such time is a miss\n"
+      "  misfire=fire-once: folded into one run  one run for the latest; the others are misses\n"
+      "  misfire=fire-all: over misfire_cap      one run each up to misfire_cap; the rest are misses\n"
+      "A fire skipped because the previous run was still active (overlap = \"forbid\") is not a\n"
+      "miss: it is a run in state skipped (jobctl runs JOB --state skipped).\n"
+      "Columns: FIRST MISSED and LAST MISSED bound one range of consecutive missed times (local\n"
+      "time; LAST is - for a single time), COUNT is how many fire times it holds, REASON the\n"
+      "policy that dropped them.\n"
+      "Example:\n  jobctl misses nightly-backup --since 30d\n"
+      "JSON: array of ranges, oldest first: first, last (UTC), first_ms, last_ms (Unix ms),\n"
+      "count, reason.\n"
+      "Exit status: 0 listed (also when none), 65 no such job, 77 the token may not read the job,\n"
+      "69 coordinator unreachable.");
+  misses->callback([m, &g, rc] { *rc = RunMisses(*m, g); });
 }
 
 }  // namespace jobctl::cli

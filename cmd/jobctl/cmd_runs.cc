@@ -24,6 +24,15 @@ using nlohmann::json;
 
 std::atomic<bool> g_interrupted{false};
 
+// The first Ctrl-C sets the flag the waiting loops check between their long-polls; it also
+// gives SIGINT back its default action, so that a second Ctrl-C ends jobctl at once.
+void CatchInterrupt() {
+  std::signal(SIGINT, [](int) {
+    g_interrupted = true;
+    std::signal(SIGINT, SIG_DFL);
+  });
+}
+
 bool Succeeded(const json& run) { return JsonString(run, "state") == "succeeded"; }
 
 std::string Summary(const json& run) {
@@ -56,6 +65,29 @@ struct TriggerOptions {
   bool cancel_on_interrupt = false;
 };
 
+// Ctrl-C while waiting for run `id`: detach and say how to follow it, or cancel it with
+// --cancel-on-interrupt. 130 either way once done; a cancel the coordinator refused or
+// never answered exits with that error's code, and the run goes on.
+int Interrupted(const TriggerOptions& opt, Client* client, int64_t id) {
+  const std::string run = std::to_string(id);
+  const std::string head =
+      "jobctl: " + Shown("trigger " + opt.job, STDERR_FILENO) + ": interrupted; run " + run;
+  if (!opt.cancel_on_interrupt) {
+    std::cerr << head << " goes on. Follow it with: jobctl logs -f " << run
+              << "; cancel it with: jobctl cancel " << run << '\n';
+    return kExitInterrupted;
+  }
+  Result<json> canceled = client->Post("/v1/runs/" + run + "/cancel", json::object());
+  if (!canceled.ok()) {
+    std::cerr << head << " was NOT canceled and goes on: "
+              << Shown(canceled.status().message(), STDERR_FILENO)
+              << ". Cancel it with: jobctl cancel " << run << '\n';
+    return ExitCodeFor(canceled.status());
+  }
+  std::cerr << head << " canceled; its agents stop its processes at their next heartbeat\n";
+  return kExitInterrupted;
+}
+
 int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("trigger", opt.job, client.status(), kExitConfig);
@@ -77,6 +109,10 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   }
   json body = {{"params", params}};
   if (!opt.key.empty()) body["idempotency_key"] = opt.key;
+  // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
+  // between their short long-polls. Caught before the run exists, so that an interrupt
+  // while it is being created still says which run goes on.
+  if (opt.wait || opt.follow) CatchInterrupt();
   Result<json> run = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
   if (!run.ok()) return Fail("trigger", opt.job, run.status());
   int64_t id = (*run)["id"].get<int64_t>();
@@ -84,9 +120,6 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     if (g.format() == OutputFormat::kJson) PrintJson(*run); else std::cout << id << '\n';
     return kExitOk;
   }
-  // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
-  // between their short long-polls.
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
   auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
   if (opt.follow) {
     FollowOptions fo;
@@ -104,23 +137,7 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   static constexpr const char* kSpinner[] = {"|", "/", "-", "\\"};
   int tick = 0;
   while (true) {
-    if (g_interrupted) {
-      if (opt.cancel_on_interrupt) {
-        Result<json> canceled =
-            (*client)->Post("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
-        if (!canceled.ok()) {
-          std::cerr << "jobctl: trigger " << opt.job << ": interrupted; run " << id
-                    << " NOT canceled: " << canceled.status().message()
-                    << "; cancel it with: jobctl cancel " << id << '\n';
-          return ExitCodeFor(canceled.status());
-        }
-        std::cerr << "jobctl: trigger " << opt.job << ": interrupted; run " << id << " canceled\n";
-        return kExitFailed;
-      }
-      std::cerr << "jobctl: trigger " << opt.job << ": detached from run " << id
-                << "; follow it again with: jobctl logs -f " << id << '\n';
-      return 130;
-    }
+    if (g_interrupted) return Interrupted(opt, client->get(), id);
     if (deadline && std::chrono::steady_clock::now() > *deadline) {
       std::cerr << "jobctl: trigger " << opt.job << ": gave up waiting for run " << id
                 << " after " << opt.timeout << " (it goes on; jobctl logs -f " << id << ")\n";
@@ -215,7 +232,7 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   }
   Result<json> info = (*client)->Get("/v1/runs/" + std::to_string(run));
   if (!info.ok()) return Fail("logs", opt.target, info.status());
-  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  CatchInterrupt();
   FollowOptions fo;
   fo.follow = opt.follow;
   if (opt.shard >= 0) fo.shard = opt.shard;
@@ -232,7 +249,7 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   fo.raw = opt.raw;
   LogFollower follower(client->get(), run, fo);
   if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
-  return kExitOk;
+  return g_interrupted ? kExitInterrupted : kExitOk;
 }
 
 int RunAction(const std::string& verb, const std::string& run, const GlobalOptions& g) {
@@ -265,13 +282,14 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
   trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
   trigger->add_flag("--cancel-on-interrupt", t->cancel_on_interrupt,
-                    "Ctrl-C cancels the run instead of detaching");
+                    "Ctrl-C cancels the run instead of detaching (exit 130 once canceled)");
   trigger->footer(
       "Without --wait prints the run id. In CI:\n"
       "  jobctl trigger deploy-cache --wait --follow\n"
       "  jobctl trigger deploy-web --param VERSION=1.4.2 --wait\n"
       "Exit status: 0 the run succeeded, 1 it failed (exit code, timeout, lost, canceled),\n"
-      "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 detached (Ctrl-C).");
+      "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 interrupted\n"
+      "(Ctrl-C: the run goes on, or with --cancel-on-interrupt it was canceled).");
   trigger->callback([t, &g, rc] { *rc = RunTrigger(*t, g); });
 
   auto r = std::make_shared<RunsOptions>();
@@ -289,7 +307,7 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   auto l = std::make_shared<LogsOptions>();
   auto* logs = app.add_subcommand("logs", "Print a run's output (RUN id, or a job's latest run)");
   logs->add_option("run", l->target, "Run id, or job name for its latest run")->required();
-  logs->add_flag("-f,--follow", l->follow, "Keep printing until the run ends");
+  logs->add_flag("-f,--follow", l->follow, "Keep printing until the run ends (Ctrl-C: exit 130)");
   logs->add_option("--shard", l->shard, "Only this shard");
   logs->add_option("--since", l->since, "Only output printed within this duration, e.g. 10m");
   logs->add_option("--stream", l->stream, "Only stdout or stderr")

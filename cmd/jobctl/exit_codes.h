@@ -17,6 +17,7 @@ inline constexpr int kExitCantCreate = 73;   // EX_CANTCREAT: an output file cou
 inline constexpr int kExitTempFail = 75;     // EX_TEMPFAIL: try again later
 inline constexpr int kExitNoPerm = 77;       // EX_NOPERM: not authorized
 inline constexpr int kExitConfig = 78;       // EX_CONFIG: bad configuration
+inline constexpr int kExitInterrupted = 130; // Ctrl-C (128 + SIGINT), as shells report it
 
 int ExitCodeFor(const Status& status);
 

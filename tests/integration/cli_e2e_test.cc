@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+
 #include "testlib/cluster.h"
 
 namespace jobctl::testing {
@@ -153,6 +155,187 @@ TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
   ProcessResult missing = Jobctl({"trigger", "nope"});
   EXPECT_EQ(missing.exit_code, 65);
   EXPECT_EQ(missing.err, "jobctl: trigger nope: no such job: nope\n");
+}
+
+// A job paused across fire times with misfire = "skip" misses them all when resumed: the
+// coordinator records the range, and `jobctl misses` lists it as a table and as JSON.
+TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"tick\"\nschedule = \"* * * * * *\"\nshell = \"true\"\n"
+             "overlap = \"allow\"\nmisfire = \"skip\"\n\n"
+             "[[job]]\nname = \"calm\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult none = Jobctl({"misses", "tick"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "No missed fire times recorded for tick.\n");
+  ASSERT_EQ(Jobctl({"pause", "tick"}).exit_code, 0);
+  // Paused across at least two fire times (one a second).
+  auto paused_at = std::chrono::system_clock::now();
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return std::chrono::system_clock::now() >= paused_at + std::chrono::milliseconds(2500); },
+      seconds(10)));
+  ASSERT_EQ(Jobctl({"resume", "tick"}).exit_code, 0);
+  json api;
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return !(api = coord_->GetJson("/v1/misses?job=tick")).empty(); }, seconds(10)));
+  int64_t count = 0;
+  for (const json& m : api) count += m["count"].get<int64_t>();
+  EXPECT_GE(count, 2) << api.dump();
+
+  ProcessResult as_json = Jobctl({"misses", "tick", "-o", "json"});
+  ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
+  json listed = json::parse(as_json.out);
+  EXPECT_EQ(listed, api);
+  ASSERT_FALSE(listed.empty());
+  for (const char* f : {"first", "last", "first_ms", "last_ms", "count", "reason"}) {
+    EXPECT_TRUE(listed[0].contains(f)) << f;
+  }
+  EXPECT_EQ(listed[0]["reason"], "misfire=skip");
+  EXPECT_EQ(UnixMs(listed[0]["first"]), listed[0]["first_ms"].get<int64_t>());
+  EXPECT_GE(listed[0]["last_ms"].get<int64_t>(), listed[0]["first_ms"].get<int64_t>());
+
+  ProcessResult table = Jobctl({"misses", "tick", "--since", "1h"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("FIRST MISSED  ", 0), 0u) << table.out;
+  EXPECT_NE(table.out.find("misfire=skip"), std::string::npos) << table.out;
+  std::string total = std::to_string(count) + " fire times missed in " +
+                      std::to_string(listed.size()) + " range" + (listed.size() == 1 ? "" : "s") + "\n";
+  EXPECT_NE(table.out.find(total), std::string::npos) << table.out;
+
+  // Unknown job, bad --since, and a token that may read other jobs only.
+  ProcessResult unknown = Jobctl({"misses", "nope"});
+  EXPECT_EQ(unknown.exit_code, 65);
+  EXPECT_EQ(unknown.err, "jobctl: misses nope: no such job: nope\n");
+  EXPECT_EQ(Jobctl({"misses", "tick", "--since", "soon"}).exit_code, 64);
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "read"}, {"name", "calm-reader"}, {"jobs", "calm*"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  std::string scoped = json::parse(made.body)["token"];
+  ProcessResult denied = Jobctl({"misses", "tick"}, {{"JOBCTL_TOKEN", scoped}});
+  EXPECT_EQ(denied.exit_code, 77) << denied.err;
+  EXPECT_EQ(denied.err.rfind("jobctl: misses tick: ", 0), 0u) << denied.err;
+  EXPECT_EQ(Jobctl({"misses", "calm"}, {{"JOBCTL_TOKEN", scoped}}).exit_code, 0);
+}
+
+// Ctrl-C (SIGINT) during `trigger --wait`: jobctl detaches and exits 130, the run goes on;
+// with --cancel-on-interrupt the run is canceled first. `logs -f` interrupted exits 130.
+class CliInterruptTest : public CliE2eTest {
+ protected:
+  // jobctl ARGS... as a child process of its own, its output in NAME.log.
+  std::unique_ptr<Daemon> Start(const std::string& name, std::vector<std::string> args) {
+    args.insert(args.begin(), JOBCTL_BIN);
+    return std::make_unique<Daemon>(args, dir_.path() + "/" + name + ".log", env_);
+  }
+  // The id of the newest run of `long` once it is running and is not `after`.
+  int64_t RunningRun(int64_t after) {
+    int64_t id = -1;
+    EXPECT_TRUE(Coordinator::Eventually([&] {
+      json runs = coord_->Runs("long", 1);
+      if (runs.empty() || runs[0]["id"] == after || runs[0]["state"] != "running") return false;
+      id = runs[0]["id"].get<int64_t>();
+      return true;
+    }, seconds(20)));
+    return id;
+  }
+  std::string State(int64_t run) {
+    return coord_->GetJson("/v1/runs/" + std::to_string(run))["state"].get<std::string>();
+  }
+  // The run's processes are gone: no shard is still running.
+  void ExpectStopped(int64_t run) {
+    EXPECT_TRUE(Coordinator::Eventually([&] {
+      json got = coord_->GetJson("/v1/runs/" + std::to_string(run));
+      for (const json& sh : got["shards"]) {
+        if (sh["state"] == "running") return false;
+      }
+      return true;
+    }, seconds(30)));
+  }
+};
+
+const char* kLongJob =
+    "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nkill_grace = \"1s\"\n"
+    "shell = \"echo started; sleep 120\"\n";
+
+TEST_F(CliInterruptTest, TriggerWaitDetachesOnCtrlCAndTheRunGoesOn) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  std::unique_ptr<Daemon> cli = Start("detach", {"trigger", "long", "--wait"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  std::string r = std::to_string(run);
+  EXPECT_EQ(ReadFile(cli->log_path()),
+            "jobctl: trigger long: interrupted; run " + r + " goes on. Follow it with: jobctl logs -f " +
+                r + "; cancel it with: jobctl cancel " + r + "\n");
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + r + "/cancel", json::object());
+  ExpectStopped(run);
+}
+
+TEST_F(CliInterruptTest, TriggerWaitWithCancelOnInterruptCancelsTheRun) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  std::unique_ptr<Daemon> cli = Start("cancel", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  // jobctl exits once the cancel is acknowledged, so the run is canceled by then.
+  EXPECT_EQ(State(run), "canceled");
+  EXPECT_NE(ReadFile(cli->log_path()).find("interrupted; run " + std::to_string(run) + " canceled"),
+            std::string::npos)
+      << ReadFile(cli->log_path());
+  ExpectStopped(run);
+  // --follow as well: the same, after the output so far.
+  std::unique_ptr<Daemon> follow =
+      Start("follow", {"trigger", "long", "--follow", "--cancel-on-interrupt"});
+  int64_t second = RunningRun(run);
+  ASSERT_GT(second, 0);
+  ASSERT_TRUE(follow->WaitForLog("started\n", seconds(20)));
+  follow->Signal(SIGINT);
+  EXPECT_EQ(follow->Wait(seconds(30)), 130);
+  EXPECT_EQ(State(second), "canceled");
+  ExpectStopped(second);
+}
+
+// A trigger token may start runs but not cancel them: the cancel is refused, jobctl says the
+// run goes on and exits with the refusal's code.
+TEST_F(CliInterruptTest, ARefusedCancelOnInterruptSaysSoAndExitsWithItsCode) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  http::HttpResponse made = coord_->Request(
+      "POST", "/v1/tokens", json{{"role", "trigger"}, {"name", "ci"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  env_["JOBCTL_TOKEN"] = json::parse(made.body)["token"];
+  std::unique_ptr<Daemon> cli = Start("refused", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  int64_t run = RunningRun(-1);
+  ASSERT_GT(run, 0);
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 77);
+  std::string out = ReadFile(cli->log_path());
+  EXPECT_EQ(out.rfind("jobctl: trigger long: interrupted; run " + std::to_string(run) +
+                          " was NOT canceled and goes on: ", 0), 0u) << out;
+  EXPECT_NE(out.find("Cancel it with: jobctl cancel " + std::to_string(run)), std::string::npos) << out;
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
+  ExpectStopped(run);
+}
+
+TEST_F(CliInterruptTest, LogsFollowInterruptedExits130) {
+  dir_.Write("jobs.toml", kLongJob);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult trig = Jobctl({"trigger", "long"});
+  ASSERT_EQ(trig.exit_code, 0) << trig.err;
+  int64_t run = std::stoll(trig.out);
+  std::unique_ptr<Daemon> cli = Start("logs", {"logs", "-f", std::to_string(run)});
+  ASSERT_TRUE(cli->WaitForLog("started\n", seconds(20)));
+  cli->Signal(SIGINT);
+  EXPECT_EQ(cli->Wait(seconds(30)), 130);
+  EXPECT_EQ(ReadFile(cli->log_path()), "started\n");
+  EXPECT_EQ(State(run), "running");
+  coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
+  ExpectStopped(run);
 }
 
 TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
