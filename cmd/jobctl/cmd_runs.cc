@@ -63,6 +63,8 @@ struct TriggerOptions {
   std::string key;
   std::string timeout;
   bool cancel_on_interrupt = false;
+  std::string at;  // a deferred run: RFC 3339
+  std::string in;  // or a duration from now
 };
 
 // Ctrl-C while waiting for run `id`: detach and say how to follow it, or cancel it with
@@ -109,6 +111,16 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   }
   json body = {{"params", params}};
   if (!opt.key.empty()) body["idempotency_key"] = opt.key;
+  if (!opt.at.empty()) {
+    Result<WallTime> at = ParseInstant(opt.at);
+    if (!at.ok()) return Fail("trigger", "--at", at.status(), kExitUsage);
+    body["at"] = FormatUtc(*at);
+  }
+  if (!opt.in.empty()) {
+    Result<Millis> in = ParseDuration(opt.in);
+    if (!in.ok()) return Fail("trigger", "--in", in.status(), kExitUsage);
+    body["in"] = FormatDuration(*in);
+  }
   // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
   // between their short long-polls. Caught before the run exists, so that an interrupt
   // while it is being created still says which run goes on.
@@ -116,6 +128,12 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   Result<json> run = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
   if (!run.ok()) return Fail("trigger", opt.job, run.status());
   int64_t id = (*run)["id"].get<int64_t>();
+  const std::string starts = JsonString(*run, "not_before");
+  if (!starts.empty() && g.format() != OutputFormat::kJson) {
+    std::cerr << "jobctl: trigger " << Shown(opt.job, STDERR_FILENO) << ": run " << id
+              << " starts at " << LocalTime(starts) << "; until then: jobctl cancel " << id
+              << '\n';
+  }
   if (!opt.wait && !opt.follow) {
     if (g.format() == OutputFormat::kJson) PrintJson(*run); else std::cout << id << '\n';
     return kExitOk;
@@ -197,8 +215,13 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
       std::string a = JsonString(s, "agent");
       if (!a.empty() && hosts.find(a) == std::string::npos) hosts += (hosts.empty() ? "" : ",") + a;
     }
+    // A fire's random delay (jitter) follows its time: "03:00:00 +1m12s".
+    std::string scheduled = LocalTime(JsonString(r, "scheduled_at"));
+    if (r.contains("jitter_ms") && r["jitter_ms"].is_number_integer()) {
+      scheduled += " +" + FormatDuration(Millis(r["jitter_ms"].get<int64_t>()));
+    }
     t.Add({std::to_string(r["id"].get<int64_t>()), JsonString(r, "job"), JsonString(r, "reason"),
-           LocalTime(JsonString(r, "scheduled_at")), Colored(JsonString(r, "state"), g),
+           scheduled, Colored(JsonString(r, "state"), g),
            ShardCount(r), hosts.empty() ? "-" : hosts});
   }
   t.Print(std::cout);
@@ -281,12 +304,19 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
       ->allow_extra_args(false);
   trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
   trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
+  auto* at = trigger->add_option(
+      "--at", t->at,
+      "Start the run at this time instead of now (RFC 3339, e.g. 2026-12-01T03:00:00Z or with an "
+      "offset); it is created at once, survives restarts and can be canceled until then");
+  trigger->add_option("--in", t->in, "Start the run after this long, e.g. 2h (like --at)")
+      ->excludes(at);
   trigger->add_flag("--cancel-on-interrupt", t->cancel_on_interrupt,
                     "Ctrl-C cancels the run instead of detaching (exit 130 once canceled)");
   trigger->footer(
       "Without --wait prints the run id. In CI:\n"
       "  jobctl trigger deploy-cache --wait --follow\n"
       "  jobctl trigger deploy-web --param VERSION=1.4.2 --wait\n"
+      "Later, once: jobctl trigger reindex --in 2h   (or --at 2026-12-01T03:00:00+01:00)\n"
       "Exit status: 0 the run succeeded, 1 it failed (exit code, timeout, lost, canceled),\n"
       "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 interrupted\n"
       "(Ctrl-C: the run goes on, or with --cancel-on-interrupt it was canceled).");

@@ -159,6 +159,38 @@ TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
 
 // A job paused across fire times with misfire = "skip" misses them all when resumed: the
 // coordinator records the range, and `jobctl misses` lists it as a table and as JSON.
+// trigger --in makes a pending run that starts later: the id on stdout, when it starts and
+// how to cancel it on stderr; `runs` lists it pending; `cancel` ends it before it starts.
+// Bad --at/--in values are usage errors (64) naming the option.
+TEST_F(CliE2eTest, TriggerInDefersARunThatCanBeListedAndCanceledBeforeItStarts) {
+  dir_.Write("jobs.toml", "[[job]]\nname = \"reindex\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult later = Jobctl({"trigger", "reindex", "--in", "2h"});
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  const std::string id = later.out.substr(0, later.out.find('\n'));
+  EXPECT_NE(later.err.find("run " + id + " starts at "), std::string::npos) << later.err;
+  EXPECT_NE(later.err.find("jobctl cancel " + id), std::string::npos) << later.err;
+  json run = coord_->GetJson("/v1/runs/" + id);
+  EXPECT_EQ(run["state"], "pending");
+  int64_t starts = UnixMs(run["not_before"].get<std::string>());
+  EXPECT_GE(starts, UnixMs(run["created_at"].get<std::string>()) + 7'200'000);
+  ProcessResult runs = Jobctl({"runs", "reindex"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_NE(runs.out.find("pending"), std::string::npos) << runs.out;
+  ASSERT_EQ(Jobctl({"cancel", id}).exit_code, 0);
+  EXPECT_EQ(coord_->GetJson("/v1/runs/" + id)["state"], "canceled");
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"trigger", "reindex", "--in", "soon"},
+        std::vector<std::string>{"trigger", "reindex", "--at", "tomorrow"}}) {
+    ProcessResult r = Jobctl(bad);
+    EXPECT_EQ(r.exit_code, 64) << r.err;
+    EXPECT_NE(r.err.find(bad[2]), std::string::npos) << r.err;
+  }
+  ProcessResult past = Jobctl({"trigger", "reindex", "--at", "2001-01-01T00:00:00Z"});
+  EXPECT_EQ(past.exit_code, 65) << past.err;
+  EXPECT_NE(past.err.find("is in the past"), std::string::npos) << past.err;
+}
+
 TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
   dir_.Write("jobs.toml",
              "[[job]]\nname = \"tick\"\nschedule = \"* * * * * *\"\nshell = \"true\"\n"
