@@ -79,6 +79,37 @@ TEST(CliScheduleNextTest, InvalidExpressionIsDataErrorWithFieldAndRange) {
                    "of range 0-23\n");
 }
 
+TEST(CliScheduleNextTest, AtDelayAndJitterShowWhatTheCoordinatorWillDo) {
+  ProcessResult at = Jobctl({"schedule", "next", "--tz", "Europe/Paris", "--from",
+                             "2026-01-01T00:00:00Z", "--", "@at 2026-12-24 18:00"});
+  ASSERT_EQ(at.exit_code, 0) << at.err;
+  EXPECT_EQ(at.out, "2026-12-24T18:00:00+01:00\n");
+  EXPECT_NE(at.err.find("no more fires"), std::string::npos) << at.err;
+  ProcessResult gone = Jobctl({"schedule", "next", "--from", "2027-01-01T00:00:00Z", "--",
+                               "@at 2026-12-24T17:00:00Z"});
+  EXPECT_EQ(gone.exit_code, 0);
+  EXPECT_EQ(gone.out, "");
+
+  ProcessResult delay = Jobctl({"schedule", "next", "--from", "2026-01-01T00:00:00Z", "-n", "3",
+                                "--", "@delay 10m"});
+  ASSERT_EQ(delay.exit_code, 0) << delay.err;
+  EXPECT_EQ(delay.out, "2026-01-01T00:10:00Z\n");
+  EXPECT_NE(delay.err.find("10m after the job's previous run ended"), std::string::npos) << delay.err;
+
+  ProcessResult jitter = Jobctl({"schedule", "next", "--from", "2026-01-01T00:00:00Z", "-n", "2",
+                                 "--jitter", "5m", "-o", "json", "--", "@hourly"});
+  ASSERT_EQ(jitter.exit_code, 0) << jitter.err;
+  nlohmann::json j = nlohmann::json::parse(jitter.out);
+  EXPECT_EQ(j["jitter_ms"], 300000);
+  EXPECT_EQ(j["fires"], nlohmann::json({"2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z"}));
+  EXPECT_EQ(j["latest_starts"], nlohmann::json({"2026-01-01T01:05:00Z", "2026-01-01T02:05:00Z"}));
+  EXPECT_EQ(Jobctl({"schedule", "next", "--jitter", "25h", "--", "@hourly"}).exit_code, 64);
+  ProcessResult gap = Jobctl({"schedule", "next", "--tz", "America/New_York", "--",
+                              "@at 2024-03-10 02:30"});
+  EXPECT_EQ(gap.exit_code, 65);
+  EXPECT_NE(gap.err.find("does not happen in America/New_York"), std::string::npos) << gap.err;
+}
+
 TEST(CliScheduleNextTest, JsonOutputParses) {
   ProcessResult r = Jobctl({"schedule", "next", "-o", "json", "--from", "2024-01-01T00:00:00Z",
                             "-n", "2", "--", "@daily"});
