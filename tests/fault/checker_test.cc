@@ -181,6 +181,50 @@ TEST(CheckerTest, ADueInstantWithNeitherRunNorMissIsALostTrigger) {
       << s.text();
 }
 
+// The scenario's job as "@delay 1s": each run ends at its instant (created then too) and the
+// coordinator announces the next fire one second later.
+void MakeFixedDelay(Scenario& s) {
+  Job job;
+  job.name = "tick";
+  job.schedule = "@delay 1s";
+  Result<JobView> view = MakeJobView(1, job, kT0 + 3000);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  s.store.jobs["tick"] = *view;
+  for (RunRecord& run : s.store.runs) {
+    run.created_ms = run.scheduled_ms;
+    run.finished_ms = run.scheduled_ms;
+  }
+  for (int i = 0; i < 3; ++i) {
+    s.Coord("scheduled", i * 1000 + 20, {{"job", "tick"}, {"next_fire_ms", kT0 + (i + 1) * 1000}});
+  }
+}
+
+TEST(CheckerTest, AFixedDelayJobWhoseFiresFollowItsRunsEndsPasses) {
+  Scenario s;
+  MakeFixedDelay(s);
+  Report r = s.Run();
+  EXPECT_FALSE(r.Has("I1")) << s.text();
+  EXPECT_FALSE(r.Has("I2")) << s.text();
+}
+
+TEST(CheckerTest, AFixedDelayFireBeforeThePreviousRunEndedPlusTheDelayIsReported) {
+  Scenario s;
+  MakeFixedDelay(s);
+  s.store.runs[1].finished_ms = kT0 + 1500;  // the run at kT0+2000 came 500 ms after it ended
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I2")) << s.text();
+  EXPECT_NE(s.text().find("before its delay"), std::string::npos) << s.text();
+}
+
+TEST(CheckerTest, AnAnnouncedFixedDelayFireWithNeitherRunNorMissIsALostTrigger) {
+  Scenario s;
+  MakeFixedDelay(s);
+  s.store.runs.erase(s.store.runs.begin() + 1);
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I1")) << s.text();
+  EXPECT_NE(s.text().find("instant " + FormatInstant(kT0 + 1000)), std::string::npos) << s.text();
+}
+
 TEST(CheckerTest, ARecordedMissAccountsForAnInstant) {
   Scenario s;
   s.store.runs.erase(s.store.runs.begin() + 1);
