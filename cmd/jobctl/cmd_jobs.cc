@@ -7,6 +7,7 @@
 #include "exit_codes.h"
 #include "output.h"
 #include "base/duration.h"
+#include "model/schedule.h"
 #include "model/time_format.h"
 
 namespace jobctl::cli {
@@ -69,9 +70,16 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
             << Shown(JsonString(d, "route") + "  overlap " + JsonString(d, "overlap") +
                      "  misfire " + JsonString(d, "misfire"))
             << '\n'
-            << "Paused:    " << ((*job)["paused"].get<bool>() ? "yes" : "no") << '\n'
-            << "Next fires:\n";
+            << "Paused:    " << ((*job)["paused"].get<bool>() ? "yes" : "no") << '\n';
+  if (d.contains("jitter_ms") && d["jitter_ms"].is_number_integer() && d["jitter_ms"].get<int64_t>() > 0) {
+    std::cout << "Jitter:    each fire starts up to "
+              << FormatDuration(Millis(d["jitter_ms"].get<int64_t>())) << " late (random per fire)\n";
+  }
+  std::cout << "Next fires:\n";
   for (const auto& f : (*job)["next_fires"]) std::cout << "  " << Shown(f.get<std::string>()) << '\n';
+  if (IsFixedDelay(JsonString(d, "schedule"))) {
+    std::cout << "  then each one delay after the previous run ended\n";
+  }
   std::cout << "Recent runs:\n";
   Table t({"RUN", "REASON", "SCHEDULED", "STATE", "SHARD", "HOST", "EXIT", "DURATION"});
   for (const auto& r : (*job)["recent_runs"]) {
