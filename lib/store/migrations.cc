@@ -92,6 +92,14 @@ CREATE INDEX events_by_time ON events(at_ms);
 CREATE INDEX events_by_kind ON events(kind, id);
 CREATE INDEX events_by_actor ON events(actor, id);
 )sql"},
+      // The end of each shard attempt's output, as its agent declared it with its result:
+      // readers of a run's output are done only once the log store reached it.
+      {5, R"sql(
+CREATE TABLE output_ends(
+  run_id INTEGER NOT NULL REFERENCES runs(id), shard INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL, agent TEXT NOT NULL, token INTEGER NOT NULL,
+  PRIMARY KEY(run_id, shard, attempt)) WITHOUT ROWID;
+)sql"},
   };
   return kMigrations;
 }
