@@ -33,6 +33,9 @@ struct ResultReport {
   Outcome outcome = Outcome::kExited;
   std::optional<int64_t> exit_code;
   std::string message;
+  // The seq of the attempt's last log chunk the agent shipped (0: none): its output ends
+  // there. None from agents older than this field: the output is complete at the run's end.
+  std::optional<int64_t> output_seq;
 };
 
 class RunBook {
