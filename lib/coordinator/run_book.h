@@ -69,8 +69,10 @@ class RunBook {
   bool EndedByResult(ShardKey key, int64_t token);
   // Whether `agent` may append log chunks to this (attempt, token): only while it holds
   // that attempt's lease. Once the lease ended (result accepted, expired, agent removed)
-  // nothing more is appended; agentd sends an attempt's result only after all its output
-  // was taken, so its own chunks never trail its result. kConflict says why, never a token.
+  // nothing more is appended, except output trailing a result that declared where it ends
+  // (Api::CheckTrailingOutput); agentd sends an attempt's result only after all its output
+  // was taken, so its own chunks do not normally trail its result. kConflict says why,
+  // never a token.
   Status CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent);
   void OnLeaseExpired(ShardKey key, int64_t token);
 
