@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "base/base64.h"
+#include "store/log_store.h"
+#include "store/store.h"
 #include "testlib/coordinator_fixture.h"
 
 namespace jobctl::testing {
@@ -50,7 +52,7 @@ class TrailingOutputTest : public CoordinatorFixture {
     }
     return all;
   }
-  json Result(TestAgent& agent, const json& lease, int64_t output_seq) {
+  json ResultWithEnd(TestAgent& agent, const json& lease, int64_t output_seq) {
     json body = agent.ResultBody(lease, 0);
     body["output_seq"] = output_seq;
     return body;
@@ -73,7 +75,7 @@ TEST_F(TrailingOutputTest, Issue19_TriggerWaitFollowPrintsOutputThatArrivesAfter
   std::vector<json> leases = agent.ClaimUpTo(3);
   ASSERT_EQ(leases.size(), 3u);
   for (const json& a : leases) {
-    http::HttpResponse r = agent.PostResult(Result(agent, a, 2));
+    http::HttpResponse r = agent.PostResult(ResultWithEnd(agent, a, 2));
     ASSERT_EQ(r.status, 200) << r.body;
   }
   ASSERT_EQ(coord_->WaitRun(run, seconds(10))["state"], "succeeded");
@@ -112,7 +114,7 @@ TEST_F(TrailingOutputTest, Issue19_OutputSentAfterACoordinatorOutageIsFollowedTo
   std::vector<json> a = agent.Claim(1, 5000);
   ASSERT_EQ(a.size(), 1u);
   ASSERT_EQ(agent.Log(a[0], 1, "stdout", "before the outage\n").status, 200);
-  http::HttpResponse result = agent.PostResult(Result(agent, a[0], 3));
+  http::HttpResponse result = agent.PostResult(ResultWithEnd(agent, a[0], 3));
   ASSERT_EQ(result.status, 200) << result.body;
 
   coord_->Kill9();
@@ -144,7 +146,7 @@ TEST_F(TrailingOutputTest, OutputAfterTheResultIsTakenOnlyFromItsAgentUpToTheDec
   TestAgent other(*coord_, "host-2");
   std::vector<json> a = agent.Claim(1, 5000);
   ASSERT_EQ(a.size(), 1u);
-  ASSERT_EQ(agent.PostResult(Result(agent, a[0], 2)).status, 200);
+  ASSERT_EQ(agent.PostResult(ResultWithEnd(agent, a[0], 2)).status, 200);
   EXPECT_EQ(other.Log(a[0], 1, "stdout", "not mine\n").status, 409);
   EXPECT_EQ(agent.Log(a[0], 1, "stdout", "old lease\n", a[0]["token"].get<int64_t>() + 1).status,
             409);
@@ -180,6 +182,44 @@ TEST_F(TrailingOutputTest, TheDeclaredEndIsValidatedAndResultsWithoutItAreDoneAt
   ASSERT_EQ(page["chunks"].size(), 1u);
   EXPECT_TRUE(ReadLogs(run, page["next"].get<int64_t>())["done"].get<bool>());
   EXPECT_EQ(agent.Log(a[0], 2, "stdout", "after\n").status, 409);  // as before: lease gone
+}
+
+// A real agentd declares where each attempt's output ends: the seq of its last chunk, which
+// the log store holds by the time the result arrives (agentd sends a result only after its
+// output was acknowledged), so readers are done as soon as the run ends.
+TEST_F(TrailingOutputTest, AgentdDeclaresTheEndOfEachAttemptsOutputWithItsResult) {
+  Start();
+  AgentProcess agentd(*coord_, dir_, "host-1");
+  coord_->Apply("[[job]]\nname = \"chatty\"\nschedule = \"@yearly\"\nshards = 2\n"
+                "shell = \"echo one; echo two >&2; echo three\"\n");
+  int64_t run = coord_->PostJson("/v1/jobs/chatty/trigger", json::object())["id"].get<int64_t>();
+  ASSERT_EQ(coord_->WaitRun(run, seconds(30))["state"], "succeeded") << agentd.Logs();
+  std::string all = ReadAll(run);
+  EXPECT_NE(all.find("three"), std::string::npos) << all;
+  coord_->Stop();
+
+  Result<std::unique_ptr<store::Store>> st =
+      store::OpenStore({.path = coord_->data_dir() + "/jobctl.db"});
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::OpenLogStore({.path = coord_->data_dir() + "/logs.db", .run_cap_bytes = 1 << 20});
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  Result<std::vector<store::OutputEndRow>> ends = (*st)->OutputEnds(run);
+  Result<std::vector<store::LogStore::AttemptSeq>> stored = (*logs)->LastSeqs(run);
+  ASSERT_TRUE(ends.ok() && stored.ok());
+  ASSERT_EQ(ends->size(), 2u) << agentd.Logs();
+  ASSERT_EQ(stored->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*ends)[i].agent, "host-1");
+    EXPECT_GE((*ends)[i].last_seq, 1);
+    bool reached = false;
+    for (const store::LogStore::AttemptSeq& s : *stored) {
+      if (s.shard == (*ends)[i].shard && s.attempt == (*ends)[i].attempt) {
+        reached = s.max_seq == (*ends)[i].last_seq;
+      }
+    }
+    EXPECT_TRUE(reached) << "shard " << (*ends)[i].shard << " declared " << (*ends)[i].last_seq;
+  }
 }
 
 }  // namespace
