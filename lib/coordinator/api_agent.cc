@@ -213,7 +213,20 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token,
       ctx_->store->GetOutputEnd(key.run, key.index, attempt);
   if (!end.ok()) return end.status();
   if (!*end) return Status::NotFound("no declared end");
-  if ((*end)->agent == agent && (*end)->token == token && last_seq <= (*end)->last_seq) {
+  // Only while no later lease of the shard was granted: output is never taken under a token
+  // older than the shard's newest (a retry's output must not be mixed with a stale one).
+  int64_t newest = 0;
+  if (const RunRecord* open = p_.book->FindOpen(key.run)) {
+    if (key.index >= 0 && key.index < static_cast<int>(open->shards.size())) {
+      newest = open->shards[static_cast<size_t>(key.index)].token;
+    }
+  } else {
+    Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
+    if (!shard.ok()) return shard.status();
+    if (*shard) newest = (*shard)->token;
+  }
+  if ((*end)->agent == agent && (*end)->token == token && newest == token &&
+      last_seq <= (*end)->last_seq) {
     return Status::Ok();
   }
   ++ctx_->metrics->stale_token_total;

@@ -240,6 +240,12 @@ Result<bool> Api::OutputComplete(const RunRecord& run, std::optional<int64_t> sh
   if (!stored.ok()) return stored.status();
   for (const store::OutputEndRow& end : *ends) {
     if (shard && end.shard != *shard) continue;
+    // A shard granted again since: what its earlier attempt did not deliver never will be
+    // taken (Api::CheckTrailingOutput), so it is not waited for.
+    if (end.shard < 0 || end.shard >= static_cast<int>(run.shards.size()) ||
+        run.shards[static_cast<size_t>(end.shard)].token != end.token) {
+      continue;
+    }
     auto reached = std::find_if(stored->begin(), stored->end(), [&end](const auto& s) {
       return s.shard == end.shard && s.attempt == end.attempt && s.max_seq >= end.last_seq;
     });

@@ -159,6 +159,30 @@ TEST_F(TrailingOutputTest, OutputAfterTheResultIsTakenOnlyFromItsAgentUpToTheDec
   EXPECT_EQ(ReadAll(run), "one\n|two\n|");
 }
 
+// Once the shard went on to another attempt (a retry), output of the earlier attempt is no
+// longer taken, and readers do not wait for it.
+TEST_F(TrailingOutputTest, OutputOfAnAttemptThatWasRetriedIsNotTakenAfterItsResult) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
+                "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
+  int64_t run = coord_->PostJson("/v1/jobs/flaky/trigger", json::object())["id"].get<int64_t>();
+  TestAgent agent(*coord_, "host-1");
+  std::vector<json> first = agent.Claim(1, 5000);
+  ASSERT_EQ(first.size(), 1u);
+  json failed = ResultWithEnd(agent, first[0], 1);
+  failed["exit_code"] = 1;
+  ASSERT_EQ(agent.PostResult(failed).status, 200);
+  EXPECT_EQ(agent.Log(first[0], 1, "stdout", "too late\n").status, 409);
+  std::vector<json> second = agent.Claim(1, 5000);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0]["attempt"], 2);
+  ASSERT_EQ(agent.Finish(second[0], 0).status, 200);
+  ASSERT_EQ(coord_->WaitRun(run, seconds(10))["state"], "succeeded");
+  json page = ReadLogs(run);
+  EXPECT_TRUE(page["chunks"].empty()) << page.dump();
+  EXPECT_TRUE(page["done"].get<bool>()) << page.dump();
+}
+
 // The end is a bounded count checked at the wire; a result without it (an older agent) is
 // taken as before, and its run's output is done at the run's end.
 TEST_F(TrailingOutputTest, TheDeclaredEndIsValidatedAndResultsWithoutItAreDoneAtTheRunsEnd) {
