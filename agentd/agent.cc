@@ -32,8 +32,8 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       flush_timer_(loop) {
   shipper_ =
       std::make_unique<LogShipper>(loop, link_.get(), &spool_, &events_,
-                                   LogShipper::Callbacks{[this](AttemptKey k) {
-                                                           reporter_->Release(k);
+                                   LogShipper::Callbacks{[this](AttemptKey k, int64_t last_seq) {
+                                                           reporter_->Release(k, last_seq);
                                                            MaybeFinishStop();
                                                          },
                                                          [this](AttemptKey k) { OnLogsStale(k); }});
@@ -89,7 +89,7 @@ void Agent::OnEnrolled() {
   // Output and results a previous agentd left: output first, each result after its output.
   shipper_->Recover();
   for (AttemptKey key : reporter_->Pending()) {
-    if (shipper_->Finish(key)) reporter_->Release(key);
+    if (std::optional<int64_t> last = shipper_->Finish(key)) reporter_->Release(key, *last);
   }
   claimer_->SetFree(FreeSlots());
 }
@@ -238,7 +238,9 @@ void Agent::OnShardDone(ShardResult result) {
 
 void Agent::Report(const ShardResult& result) {
   reporter_->Add(result);
-  if (shipper_->Finish(result.key)) reporter_->Release(result.key);
+  if (std::optional<int64_t> last = shipper_->Finish(result.key)) {
+    reporter_->Release(result.key, *last);
+  }
 }
 
 RunningShard* Agent::Find(ShardKey key, int64_t token) {

@@ -87,6 +87,7 @@ std::string ResultToJson(const ShardResult& r, std::string_view agent) {
             {"outcome", OutcomeName(r.outcome)},
             {"exit_code", r.exit_code ? json(*r.exit_code) : json()},
             {"message", r.message}};
+  if (r.output_seq) j["output_seq"] = *r.output_seq;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -106,6 +107,13 @@ Result<ShardResult> ResultFromJson(std::string_view text) {
   if (!o) return Status::Corrupt("result: unknown outcome \"" + outcome + "\"");
   r.outcome = *o;
   if (j.contains("exit_code") && !j["exit_code"].is_null()) r.exit_code = code;
+  if (j.contains("output_seq") && !j["output_seq"].is_null()) {
+    int64_t seq = 0;
+    if (Status s = Get(j, "output_seq", &seq, true); !s.ok() || seq < 0) {
+      return Status::Corrupt("result: bad output_seq");
+    }
+    r.output_seq = seq;
+  }
   return r;
 }
 

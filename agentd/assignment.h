@@ -56,6 +56,10 @@ struct ShardResult {
   Outcome outcome = Outcome::kExited;
   std::optional<int64_t> exit_code;
   std::string message;
+  // The seq of the attempt's last log chunk the coordinator took (0: none), known once its
+  // output is all shipped: the coordinator's readers wait for the output up to there. None
+  // in a result persisted before then.
+  std::optional<int64_t> output_seq;
 };
 
 // What a claim reply says besides its assignments.

@@ -72,5 +72,19 @@ TEST(AssignmentTest, ResultRoundTripsThroughJson) {
   EXPECT_EQ(*ResultFromJson(ResultToJson(exited, "a"))->exit_code, 3);
 }
 
+TEST(AssignmentTest, TheEndOfTheOutputIsSentOnceKnownAndSurvivesTheResultFile) {
+  ShardResult r{{12, 0, 1}, 57, Outcome::kExited, 0, ""};
+  std::string before = ResultToJson(r, "host-a");
+  EXPECT_EQ(before.find("output_seq"), std::string::npos) << before;  // not known yet
+  EXPECT_EQ(ResultFromJson(before)->output_seq, std::nullopt);
+  r.output_seq = 42;
+  std::string after = ResultToJson(r, "host-a");
+  EXPECT_NE(after.find("\"output_seq\":42"), std::string::npos) << after;
+  EXPECT_EQ(ResultFromJson(after)->output_seq, 42);
+  EXPECT_FALSE(ResultFromJson(R"({"run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited",)"
+                              R"("output_seq":-3})")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace jobctl::agentd

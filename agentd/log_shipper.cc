@@ -77,13 +77,14 @@ void LogShipper::Push(AttemptKey key, Chunk chunk) {
   ShipMore();
 }
 
-bool LogShipper::Finish(AttemptKey key) {
+std::optional<int64_t> LogShipper::Finish(AttemptKey key) {
   auto it = attempts_.find(key);
-  if (it == attempts_.end()) return true;
+  if (it == attempts_.end()) return 0;
   it->second.finished = true;
-  if (it->second.in_flight() || !it->second.empty() || spool_->Has(key)) return false;
+  if (it->second.in_flight() || !it->second.empty() || spool_->Has(key)) return std::nullopt;
+  int64_t last = it->second.taken_seq;
   attempts_.erase(it);
-  return true;
+  return last;
 }
 
 void LogShipper::Discard(AttemptKey key) {
@@ -261,6 +262,7 @@ void LogShipper::Acknowledge(Attempt& a, size_t count, bool stored) {
     const Chunk& c = a.window.front();
     last = c.seq;
     if (stored) {
+      a.taken_seq = std::max(a.taken_seq, c.seq);
       events_->Write("log_acked", {{"run", a.key.run}, {"shard", a.key.shard},
                                    {"attempt", a.key.attempt}, {"seq", c.seq}, {"token", a.token},
                                    {"bytes", static_cast<uint64_t>(c.data.size())}});
@@ -277,8 +279,9 @@ void LogShipper::Acknowledge(Attempt& a, size_t count, bool stored) {
 bool LogShipper::MaybeDrained(Attempt& a) {
   if (!a.finished || a.in_flight() || !a.empty() || spool_->Has(a.key)) return false;
   AttemptKey key = a.key;
+  int64_t last = a.taken_seq;
   attempts_.erase(key);
-  cb_.on_drained(key);
+  cb_.on_drained(key, last);
   return true;
 }
 

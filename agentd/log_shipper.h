@@ -15,7 +15,9 @@
 // coordinator covers all of it.
 //
 // An attempt ends with Finish(); once its last chunk is acknowledged on_drained fires, and the
-// result may be sent. A 409 (stale token) drops the attempt's chunks and fires on_stale
+// result may be sent, saying where the attempt's output ends: the seq of the last chunk the
+// coordinator took (its readers wait for that chunk, so output that reaches the coordinator
+// after the result is still shown; a chunk it refused as malformed is not counted). A 409 (stale token) drops the attempt's chunks and fires on_stale
 // instead. Once an answer says the run reached the coordinator's log cap ("truncated"), the
 // attempt's further output is dropped at once: a job printing gigabytes is drained at pipe
 // speed and costs neither the network nor the spool. Loop thread only; owned by the Agent.
@@ -47,7 +49,7 @@ class LogShipper {
   static constexpr int64_t kMemoryBytes = int64_t{8} << 20;   // beyond this, chunks spool
 
   struct Callbacks {
-    std::function<void(AttemptKey)> on_drained;
+    std::function<void(AttemptKey, int64_t last_seq)> on_drained;
     std::function<void(AttemptKey)> on_stale;
   };
   LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
@@ -57,8 +59,10 @@ class LogShipper {
   void Recover();
   void Open(AttemptKey key, int64_t token);
   void Push(AttemptKey key, Chunk chunk);
-  // No more chunks will come. True: nothing is left to send (on_drained will not fire).
-  bool Finish(AttemptKey key);
+  // No more chunks will come. When nothing is left to send, the seq of the last chunk the
+  // coordinator took (0: none, or an attempt this shipper does not know) and on_drained will
+  // not fire; else nullopt, and on_drained fires once the rest is taken.
+  std::optional<int64_t> Finish(AttemptKey key);
   // Stop sending for this attempt and forget its chunks (its lease is gone).
   void Discard(AttemptKey key);
   // Shutting down: everything still in memory goes to the spool, nothing more is sent.
@@ -78,6 +82,7 @@ class LogShipper {
     AttemptKey key;
     int64_t token = 0;
     int64_t next_seq = 1;
+    int64_t taken_seq = 0;     // the highest seq the coordinator took (stored or not new)
     std::deque<Chunk> memory;  // not numbered yet; newer than everything spooled
     std::deque<Chunk> window;  // numbered, ascending; goes before the spool and memory
     From from = From::kNone;   // where the window came from

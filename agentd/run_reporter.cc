@@ -95,10 +95,17 @@ void RunReporter::Add(const ShardResult& result) {
   results_[result.key] = Entry{result, std::move(json), false, false};
 }
 
-void RunReporter::Release(AttemptKey key) {
+void RunReporter::Release(AttemptKey key, int64_t output_seq) {
   auto it = results_.find(key);
   if (it == results_.end() || it->second.released) return;
-  it->second.released = true;
+  Entry& e = it->second;
+  e.released = true;
+  // A result that a restart finds already released kept its end in its file.
+  e.result.output_seq = std::max(e.result.output_seq.value_or(0), output_seq);
+  e.json = ResultToJson(e.result, agent_);
+  if (Status s = Persist(key, e.json); !s.ok()) {
+    log::Warn("cannot persist a result", {{"run", key.run}, {"error", s.message()}});
+  }
   ready_.push_back(key);
   SendMore();
 }

@@ -43,8 +43,9 @@ class RunReporter {
 
   // Persists a result and holds it until Release.
   void Add(const ShardResult& result);
-  // The attempt's output is all in: send (and retry) its result. Unknown keys are ignored.
-  void Release(AttemptKey key);
+  // The attempt's output is all in and ends at `output_seq` (the result keeps the larger of
+  // this and any end it already had): send (and retry) its result. Unknown keys are ignored.
+  void Release(AttemptKey key, int64_t output_seq);
   // The lease is gone (stale): forget the result.
   void Drop(AttemptKey key);
   void Close();

@@ -141,6 +141,21 @@ class Api {
   // The refusal of a body naming an agent other than the credential's.
   static std::string OtherAgentMessage(const Principal& who, const std::string& named);
 
+  // Output trailing its attempt's result (the result declared where the output ends, the
+  // lease is gone): Ok when `agent` reported that result under `token`, no later lease of
+  // the shard was granted, and no record passes the declared end (`last_seq`: the highest
+  // seq of the request); kConflict (recorded as a
+  // refusal) when someone else sends it or it passes the end; kNotFound when the lease is
+  // live or no end was declared, so the lease alone decides.
+  Status CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const std::string& agent,
+                             int64_t last_seq);
+  // Whether the output of an ended run is all stored (of one shard, if given): every attempt
+  // whose result declared an end, and whose lease is still its shard's newest, has reached
+  // it in the log store, or the run ended more than kTrailingOutputMs ago. Attempts without
+  // a declared end (no result from their agent, an agent older than the field) are complete
+  // at the run's end.
+  Result<bool> OutputComplete(const RunRecord& run, std::optional<int64_t> shard);
+  static constexpr int64_t kTrailingOutputMs = 60'000;
   // Answers a /wait: the run as it is now, "done" once it ended.
   void AnswerWait(std::shared_ptr<http::Responder> res, int64_t run_id, const Principal& who);
   // `parked`: the follower's current LogHub waiter, cancelled when its client hangs up.

@@ -3,6 +3,8 @@
 // a claim may only carry the labels its credential allows. Every renewal, chunk and result
 // carries the lease's fencing token and is taken only from the lease's holder; anything else
 // gets 409 (saying why, never which token is current) and the agent must stop that shard.
+#include <algorithm>
+
 #include "coordinator/api.h"
 #include "coordinator/metrics.h"
 #include "coordinator/request_json.h"
@@ -150,8 +152,17 @@ void Api::AppendLog(Call& c) {
     records.push_back({*seq, name, at.value_or(0), c.req.body});
   }
   ShardKey key{*run, static_cast<int>(*shard)};
-  if (Status s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token, c.who.agent);
-      !s.ok()) {
+  int64_t last_seq = 0;
+  for (const wire::LogRecord& r : records) last_seq = std::max(last_seq, r.seq);
+  if (Status s = CheckTrailingOutput(key, static_cast<int>(*attempt), *token, c.who.agent,
+                                     last_seq);
+      s.code() == Status::Code::kNotFound) {
+    // Not output trailing a result: only the holder of the attempt's live lease appends.
+    if (s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token, c.who.agent);
+        !s.ok()) {
+      return Fail(c, s);
+    }
+  } else if (!s.ok()) {
     return Fail(c, s);
   }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
@@ -192,6 +203,42 @@ void Api::AppendLog(Call& c) {
                                     {"truncated", truncated}});
   }
   JsonAfterCommit(c, 200, {{"stored", stored > 0}, {"truncated", truncated}});
+}
+
+Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token,
+                                const std::string& agent, int64_t last_seq) {
+  // The lease is live (the usual case): the lease decides, not a declared end.
+  if (p_.dispatcher->HeldBy(key, token, agent)) return Status::NotFound("lease held");
+  Result<std::optional<store::OutputEndRow>> end =
+      ctx_->store->GetOutputEnd(key.run, key.index, attempt);
+  if (!end.ok()) return end.status();
+  if (!*end) return Status::NotFound("no declared end");
+  // Only while no later lease of the shard was granted: output is never taken under a token
+  // older than the shard's newest (a retry's output must not be mixed with a stale one).
+  int64_t newest = 0;
+  if (const RunRecord* open = p_.book->FindOpen(key.run)) {
+    if (key.index >= 0 && key.index < static_cast<int>(open->shards.size())) {
+      newest = open->shards[static_cast<size_t>(key.index)].token;
+    }
+  } else {
+    Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
+    if (!shard.ok()) return shard.status();
+    if (*shard) newest = (*shard)->token;
+  }
+  if ((*end)->agent == agent && (*end)->token == token && newest == token &&
+      last_seq <= (*end)->last_seq) {
+    return Status::Ok();
+  }
+  ++ctx_->metrics->stale_token_total;
+  ctx_->events->Write("refused", {{"what", "log"},
+                                  {"run", key.run},
+                                  {"shard", key.index},
+                                  {"token", token},
+                                  {"agent", agent}});
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
+                          std::to_string(key.index) + " attempt " + std::to_string(attempt) +
+                          ": its result was taken; output after it is taken only from the "
+                          "agent that reported it, under that lease, up to the end it declared");
 }
 
 void Api::PostResult(Call& c) {

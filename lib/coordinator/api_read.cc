@@ -200,17 +200,23 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
   Result<std::vector<store::LogChunk>> chunks = ctx_->logs->Read(q);
   if (!chunks.ok()) return Fail(*c, chunks.status());
   bool open = p_.book->FindOpen(run_id) != nullptr;
-  if (chunks->empty() && open && ctx_->MonoMs() < deadline) {
+  // Done: the run has ended, this reader has everything stored for it, and everything its
+  // attempts declared with their results is stored (output may trail a result).
+  bool done = false;
+  if (!open && chunks->empty()) {
+    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
+    if (!run.ok()) return Fail(*c, run.status());
+    if (!*run) return FailWith(*c, 404, "not_found", "no such run: " + std::to_string(run_id));
+    Result<bool> complete = OutputComplete(**run, q.shard);
+    if (!complete.ok()) return Fail(*c, complete.status());
+    done = *complete;
+  }
+  if (chunks->empty() && !done && ctx_->MonoMs() < deadline) {
     // Follow: wait for the next commit of this run's output, or for the run's end.
     *parked = p_.log_hub->Park(run_id, deadline, [this, c, parked, run_id, after, deadline] {
       SendLogs(c, parked, run_id, after, deadline);
     });
     return;
-  }
-  if (!open && chunks->empty()) {
-    Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
-    if (!run.ok()) return Fail(*c, run.status());
-    if (!*run) return FailWith(*c, 404, "not_found", "no such run: " + std::to_string(run_id));
   }
   json out = json::array();
   int64_t next = after;
@@ -223,8 +229,31 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
                    {"data", Base64Encode(ch.data)}});
     next = ch.id;
   }
-  // Done: the run has ended and this reader has everything stored for it.
-  Json(*c, 200, {{"chunks", out}, {"next", next}, {"done", !open && chunks->empty()}});
+  Json(*c, 200, {{"chunks", out}, {"next", next}, {"done", done}});
+}
+
+Result<bool> Api::OutputComplete(const RunRecord& run, std::optional<int64_t> shard) {
+  // An agent that declared more than it delivers does not hold readers forever.
+  if (ctx_->NowMs() - run.finished_ms.value_or(0) > kTrailingOutputMs) return true;
+  Result<std::vector<store::OutputEndRow>> ends = ctx_->store->OutputEnds(run.id);
+  if (!ends.ok()) return ends.status();
+  if (ends->empty()) return true;
+  Result<std::vector<store::LogStore::AttemptSeq>> stored = ctx_->logs->LastSeqs(run.id);
+  if (!stored.ok()) return stored.status();
+  for (const store::OutputEndRow& end : *ends) {
+    if (shard && end.shard != *shard) continue;
+    // A shard granted again since: what its earlier attempt did not deliver never will be
+    // taken (Api::CheckTrailingOutput), so it is not waited for.
+    if (end.shard < 0 || end.shard >= static_cast<int>(run.shards.size()) ||
+        run.shards[static_cast<size_t>(end.shard)].token != end.token) {
+      continue;
+    }
+    auto reached = std::find_if(stored->begin(), stored->end(), [&end](const auto& s) {
+      return s.shard == end.shard && s.attempt == end.attempt && s.max_seq >= end.last_seq;
+    });
+    if (reached == stored->end()) return false;
+  }
+  return true;
 }
 
 void Api::ListAgents(Call& c) {

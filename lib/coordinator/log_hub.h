@@ -1,6 +1,8 @@
 // LogHub parks readers that follow a run's output (`jobctl logs -f`, `trigger --follow`) and
 // callers waiting for a run's end (`/wait`) until new chunks of that run are committed, the
-// run ends or their deadline passes, then lets them read again. Each waiter is indexed by
+// run ends or their deadline passes, then lets them read again. A follower of a run that
+// has ended but whose declared output is not all stored yet (Api::OutputComplete) parks
+// here too, and the commit of that output wakes it. Each waiter is indexed by
 // run and by deadline, so parking, waking, cancelling and re-arming the one timer cost
 // O(log n) in the number of waiters. Loop thread only; owned by the Coordinator.
 #pragma once

@@ -4,6 +4,7 @@
 
 #include "model/time_format.h"
 #include "wire/json_number.h"
+#include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -97,6 +98,15 @@ Result<ResultReport> ResultReportFromJson(const json& body) {
     int64_t code = 0;
     s = Need(body, "exit_code", &code);
     r.exit_code = code;
+  }
+  if (s.ok() && body.contains("output_seq") && !body["output_seq"].is_null()) {
+    int64_t seq = 0;
+    s = Need(body, "output_seq", &seq);
+    if (s.ok() && (seq < 0 || seq > wire::kMaxOutputSeq)) {
+      s = Status::InvalidArgument("field \"output_seq\" is out of range (0 to " +
+                                  std::to_string(wire::kMaxOutputSeq) + ")");
+    }
+    r.output_seq = seq;
   }
   if (!s.ok()) return s;
   r.key.index = index;

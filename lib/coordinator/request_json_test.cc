@@ -66,6 +66,22 @@ TEST(RequestJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
   EXPECT_TRUE(ClaimRequestFromJson(Parse(R"({"agent":"a","wait_ms":-9223372036854775808})")).ok());
 }
 
+TEST(RequestJsonTest, TheEndOfAnAttemptsOutputIsABoundedCountAndMayBeMissing) {
+  const std::string head = R"({"run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited")";
+  Result<ResultReport> old_agent = ResultReportFromJson(Parse(head + "}"));
+  ASSERT_TRUE(old_agent.ok());
+  EXPECT_EQ(old_agent->output_seq, std::nullopt);
+  EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":null})"))->output_seq, std::nullopt);
+  EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":0})"))->output_seq, 0);
+  EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":17})"))->output_seq, 17);
+  for (const char* bad : {R"(-1)", R"(1000000001)", R"(9223372036854775807)", R"(1e300)",
+                          R"("5")", R"(2.5)", R"(true)", R"({"seq":1})"}) {
+    Result<ResultReport> r = ResultReportFromJson(Parse(head + R"(,"output_seq":)" + bad + "}"));
+    EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find("output_seq"), std::string::npos) << bad;
+  }
+}
+
 TEST(RequestJsonTest, BooleansAndFractionsAreNotIntegers) {
   EXPECT_EQ(ClaimRequestFromJson(Parse(R"({"agent":"a","free":true})")).status().message(),
             "field \"free\" has the wrong type");

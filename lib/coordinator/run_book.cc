@@ -332,6 +332,14 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     case ResultVerdict::kAccept:
       break;
   }
+  if (r.output_seq && *r.output_seq > 0) {
+    // Readers of the run's output wait for this chunk (api_read.cc), and the agent may still
+    // deliver up to it after its lease ended (Api::AppendLog).
+    ctx_->batch->Stage([&] {
+      return ctx_->store->PutOutputEnd(
+          {r.key.run, r.key.index, r.attempt, *r.output_seq, r.agent, r.token});
+    });
+  }
   return Accept(it->second, shard, r);
 }
 

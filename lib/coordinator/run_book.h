@@ -33,6 +33,9 @@ struct ResultReport {
   Outcome outcome = Outcome::kExited;
   std::optional<int64_t> exit_code;
   std::string message;
+  // The seq of the attempt's last log chunk the agent shipped (0: none): its output ends
+  // there. None from agents older than this field: the output is complete at the run's end.
+  std::optional<int64_t> output_seq;
 };
 
 class RunBook {
@@ -69,8 +72,10 @@ class RunBook {
   bool EndedByResult(ShardKey key, int64_t token);
   // Whether `agent` may append log chunks to this (attempt, token): only while it holds
   // that attempt's lease. Once the lease ended (result accepted, expired, agent removed)
-  // nothing more is appended; agentd sends an attempt's result only after all its output
-  // was taken, so its own chunks never trail its result. kConflict says why, never a token.
+  // nothing more is appended, except output trailing a result that declared where it ends
+  // (Api::CheckTrailingOutput); agentd sends an attempt's result only after all its output
+  // was taken, so its own chunks do not normally trail its result. kConflict says why,
+  // never a token.
   Status CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent);
   void OnLeaseExpired(ShardKey key, int64_t token);
 

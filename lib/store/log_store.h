@@ -55,6 +55,14 @@ class LogStore {
   // In arrival order, from after_id on: at most 1000 chunks, and no chunk more once
   // max_bytes is reached. A stream filter keeps the truncation markers.
   virtual Result<std::vector<LogChunk>> Read(const LogQuery& query) = 0;
+  // The highest seq stored for each (shard, attempt) of a run that has output; a chunk over
+  // the cap counts (its marker keeps its seq).
+  struct AttemptSeq {
+    int shard = 0;
+    int attempt = 1;
+    int64_t max_seq = 0;
+  };
+  virtual Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) = 0;
   // The bytes counted for a run, kept or not; 0 for a run without output.
   virtual Result<int64_t> RunBytes(int64_t run_id) = 0;
 };

@@ -97,6 +97,14 @@ CREATE INDEX events_by_actor ON events(actor, id);
       {5, R"sql(
 ALTER TABLE runs ADD COLUMN not_before_ms INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      // The end of each shard attempt's output, as its agent declared it with its result:
+      // readers of a run's output are done only once the log store reached it.
+      {6, R"sql(
+CREATE TABLE output_ends(
+  run_id INTEGER NOT NULL REFERENCES runs(id), shard INTEGER NOT NULL, attempt INTEGER NOT NULL,
+  last_seq INTEGER NOT NULL, agent TEXT NOT NULL, token INTEGER NOT NULL,
+  PRIMARY KEY(run_id, shard, attempt)) WITHOUT ROWID;
+)sql"},
   };
   return kMigrations;
 }

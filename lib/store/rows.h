@@ -72,6 +72,18 @@ struct LeaseRow {
   int64_t granted_ms = 0;
 };
 
+// The end of one shard attempt's output, as its agent declared it in its result: the seq of
+// the last log chunk the coordinator took from it (0: none). Readers of the run's output are
+// told it is done only once the log store holds that chunk (or the wait is given up).
+struct OutputEndRow {
+  int64_t run_id = 0;
+  int shard = 0;
+  int attempt = 1;
+  int64_t last_seq = 0;
+  std::string agent;  // who declared it, and who alone may still deliver up to it
+  int64_t token = 0;  // the attempt's lease
+};
+
 struct AgentRow {
   std::string name;
   std::string labels_json;

@@ -107,6 +107,20 @@ Result<std::vector<LogChunk>> SqliteLogStore::Read(const LogQuery& q) {
   return out;
 }
 
+Result<std::vector<LogStore::AttemptSeq>> SqliteLogStore::LastSeqs(int64_t run_id) {
+  // Answered from the chunks_key index alone.
+  static const Sql kSql{
+      "SELECT shard, attempt, MAX(seq) FROM chunks WHERE run_id = ?1 GROUP BY shard, attempt"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, run_id);
+  std::vector<AttemptSeq> out;
+  while (use.Step()) {
+    out.push_back({static_cast<int>(use.Int(0)), static_cast<int>(use.Int(1)), use.Int(2)});
+  }
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
 Result<int64_t> SqliteLogStore::RunBytes(int64_t run_id) {
   static const Sql kSql{"SELECT bytes FROM run_bytes WHERE run_id = ?1"};
   auto use = db_.Use(kSql);

@@ -450,6 +450,43 @@ Status SqliteStore::ForEachLastResult(
   return use.status();
 }
 
+Status SqliteStore::PutOutputEnd(const OutputEndRow& e) {
+  static const Sql kSql{
+      "INSERT INTO output_ends(run_id, shard, attempt, last_seq, agent, token) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(run_id, shard, attempt) DO UPDATE SET "
+      "last_seq = excluded.last_seq, agent = excluded.agent, token = excluded.token"};
+  return db_.Use(kSql).Bind(1, e.run_id).Bind(2, e.shard).Bind(3, e.attempt).Bind(4, e.last_seq)
+      .Bind(5, e.agent).Bind(6, e.token).Exec();
+}
+
+Result<std::optional<OutputEndRow>> SqliteStore::GetOutputEnd(int64_t run_id, int shard,
+                                                              int attempt) {
+  static const Sql kSql{
+      "SELECT last_seq, agent, token FROM output_ends "
+      "WHERE run_id = ?1 AND shard = ?2 AND attempt = ?3"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, run_id).Bind(2, shard).Bind(3, attempt);
+  std::optional<OutputEndRow> end;
+  if (use.Step()) end = OutputEndRow{run_id, shard, attempt, use.Int(0), use.Text(1), use.Int(2)};
+  if (!use.status().ok()) return use.status();
+  return end;
+}
+
+Result<std::vector<OutputEndRow>> SqliteStore::OutputEnds(int64_t run_id) {
+  static const Sql kSql{
+      "SELECT shard, attempt, last_seq, agent, token FROM output_ends WHERE run_id = ?1 "
+      "ORDER BY shard, attempt"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, run_id);
+  std::vector<OutputEndRow> out;
+  while (use.Step()) {
+    out.push_back({run_id, static_cast<int>(use.Int(0)), static_cast<int>(use.Int(1)),
+                   use.Int(2), use.Text(3), use.Int(4)});
+  }
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
 Status SqliteStore::PutLease(const LeaseRow& l) {
   static const Sql kSql{
       "INSERT INTO leases(key, holder, token, granted_ms) VALUES(?1, ?2, ?3, ?4) "

@@ -55,6 +55,11 @@ class SqliteStore final : public Store {
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms) override;
   Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) override;
 
+  Status PutOutputEnd(const OutputEndRow& end) override;
+  Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard,
+                                                   int attempt) override;
+  Result<std::vector<OutputEndRow>> OutputEnds(int64_t run_id) override;
+
   Status PutLease(const LeaseRow& lease) override;
   Status DeleteLease(const std::string& key) override;
   Status ForEachLease(const std::function<void(LeaseRow&&)>& fn) override;

@@ -90,6 +90,13 @@ class Store {
   // The latest finished run per job, skipped instants aside: (job_id, state, finished_ms).
   virtual Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) = 0;
 
+  // The declared end of an attempt's output: inserted, or replaced for the same attempt.
+  virtual Status PutOutputEnd(const OutputEndRow& end) = 0;
+  virtual Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard,
+                                                           int attempt) = 0;
+  // Every declared end of a run, by shard and attempt.
+  virtual Result<std::vector<OutputEndRow>> OutputEnds(int64_t run_id) = 0;
+
   virtual Status PutLease(const LeaseRow& lease) = 0;  // inserts or replaces by key
   virtual Status DeleteLease(const std::string& key) = 0;
   virtual Status ForEachLease(const std::function<void(LeaseRow&&)>& fn) = 0;

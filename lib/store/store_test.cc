@@ -459,6 +459,32 @@ TEST_P(StoreTest, LeasesAreReplacedByKeyAndDeleted) {
   EXPECT_EQ(leases[0].granted_ms, 2000);
 }
 
+TEST_P(StoreTest, OutputEndsAreKeptPerAttemptReplacedAndListedByShardAndAttempt) {
+  int64_t run = AddRun(NewRun(AddJob("report"), 60'000, 2));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutOutputEnd({run, 1, 1, 4, "host-a", 9}).ok());
+  ASSERT_TRUE(store_->PutOutputEnd({run, 0, 2, 7, "host-b", 11}).ok());
+  ASSERT_TRUE(store_->PutOutputEnd({run, 0, 1, 3, "host-a", 8}).ok());
+  ASSERT_TRUE(store_->PutOutputEnd({run, 1, 1, 5, "host-a", 9}).ok());  // replaces
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  Result<std::vector<OutputEndRow>> ends = store_->OutputEnds(run);
+  ASSERT_TRUE(ends.ok()) << ends.status().ToString();
+  ASSERT_EQ(ends->size(), 3u);
+  EXPECT_EQ((*ends)[0].shard, 0);
+  EXPECT_EQ((*ends)[0].attempt, 1);
+  EXPECT_EQ((*ends)[0].last_seq, 3);
+  EXPECT_EQ((*ends)[1].attempt, 2);
+  EXPECT_EQ((*ends)[1].agent, "host-b");
+  EXPECT_EQ((*ends)[1].token, 11);
+  EXPECT_EQ((*ends)[2].last_seq, 5);
+  Result<std::optional<OutputEndRow>> one = store_->GetOutputEnd(run, 0, 2);
+  ASSERT_TRUE(one.ok() && one->has_value());
+  EXPECT_EQ((*one)->last_seq, 7);
+  EXPECT_FALSE(store_->GetOutputEnd(run, 1, 2)->has_value());
+  EXPECT_TRUE(store_->OutputEnds(run + 1)->empty());
+}
+
 TEST_P(StoreTest, AgentsAreReplacedByNameListedByNameAndDeletedOnce) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->PutAgent({"web-2", "{}", 4, "1.0", 1000, false}).ok());
@@ -590,6 +616,26 @@ TEST_P(LogStoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
   EXPECT_NE((*chunks)[1].data.find("truncated"), std::string::npos);
   EXPECT_EQ((*chunks)[2].data, "");  // later chunks are counted, not stored again
   EXPECT_EQ(*l.RunBytes(1), 5);
+}
+
+TEST_P(LogStoreTest, TheLastSeqOfEachAttemptCountsChunksOverTheCap) {
+  std::unique_ptr<LogStore> logs = OpenLogs(6);
+  ASSERT_NE(logs, nullptr);
+  ASSERT_TRUE(logs->Begin().ok());
+  for (LogChunk c : {LogChunk{.run_id = 3, .shard = 0, .attempt = 1, .seq = 1, .data = "abc"},
+                     LogChunk{.run_id = 3, .shard = 0, .attempt = 1, .seq = 2, .data = "de"},
+                     LogChunk{.run_id = 3, .shard = 1, .attempt = 2, .seq = 1, .data = "fg"},
+                     LogChunk{.run_id = 3, .shard = 1, .attempt = 2, .seq = 2, .data = "over"},
+                     LogChunk{.run_id = 4, .shard = 0, .attempt = 1, .seq = 9, .data = ""}}) {
+    ASSERT_TRUE(logs->Append(c).ok());
+  }
+  ASSERT_TRUE(logs->Commit().ok());
+  Result<std::vector<LogStore::AttemptSeq>> seqs = logs->LastSeqs(3);
+  ASSERT_TRUE(seqs.ok()) << seqs.status().ToString();
+  std::map<std::pair<int, int>, int64_t> by_attempt;
+  for (const LogStore::AttemptSeq& s : *seqs) by_attempt[{s.shard, s.attempt}] = s.max_seq;
+  EXPECT_EQ(by_attempt, (std::map<std::pair<int, int>, int64_t>{{{0, 1}, 2}, {{1, 2}, 2}}));
+  EXPECT_TRUE(logs->LastSeqs(5)->empty());
 }
 
 TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {

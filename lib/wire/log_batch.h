@@ -27,6 +27,9 @@ inline constexpr std::string_view kLogBatchContentType = "application/vnd.jobctl
 inline constexpr size_t kMaxLogBatchBytes = size_t{4} << 20;
 // A record header is at most this long, newline included.
 inline constexpr size_t kMaxLogRecordHeader = 72;
+// The largest seq an attempt's output may reach, and so the largest end of output a result
+// may declare ("output_seq"): a billion chunks, far past any run's log cap.
+inline constexpr int64_t kMaxOutputSeq = 1'000'000'000;
 
 struct LogRecord {
   int64_t seq = 0;

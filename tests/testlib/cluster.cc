@@ -384,6 +384,15 @@ http::HttpResponse TestAgent::Finish(const nlohmann::json& a, int exit_code,
   return *r;
 }
 
+http::HttpResponse TestAgent::PostResult(const nlohmann::json& body) {
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = body.dump();
+  Result<http::HttpResponse> r = http_.Request("/v1/agent/result", o);
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return *r;
+}
+
 http::HttpResponse TestAgent::FinishAll(const std::vector<nlohmann::json>& results) {
   http::RequestOptions o;
   o.method = "POST";

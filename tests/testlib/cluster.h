@@ -163,6 +163,8 @@ class TestAgent {
   nlohmann::json ResultBody(const nlohmann::json& a, int exit_code,
                             const std::string& outcome = "exited", int64_t token_override = -1) const;
   http::HttpResponse FinishAll(const std::vector<nlohmann::json>& results);
+  // POST /v1/agent/result with this body as it is (ResultBody plus fields of a test's own).
+  http::HttpResponse PostResult(const nlohmann::json& body);
   const std::string& name() const { return name_; }
 
  private:
