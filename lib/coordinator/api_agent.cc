@@ -229,12 +229,7 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token,
       last_seq <= (*end)->last_seq) {
     return Status::Ok();
   }
-  ++ctx_->metrics->stale_token_total;
-  ctx_->events->Write("refused", {{"what", "log"},
-                                  {"run", key.run},
-                                  {"shard", key.index},
-                                  {"token", token},
-                                  {"agent", agent}});
+  p_.book->NoteRefusedLog(key, token, agent);
   return Status::Conflict("run " + std::to_string(key.run) + " shard " +
                           std::to_string(key.index) + " attempt " + std::to_string(attempt) +
                           ": its result was taken; output after it is taken only from the "

@@ -392,14 +392,18 @@ bool RunBook::EndedByResult(ShardKey key, int64_t token) {
   return shard.ok() && *shard && EndedByResultOf(**shard, token);
 }
 
+void RunBook::NoteRefusedLog(ShardKey key, int64_t token, const std::string& agent) {
+  ++ctx_->metrics->stale_token_total;
+  ctx_->events->Write("refused", {{"what", "log"},
+                                  {"run", key.run},
+                                  {"shard", key.index},
+                                  {"token", token},
+                                  {"agent", agent}});
+}
+
 Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent) {
   if (!dispatcher_->HeldBy(key, token, agent)) {
-    ++ctx_->metrics->stale_token_total;
-    ctx_->events->Write("refused", {{"what", "log"},
-                                    {"run", key.run},
-                                    {"shard", key.index},
-                                    {"token", token},
-                                    {"agent", agent}});
+    NoteRefusedLog(key, token, agent);
     return Status::Conflict("run " + std::to_string(key.run) + " shard " +
                             std::to_string(key.index) + ": agent " + agent +
                             " holds no live lease on it under that token (the attempt ended, "

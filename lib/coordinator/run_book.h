@@ -77,6 +77,8 @@ class RunBook {
   // was taken, so its own chunks do not normally trail its result. kConflict says why,
   // never a token.
   Status CheckLogToken(ShardKey key, int attempt, int64_t token, const std::string& agent);
+  // Counts and records a refused log append (a stale token, another agent's lease).
+  void NoteRefusedLog(ShardKey key, int64_t token, const std::string& agent);
   void OnLeaseExpired(ShardKey key, int64_t token);
 
   Status Cancel(int64_t run_id, const std::string& why);
