@@ -51,8 +51,10 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
       [this](const ClaimReplyExtras& extras) {
         // Once a coordinator said it takes batches, the agent keeps sending them (until one
         // is refused: then the LogShipper and the RunReporter fall back to one per request).
-        if (extras.log_batch_bytes) shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
-        if (extras.result_batch_max) reporter_->SetBatchLimit(static_cast<size_t>(*extras.result_batch_max));
+        if (extras.log_batch_bytes)
+          shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
+        if (extras.result_batch_max)
+          reporter_->SetBatchLimit(static_cast<size_t>(*extras.result_batch_max));
       });
 }
 
@@ -132,8 +134,9 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
     return;
   }
   if (Status s = CheckPolicy(a, settings_.policy, self_); !s.ok()) {
-    log::Warn("shard refused by policy", {{"job", a.job}, {"run", a.key.run},
-                                          {"shard", a.key.shard}, {"reason", s.message()}});
+    log::Warn(
+        "shard refused by policy",
+        {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard}, {"reason", s.message()}});
     leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
     Report({a.key, a.token, Outcome::kPolicy, std::nullopt, s.message()});
     return;
@@ -154,7 +157,9 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
     Launch(ref);
   } else {
     log::Debug("lease needs a renewal before the shard starts",
-               {{"run", key.run}, {"shard", key.shard}, {"token", token},
+               {{"run", key.run},
+                {"shard", key.shard},
+                {"token", token},
                 {"claim_age_ms", clock_->MonotonicMs() - sent_ms}});
   }
 }
@@ -169,14 +174,16 @@ void Agent::Launch(RunningShard& shard) {
                           "env " + name.substr(0, 64) + " refused by agentd: " + problem);
     }
   }
-  Result<std::map<std::string, std::string>> secrets = ReadSecrets(a.secrets, settings_.secrets_dir);
+  Result<std::map<std::string, std::string>> secrets =
+      ReadSecrets(a.secrets, settings_.secrets_dir);
   if (!secrets.ok()) return EndUnstarted(a.key, Outcome::kSpawnFailed, secrets.status().message());
   UserInfo user = self_info_;
   bool switch_user = false;
   if (!a.run_as.empty() && a.run_as != self_info_.name) {
     // getpwnam may block on NSS; shards that switch users are rare enough to afford it.
     Result<UserInfo> u = LookUpUser(a.run_as);
-    if (!u.ok()) return EndUnstarted(a.key, Outcome::kSpawnFailed, "run_as: " + u.status().message());
+    if (!u.ok())
+      return EndUnstarted(a.key, Outcome::kSpawnFailed, "run_as: " + u.status().message());
     user = *u;
     switch_user = true;
   }
@@ -184,8 +191,8 @@ void Agent::Launch(RunningShard& shard) {
                                       NewSpanId(), std::move(*secrets)});
   shipper_->Open(a.key, a.token);
   if (Status s = shard.Start(spec); !s.ok()) {
-    log::Warn("cannot start shard", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
-                                     {"error", s.message()}});
+    log::Warn("cannot start shard",
+              {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard}, {"error", s.message()}});
     return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
   }
   events_.Write("started", {{"run", a.key.run},
@@ -193,8 +200,11 @@ void Agent::Launch(RunningShard& shard) {
                             {"attempt", a.key.attempt},
                             {"token", a.token},
                             {"pid", shard.pid()}});
-  log::Info("run started", {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard},
-                            {"attempt", a.key.attempt}, {"token", a.token},
+  log::Info("run started", {{"job", a.job},
+                            {"run", a.key.run},
+                            {"shard", a.key.shard},
+                            {"attempt", a.key.attempt},
+                            {"token", a.token},
                             {"user", user.name}});
 }
 
@@ -211,8 +221,10 @@ void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
 void Agent::OnShardDone(ShardResult result) {
   auto it = shards_.find(result.key);
   if (it == shards_.end()) return;
-  log::Info("run finished", {{"job", it->second->assignment().job}, {"run", result.key.run},
-                             {"shard", result.key.shard}, {"attempt", result.key.attempt},
+  log::Info("run finished", {{"job", it->second->assignment().job},
+                             {"run", result.key.run},
+                             {"shard", result.key.shard},
+                             {"attempt", result.key.attempt},
                              {"outcome", OutcomeName(result.outcome)},
                              {"exit", result.exit_code ? std::to_string(*result.exit_code) : "-"},
                              {"message", result.message}});
@@ -268,8 +280,9 @@ void Agent::OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss) {
                     : loss == LeaseLoss::kFinished
                         ? "the coordinator already holds a result for this lease"
                         : "lease not renewed before its deadline";
-  log::Warn("lease lost; stopping the shard", {{"run", key.run}, {"shard", key.shard},
-                                              {"token", token}, {"reason", LeaseLossName(loss)}});
+  log::Warn(
+      "lease lost; stopping the shard",
+      {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"reason", LeaseLossName(loss)}});
   if (!shard->started()) return EndUnstarted(shard->assignment().key, outcome, why);
   shard->Stop(loss == LeaseLoss::kCanceled ? StopReason::kCanceled : StopReason::kLeaseLost, why);
 }

@@ -34,18 +34,16 @@ Status ParseOne(const json& j, Assignment* a) {
   int64_t timeout = 0, grace = 0;
   bool has_timeout = j.contains("timeout_ms") && !j["timeout_ms"].is_null();
   bool has_grace = j.contains("kill_grace_ms") && !j["kill_grace_ms"].is_null();
-  for (Status s : {Get(j, "run", &a->key.run, true), Get(j, "shard", &a->key.shard, true),
-                   Get(j, "attempt", &a->key.attempt, true), Get(j, "token", &a->token, true),
-                   Get(j, "shard_total", &a->shard_total, false),
-                   Get(j, "ttl_ms", &a->ttl_ms, false),
-                   Get(j, "heartbeat_ms", &a->heartbeat_ms, false), Get(j, "job", &a->job, false),
-                   Get(j, "scheduled_at", &a->scheduled_at, false),
-                   Get(j, "trace_id", &a->trace_id, false),
-                   Get(j, "command", &a->command, false), Get(j, "shell", &a->shell, false),
-                   Get(j, "env", &a->env, false), Get(j, "secrets", &a->secrets, false),
-                   Get(j, "run_as", &a->run_as, false),
-                   Get(j, "cwd", &a->cwd, false), Get(j, "timeout_ms", &timeout, false),
-                   Get(j, "kill_grace_ms", &grace, false)}) {
+  for (Status s :
+       {Get(j, "run", &a->key.run, true), Get(j, "shard", &a->key.shard, true),
+        Get(j, "attempt", &a->key.attempt, true), Get(j, "token", &a->token, true),
+        Get(j, "shard_total", &a->shard_total, false), Get(j, "ttl_ms", &a->ttl_ms, false),
+        Get(j, "heartbeat_ms", &a->heartbeat_ms, false), Get(j, "job", &a->job, false),
+        Get(j, "scheduled_at", &a->scheduled_at, false), Get(j, "trace_id", &a->trace_id, false),
+        Get(j, "command", &a->command, false), Get(j, "shell", &a->shell, false),
+        Get(j, "env", &a->env, false), Get(j, "secrets", &a->secrets, false),
+        Get(j, "run_as", &a->run_as, false), Get(j, "cwd", &a->cwd, false),
+        Get(j, "timeout_ms", &timeout, false), Get(j, "kill_grace_ms", &grace, false)}) {
     if (!s.ok()) return s;
   }
   if (has_timeout) a->timeout_ms = timeout;

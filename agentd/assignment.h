@@ -37,8 +37,8 @@ struct Assignment {
   int64_t ttl_ms = 15'000;
   int64_t heartbeat_ms = 5'000;
   std::string job;
-  std::string scheduled_at;  // RFC 3339, UTC
-  std::string trace_id;      // 32 hex digits
+  std::string scheduled_at;          // RFC 3339, UTC
+  std::string trace_id;              // 32 hex digits
   std::vector<std::string> command;  // argv, or empty when `shell` is set
   std::string shell;                 // run as /bin/sh -c SHELL
   std::map<std::string, std::string> env;

@@ -27,25 +27,29 @@ TEST(AssignmentTest, EmptyReplyAndBadReplies) {
   EXPECT_TRUE(ParseClaimReply(R"({"assignments":[]})")->empty());
   EXPECT_FALSE(ParseClaimReply("not json").ok());
   EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":1}]})").ok());
-  EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})").ok());
+  EXPECT_FALSE(
+      ParseClaimReply(R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})").ok());
 }
 
 TEST(AssignmentTest, NumbersOutOfRangeAreRejected) {
-  Result<std::vector<Assignment>> r = ParseClaimReply(
-      R"({"assignments":[{"run":1,"shard":1e300,"attempt":1,"token":2}]})");
+  Result<std::vector<Assignment>> r =
+      ParseClaimReply(R"({"assignments":[{"run":1,"shard":1e300,"attempt":1,"token":2}]})");
   EXPECT_EQ(r.status().message(), "claim reply: \"shard\" is out of range");
-  EXPECT_FALSE(ParseClaimReply(
-                   R"({"assignments":[{"run":1,"shard":0,"attempt":4294967297,"token":2}]})")
-                   .ok());
-  EXPECT_FALSE(ResultFromJson(
-                   R"({"run":18446744073709551615,"shard":0,"attempt":1,"token":2,"outcome":"exited"})")
-                   .ok());
+  EXPECT_FALSE(
+      ParseClaimReply(R"({"assignments":[{"run":1,"shard":0,"attempt":4294967297,"token":2}]})")
+          .ok());
+  EXPECT_FALSE(
+      ResultFromJson(
+          R"({"run":18446744073709551615,"shard":0,"attempt":1,"token":2,"outcome":"exited"})")
+          .ok());
 }
 
 TEST(AssignmentTest, ClaimReplyTellsTheLargestBatchesWhenTheCoordinatorTakesThem) {
   ClaimReplyExtras extras;
-  ASSERT_TRUE(ParseClaimReply(
-      R"({"assignments":[],"log_batch_bytes":4194304,"result_batch_max":1000})", &extras).ok());
+  ASSERT_TRUE(
+      ParseClaimReply(R"({"assignments":[],"log_batch_bytes":4194304,"result_batch_max":1000})",
+                      &extras)
+          .ok());
   EXPECT_EQ(extras.log_batch_bytes, 4194304);
   EXPECT_EQ(extras.result_batch_max, 1000);
   ClaimReplyExtras none;

@@ -16,7 +16,8 @@ std::string_view ChunkStreamName(ChunkStream s) {
 
 std::vector<Chunk> Chunker::Append(ChunkStream stream, std::string_view data, int64_t now_ms) {
   std::vector<Chunk> done;
-  if (current_ && current_->stream != stream) done.push_back(*std::exchange(current_, std::nullopt));
+  if (current_ && current_->stream != stream)
+    done.push_back(*std::exchange(current_, std::nullopt));
   while (!data.empty()) {
     if (!current_) {
       current_ = Chunk{stream, now_ms, {}, 0};

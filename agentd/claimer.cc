@@ -6,8 +6,8 @@
 
 namespace jobctl::agentd {
 
-Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock,
-                 AgentIdentity identity, OnAssignments on_assignments, OnExtras on_extras)
+Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
+                 OnAssignments on_assignments, OnExtras on_extras)
     : link_(link),
       clock_(clock),
       identity_(std::move(identity)),
@@ -23,8 +23,10 @@ void Claimer::SetFree(int free) {
 void Claimer::SetIdentity(AgentIdentity identity) {
   identity_ = std::move(identity);
   if (stopped_) return;
-  if (open_) Claim(free_, kWaitMs);  // replaces the open one
-  else MaybeClaim();
+  if (open_)
+    Claim(free_, kWaitMs);  // replaces the open one
+  else
+    MaybeClaim();
 }
 
 bool Claimer::Stop(std::function<void()> on_withdrawn) {
@@ -53,15 +55,16 @@ void Claimer::MaybeClaim() {
 }
 
 void Claimer::Claim(int free, int64_t wait_ms) {
-  nlohmann::json body = {{"agent", identity_.name}, {"labels", identity_.labels},
-                         {"slots", identity_.slots}, {"free", free},
+  nlohmann::json body = {{"agent", identity_.name},      {"labels", identity_.labels},
+                         {"slots", identity_.slots},     {"free", free},
                          {"version", identity_.version}, {"wait_ms", wait_ms}};
   uint64_t seq = ++seq_;
   open_ = true;
   int64_t sent = clock_->MonotonicMs();
-  link_->Post("/v1/agent/claim", body.dump(), "application/json",
-              std::chrono::milliseconds(wait_ms + 15'000),
-              [this, seq, sent](Result<http::HttpResponse> r) { OnReply(seq, sent, std::move(r)); });
+  link_->Post(
+      "/v1/agent/claim", body.dump(), "application/json",
+      std::chrono::milliseconds(wait_ms + 15'000),
+      [this, seq, sent](Result<http::HttpResponse> r) { OnReply(seq, sent, std::move(r)); });
 }
 
 Result<std::vector<Assignment>> Claimer::Parse(const std::string& body) {

@@ -66,8 +66,8 @@ class Claimer {
   OnExtras on_extras_;
   std::function<void()> on_withdrawn_;
   int free_ = 0;
-  uint64_t seq_ = 0;       // of the last claim sent
-  bool open_ = false;      // the claim numbered seq_ awaits its answer
+  uint64_t seq_ = 0;   // of the last claim sent
+  bool open_ = false;  // the claim numbered seq_ awaits its answer
   bool stopped_ = false;
   bool closed_ = false;
   Backoff backoff_{500, 30'000};

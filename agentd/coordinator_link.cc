@@ -11,7 +11,7 @@ struct CoordinatorLink::Request {
   std::string path;
   http::RequestOptions options;
   Callback cb;
-  size_t url = 0;   // index being tried
+  size_t url = 0;  // index being tried
   size_t tries = 0;
 };
 
@@ -90,8 +90,10 @@ void CoordinatorLink::OnDone(std::shared_ptr<Request> request, Result<http::Http
 
 void CoordinatorLink::Note(const Result<http::HttpResponse>& r) {
   State next = State::kReachable;
-  if (!r.ok() || r->status >= 500) next = State::kUnreachable;
-  else if (r->status == 401 || r->status == 403) next = State::kUnauthorized;
+  if (!r.ok() || r->status >= 500)
+    next = State::kUnreachable;
+  else if (r->status == 401 || r->status == 403)
+    next = State::kUnauthorized;
   if (next == state_) return;
   State before = std::exchange(state_, next);
   switch (next) {
@@ -106,8 +108,7 @@ void CoordinatorLink::Note(const Result<http::HttpResponse>& r) {
       log::Error("coordinator refuses the agent token; check AGENTD_TOKEN or token_file",
                  {{"url", urls_[current_]}, {"error", Describe(r)}});
       break;
-    case State::kUnknown:
-      break;
+    case State::kUnknown: break;
   }
 }
 

@@ -3,12 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/log.h"
@@ -53,19 +52,19 @@ void Enroller::Try() {
   std::string stored = ReadSecret(path_);
   link_->SetToken(stored.empty() ? configured_ : stored);
   nlohmann::json body = {{"agent", name_}, {"labels", labels_}};
-  link_->Post("/v1/agent/enrol", body.dump(), "application/json", std::chrono::seconds(30),
-              [this, has = !stored.empty()](Result<http::HttpResponse> r) {
-                OnReply(has, std::move(r));
-              });
+  link_->Post(
+      "/v1/agent/enrol", body.dump(), "application/json", std::chrono::seconds(30),
+      [this, has = !stored.empty()](Result<http::HttpResponse> r) { OnReply(has, std::move(r)); });
 }
 
 void Enroller::OnReply(bool stored, Result<http::HttpResponse> r) {
   if (closed_) return;
   if (!r.ok() || r->status >= 500) return Retry("");  // the link logs reachability
   if (stored && r->status == 401) {
-    log::Warn("the stored agent credential was refused (revoked or expired); enrolling again "
-              "with the configured token",
-              {{"agent", name_}, {"path", path_}, {"error", Describe(r)}});
+    log::Warn(
+        "the stored agent credential was refused (revoked or expired); enrolling again "
+        "with the configured token",
+        {{"agent", name_}, {"path", path_}, {"error", Describe(r)}});
     std::remove(path_.c_str());
     return Try();
   }
@@ -75,15 +74,17 @@ void Enroller::OnReply(bool stored, Result<http::HttpResponse> r) {
     if (Status s = Save(secret); !s.ok()) {
       // Without the file the next start could not use this credential, and the name is now
       // taken: say so loudly, but run with it.
-      log::Error("cannot keep the agent credential; after a restart this agent must be "
-                 "removed (`jobctl agents rm`) before it can enrol again",
-                 {{"agent", name_}, {"error", s.message()}});
+      log::Error(
+          "cannot keep the agent credential; after a restart this agent must be "
+          "removed (`jobctl agents rm`) before it can enrol again",
+          {{"agent", name_}, {"error", s.message()}});
     }
     link_->SetToken(secret);
     log::Info("agent enrolled", {{"agent", name_}, {"credential", path_}});
   } else if (r->status != 200) {
     std::string why = Describe(r);
-    if (r->status == 409) why += "; if this host was reinstalled, run `jobctl agents rm " + name_ + "`";
+    if (r->status == 409)
+      why += "; if this host was reinstalled, run `jobctl agents rm " + name_ + "`";
     return Retry(why);
   }
   std::function<void()> ready = std::move(on_ready_);

@@ -85,7 +85,8 @@ int ExecAsMain(int argc, char** argv) {
   if (pw == nullptr) return Fail("run_as " + user + ": no such user");
   uid_t uid = pw->pw_uid;
   gid_t gid = pw->pw_gid;
-  if (initgroups(user.c_str(), gid) != 0) return Fail("run_as " + user + ": " + Errno("initgroups"));
+  if (initgroups(user.c_str(), gid) != 0)
+    return Fail("run_as " + user + ": " + Errno("initgroups"));
   if (setgid(gid) != 0) return Fail("run_as " + user + ": " + Errno("setgid"));
   if (setuid(uid) != 0) return Fail("run_as " + user + ": " + Errno("setuid"));
   // Paranoia, as su and cron do: a non-root user must not be able to get root back.

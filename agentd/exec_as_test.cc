@@ -3,8 +3,8 @@
 // the agentd binary (the helper is agentd itself).
 #include "exec_as.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -68,7 +68,8 @@ class ExecAsTest : public ::testing::Test {
     if (geteuid() != 0) GTEST_SKIP() << "needs root to switch to another user";
     if (getpwnam(kUser) == nullptr) {
       ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
-                            "--shell /bin/sh jobctl-test"), 0);
+                            "--shell /bin/sh jobctl-test"),
+                0);
     }
     char tmpl[] = "/tmp/exec-as-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -74,8 +74,7 @@ UvRunner::UvRunner(uv_loop_t* loop, ExitWatch watch) : loop_(loop), watch_(watch
 
 UvRunner::~UvRunner() = default;
 
-Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
-                                        std::chrono::milliseconds pipe_grace,
+Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::milliseconds pipe_grace,
                                         Callbacks callbacks) {
   if (closing_all_) return Status::Unavailable("agentd is stopping");
   if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
@@ -95,8 +94,9 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec,
   Result<pid_t> pid = moved.ok() ? SpawnDetached(spec, out_fds[1], err_fds[1]) : moved;
   close(out_fds[1]);
   close(err_fds[1]);
-  Result<int> pidfd = !pid.ok() ? Result<int>(pid.status())
-                     : watch_ == ExitWatch::kPidfd ? OpenPidfd(*pid) : Result<int>(-1);
+  Result<int> pidfd = !pid.ok()                     ? Result<int>(pid.status())
+                      : watch_ == ExitWatch::kPidfd ? OpenPidfd(*pid)
+                                                    : Result<int>(-1);
   if (!pidfd.ok()) {
     close(out_fds[0]);
     close(err_fds[0]);
@@ -202,7 +202,8 @@ void UvRunner::ClosePipe(Child* c, ChunkStream stream) {
   bool* open = stream == ChunkStream::kStdout ? &c->out_open : &c->err_open;
   if (!*open) return;
   *open = false;
-  uv_handle_t* h = reinterpret_cast<uv_handle_t*>(stream == ChunkStream::kStdout ? &c->out : &c->err);
+  uv_handle_t* h =
+      reinterpret_cast<uv_handle_t*>(stream == ChunkStream::kStdout ? &c->out : &c->err);
   uv_close(h, [](uv_handle_t* handle) {
     auto* ch = static_cast<Child*>(handle->data);
     ch->owner->OnHandleClosed(ch);
@@ -318,7 +319,8 @@ void UvRunner::Close(std::function<void()> on_closed) {
   closing_all_ = true;
   on_closed_ = std::move(on_closed);
   if (!children_.empty()) {
-    log::Warn("leaving shard processes running", {{"count", static_cast<uint64_t>(children_.size())}});
+    log::Warn("leaving shard processes running",
+              {{"count", static_cast<uint64_t>(children_.size())}});
   }
   // CloseChild moves each child into closing_ (through MaybeFinish) while we iterate.
   while (!children_.empty()) CloseChild(children_.begin()->second.get());

@@ -89,15 +89,15 @@ class UvRunner final : public Runner {
   uv_loop_t* loop_;
   ExitWatch watch_;
   std::map<ChildId, std::unique_ptr<Child>> children_;  // running
-  std::map<Child*, std::unique_ptr<Child>> closing_;     // handles closing
+  std::map<Child*, std::unique_ptr<Child>> closing_;    // handles closing
   ChildId next_id_ = 1;
   bool closing_all_ = false;
   std::function<void()> on_closed_;
   // Only where the kernel has no pidfds; freed in its close callback.
-  std::unique_ptr<uvx::Signal> sigchld_;  // only without pidfds
+  std::unique_ptr<uvx::Signal> sigchld_;     // only without pidfds
   std::unique_ptr<uvx::Idle> closed_later_;  // calls on_closed_ from the loop
-  int by_signal_ = 0;  // children whose exit only SIGCHLD tells
-  char read_buf_[64 * 1024];  // every read is consumed before the next one
+  int by_signal_ = 0;                        // children whose exit only SIGCHLD tells
+  char read_buf_[64 * 1024];                 // every read is consumed before the next one
 };
 
 }  // namespace jobctl::agentd

@@ -102,8 +102,8 @@ TEST_P(UvRunnerTest, ProgramIsLookedUpInTheChildsPath) {
   WriteScript(dir + "/only-here", "#!/bin/sh\necho found\n");
   RunToEnd({{"only-here"}, {"PATH=/nonexistent:" + dir}, "/"}, milliseconds(1000));
   EXPECT_EQ(out_, "found\n");
-  Result<Runner::ChildId> id = runner_->Start({{"only-here"}, {"PATH=/usr/bin:/bin"}, "/"},
-                                              milliseconds(100), {});
+  Result<Runner::ChildId> id =
+      runner_->Start({{"only-here"}, {"PATH=/usr/bin:/bin"}, "/"}, milliseconds(100), {});
   EXPECT_FALSE(id.ok());
   std::filesystem::remove_all(dir);
 }

@@ -1,7 +1,6 @@
 #include "lease_keeper.h"
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 
 #include "base/log.h"
@@ -107,7 +106,8 @@ void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
   // A positive integer that fits, or nothing.
   auto number = [](const nlohmann::json& obj, const char* name) -> std::optional<int64_t> {
     auto it = obj.find(name);
-    if (it == obj.end() || !it->is_number_integer() || !wire::JsonNumberFits<int>(*it)) return std::nullopt;
+    if (it == obj.end() || !it->is_number_integer() || !wire::JsonNumberFits<int>(*it))
+      return std::nullopt;
     return it->get<int64_t>();
   };
   if (auto t = number(j, "ttl_ms"); t && *t > 0) ttl_ms_ = *t;
@@ -146,9 +146,11 @@ void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
                                            : LeaseLoss::kStale;
       // A finished lease is the normal end of a shard whose result is still being
       // acknowledged: not worth a line at the default level.
-      (loss == LeaseLoss::kFinished ? log::Debug : log::Info)(
-          "lease revoked",
-          {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"reason", LeaseLossName(loss)}});
+      (loss == LeaseLoss::kFinished ? log::Debug : log::Info)("lease revoked",
+                                                              {{"run", key.run},
+                                                               {"shard", key.shard},
+                                                               {"token", token},
+                                                               {"reason", LeaseLossName(loss)}});
       cb_.on_lost(key, token, loss);
     }
   }

@@ -14,8 +14,7 @@ int64_t HeartbeatEvery(int64_t ttl_ms, int64_t heartbeat_ms) {
   return std::max<int64_t>(every, 100);
 }
 
-bool LeaseTable::Add(ShardKey key, int64_t token, int64_t sent_ms, int64_t ttl_ms,
-                     int64_t now_ms) {
+bool LeaseTable::Add(ShardKey key, int64_t token, int64_t sent_ms, int64_t ttl_ms, int64_t now_ms) {
   int64_t deadline = LeaseDeadline(sent_ms, ttl_ms);
   bool confirmed = deadline - now_ms >= kMinStartMs;
   leases_[key] = HeldLease{key, token, confirmed ? deadline : now_ms + ttl_ms, confirmed};

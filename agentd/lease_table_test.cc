@@ -39,7 +39,7 @@ TEST(LeaseTableTest, RenewalOfAnotherTokenIsIgnored) {
 
 TEST(LeaseTableTest, ExpiredLeasesAreTakenOnceAtTheirDeadline) {
   LeaseTable t;
-  t.Add({1, 0}, 7, 0, 15'000, 0);      // deadline 13850
+  t.Add({1, 0}, 7, 0, 15'000, 0);          // deadline 13850
   t.Add({1, 1}, 8, 5'000, 15'000, 5'000);  // deadline 18850
   EXPECT_EQ(*t.NextDeadline(), 13'850);
   EXPECT_TRUE(t.TakeExpired(13'849).empty());

@@ -6,9 +6,8 @@
 // spool first when the spool has nothing for the attempt, and otherwise leaving it the window.
 #include "log_shipper.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "base/log.h"
 #include "wire/bounded_json.h"
@@ -33,7 +32,8 @@ LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, con
 
 void LogShipper::SetBatchLimit(size_t bytes) {
   // A batch must hold the largest single chunk, or it is no use.
-  batch_limit_ = bytes < wire::LogRecordSize(kMaxRequestBytes) ? 0 : std::min(bytes, kMaxBatchBytes);
+  batch_limit_ =
+      bytes < wire::LogRecordSize(kMaxRequestBytes) ? 0 : std::min(bytes, kMaxBatchBytes);
 }
 
 void LogShipper::Recover() {
@@ -45,8 +45,8 @@ void LogShipper::Recover() {
     a.finished = true;
   }
   if (!attempts_.empty()) {
-    log::Info("resending spooled output", {{"attempts", static_cast<uint64_t>(attempts_.size())},
-                                           {"bytes", spool_->bytes()}});
+    log::Info("resending spooled output",
+              {{"attempts", static_cast<uint64_t>(attempts_.size())}, {"bytes", spool_->bytes()}});
   }
   ShipMore();
 }
@@ -118,17 +118,20 @@ bool LogShipper::LoadWindow(Attempt& a) {
   if (!a.window.empty()) return true;  // not acknowledged yet: sent again
   if (spool_->Has(a.key)) {
     if (int64_t dropped = spool_->TakeDropped(a.key); dropped > 0) {
-      a.window.push_back(Chunk{ChunkStream::kMarker, 0, "[agentd: " + std::to_string(dropped) +
-                               " bytes of output dropped: the spool was full]\n", a.next_seq++});
+      a.window.push_back(Chunk{
+          ChunkStream::kMarker, 0,
+          "[agentd: " + std::to_string(dropped) + " bytes of output dropped: the spool was full]\n",
+          a.next_seq++});
       a.from = From::kMarker;
       a.marks = dropped;
       return true;
     }
-    Result<std::vector<Chunk>> front = batch_limit_ > 0
-        ? spool_->Front(a.key, batch_limit_, wire::kMaxLogRecordHeader)
-        : spool_->Front(a.key, 0);
+    Result<std::vector<Chunk>> front =
+        batch_limit_ > 0 ? spool_->Front(a.key, batch_limit_, wire::kMaxLogRecordHeader)
+                         : spool_->Front(a.key, 0);
     if (front.ok() && !front->empty()) {
-      a.window.assign(std::make_move_iterator(front->begin()), std::make_move_iterator(front->end()));
+      a.window.assign(std::make_move_iterator(front->begin()),
+                      std::make_move_iterator(front->end()));
       a.from = From::kSpool;
       a.marks = 0;
       return true;
@@ -171,10 +174,9 @@ void LogShipper::TakeFromMemory(Attempt& a) {
 }
 
 void LogShipper::Send(Attempt& a) {
-  std::string path = "/v1/agent/logs?run=" + std::to_string(a.key.run) +
-                     "&shard=" + std::to_string(a.key.shard) +
-                     "&attempt=" + std::to_string(a.key.attempt) +
-                     "&token=" + std::to_string(a.token);
+  std::string path =
+      "/v1/agent/logs?run=" + std::to_string(a.key.run) + "&shard=" + std::to_string(a.key.shard) +
+      "&attempt=" + std::to_string(a.key.attempt) + "&token=" + std::to_string(a.token);
   std::string body, type;
   if (batch_limit_ > 0) {
     size_t total = 0;
@@ -232,7 +234,8 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
         return;
       }
       log::Warn("log chunk rejected; skipping it",
-                {{"run", key.run}, {"shard", key.shard},
+                {{"run", key.run},
+                 {"shard", key.shard},
                  {"seq", a.window.empty() ? int64_t{0} : a.window.front().seq},
                  {"error", Describe(r)}});
       [[fallthrough]];
@@ -250,9 +253,7 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
       cb_.on_stale(key);
       ShipMore();
       return;
-    case Reply::kRetry:
-      Pause();
-      return;
+    case Reply::kRetry: Pause(); return;
   }
 }
 
@@ -263,8 +264,11 @@ void LogShipper::Acknowledge(Attempt& a, size_t count, bool stored) {
     last = c.seq;
     if (stored) {
       a.taken_seq = std::max(a.taken_seq, c.seq);
-      events_->Write("log_acked", {{"run", a.key.run}, {"shard", a.key.shard},
-                                   {"attempt", a.key.attempt}, {"seq", c.seq}, {"token", a.token},
+      events_->Write("log_acked", {{"run", a.key.run},
+                                   {"shard", a.key.shard},
+                                   {"attempt", a.key.attempt},
+                                   {"seq", c.seq},
+                                   {"token", a.token},
                                    {"bytes", static_cast<uint64_t>(c.data.size())}});
     }
     a.window.pop_front();

@@ -17,10 +17,11 @@
 // An attempt ends with Finish(); once its last chunk is acknowledged on_drained fires, and the
 // result may be sent, saying where the attempt's output ends: the seq of the last chunk the
 // coordinator took (its readers wait for that chunk, so output that reaches the coordinator
-// after the result is still shown; a chunk it refused as malformed is not counted). A 409 (stale token) drops the attempt's chunks and fires on_stale
-// instead. Once an answer says the run reached the coordinator's log cap ("truncated"), the
-// attempt's further output is dropped at once: a job printing gigabytes is drained at pipe
-// speed and costs neither the network nor the spool. Loop thread only; owned by the Agent.
+// after the result is still shown; a chunk it refused as malformed is not counted). A 409 (stale
+// token) drops the attempt's chunks and fires on_stale instead. Once an answer says the run reached
+// the coordinator's log cap ("truncated"), the attempt's further output is dropped at once: a job
+// printing gigabytes is drained at pipe speed and costs neither the network nor the spool. Loop
+// thread only; owned by the Agent.
 #pragma once
 
 #include <uv.h>
@@ -44,9 +45,9 @@ namespace jobctl::agentd {
 class LogShipper {
  public:
   static constexpr int kMaxInFlight = 4;
-  static constexpr size_t kMaxRequestBytes = 256 * 1024;      // one chunk per request
-  static constexpr size_t kMaxBatchBytes = size_t{4} << 20;   // a batch, if the coordinator agrees
-  static constexpr int64_t kMemoryBytes = int64_t{8} << 20;   // beyond this, chunks spool
+  static constexpr size_t kMaxRequestBytes = 256 * 1024;     // one chunk per request
+  static constexpr size_t kMaxBatchBytes = size_t{4} << 20;  // a batch, if the coordinator agrees
+  static constexpr int64_t kMemoryBytes = int64_t{8} << 20;  // beyond this, chunks spool
 
   struct Callbacks {
     std::function<void(AttemptKey, int64_t last_seq)> on_drained;

@@ -4,10 +4,10 @@
 //
 // `agentd --exec-as USER ...` is not the daemon but its exec helper (exec_as.h), run in a
 // shard's child process; it is dispatched before anything else.
-#include <CLI/CLI.hpp>
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <exception>
@@ -27,9 +27,9 @@ namespace {
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 64;   // EX_USAGE
+constexpr int kExitUsage = 64;       // EX_USAGE
 constexpr int kExitCantCreate = 73;  // EX_CANTCREAT: the state dir
-constexpr int kExitConfig = 78;  // EX_CONFIG
+constexpr int kExitConfig = 78;      // EX_CONFIG
 
 int ExitCodeFor(const Status& s) {
   switch (s.code()) {
@@ -117,27 +117,32 @@ int Run(const Flags& flags) {
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--exec-as") return ExecAsMain(argc, argv);
 
-  CLI::App app{"agentd: the jobctl agent. Runs the shards the coordinator assigns to this host "
-               "as subprocesses, streams their output and reports their results."};
+  CLI::App app{
+      "agentd: the jobctl agent. Runs the shards the coordinator assigns to this host "
+      "as subprocesses, streams their output and reports their results."};
   app.name("agentd");
   app.set_version_flag("--version", std::string("agentd ") + kVersion);
   Flags flags;
-  app.add_option("--config", flags.config, "Config file (default /etc/agentd/agentd.toml, if it exists)");
+  app.add_option("--config", flags.config,
+                 "Config file (default /etc/agentd/agentd.toml, if it exists)");
   app.add_option("--coordinator", flags.coordinators,
                  "Coordinator URL; repeat for failover, tried in order (default "
                  "http://127.0.0.1:7070)");
-  app.add_option("--token-file", flags.token_file, "Read the agent token from this file (else "
+  app.add_option("--token-file", flags.token_file,
+                 "Read the agent token from this file (else "
                  "AGENTD_TOKEN, else token_file in the config)");
   app.add_option("--name", flags.name, "Agent name (default: the host name)");
   app.add_option("--labels", flags.labels, "Labels, k=v[,k=v...]");
   app.add_option("--slots", flags.slots, "Shards run at once (default: the number of CPUs)")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--state-dir", flags.state_dir, "Spool and pending results (default /var/lib/agentd)");
+  app.add_option("--state-dir", flags.state_dir,
+                 "Spool and pending results (default /var/lib/agentd)");
   app.add_option("--log-level", flags.log_level, "debug, info, warn or error");
   app.add_option("--event-log", flags.event_log,
                  "Append every claim, start, kill, exit and acknowledgement to FILE as JSON lines");
   bool foreground = true;
-  app.add_flag("--foreground", foreground, "Stay in the foreground (always; for systemd and tests)");
+  app.add_flag("--foreground", foreground,
+               "Stay in the foreground (always; for systemd and tests)");
   app.footer(
       "Signals: SIGTERM/SIGINT drain and exit 0 (a second one kills the running shards at once);\n"
       "SIGHUP reloads labels and slots.\n"

@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -123,7 +123,8 @@ Result<std::string> FindProgram(const std::string& program, const std::string& p
 
 Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd) {
   if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
-  if (stdout_fd <= 2 || stderr_fd <= 2) return Status::InvalidArgument("pipe on a stdio descriptor");
+  if (stdout_fd <= 2 || stderr_fd <= 2)
+    return Status::InvalidArgument("pipe on a stdio descriptor");
   const std::string* env_path = EnvPath(spec);
   Result<std::string> file =
       FindProgram(spec.argv[0], env_path ? env_path->substr(5) : std::string());

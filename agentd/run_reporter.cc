@@ -3,14 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/log.h"
@@ -19,8 +18,7 @@
 
 namespace jobctl::agentd {
 
-RunReporter::RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir,
-                         std::string agent,
+RunReporter::RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir, std::string agent,
                          std::function<void(const ShardResult&, bool accepted)> on_done)
     : link_(link),
       dir_(std::move(dir)),
@@ -47,7 +45,8 @@ Status RunReporter::Open() {
     text << in.rdbuf();
     Result<ShardResult> r = ResultFromJson(text.str());
     if (!r.ok()) {
-      log::Warn("ignoring an unreadable result file", {{"file", path}, {"error", r.status().message()}});
+      log::Warn("ignoring an unreadable result file",
+                {{"file", path}, {"error", r.status().message()}});
       continue;
     }
     results_[r->key] = Entry{*r, ResultToJson(*r, agent_), false, false};
@@ -128,8 +127,7 @@ void RunReporter::SendMore() {
     if (it == results_.end() || it->second.in_flight) continue;
     it->second.in_flight = true;
     ++in_flight_;
-    link_->Post("/v1/agent/result", it->second.json, "application/json",
-                std::chrono::seconds(30),
+    link_->Post("/v1/agent/result", it->second.json, "application/json", std::chrono::seconds(30),
                 [this, key](Result<http::HttpResponse> r) { OnReply(key, std::move(r)); });
   }
 }
@@ -193,14 +191,17 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
     }
     // Each refusal is what the single route would have answered: retried or given up alike.
     int status = a.is_object() && a.contains("status") && a["status"].is_number_integer()
-                     ? a["status"].get<int>() : 500;
+                     ? a["status"].get<int>()
+                     : 500;
     if (ClassifyStatus(status) == Reply::kRetry) {
       again.push_back(keys[i]);
       continue;
     }
     std::string message = a.is_object() && a.contains("message") && a["message"].is_string()
-                              ? a["message"].get<std::string>() : a.dump();
-    log::Warn("result refused", {{"run", keys[i].run}, {"shard", keys[i].shard},
+                              ? a["message"].get<std::string>()
+                              : a.dump();
+    log::Warn("result refused", {{"run", keys[i].run},
+                                 {"shard", keys[i].shard},
                                  {"attempt", keys[i].attempt},
                                  {"error", "HTTP " + std::to_string(status) + ": " + message}});
     Settle(keys[i], false);
@@ -234,12 +235,13 @@ void RunReporter::OnReply(AttemptKey key, Result<http::HttpResponse> r) {
       break;
     case Reply::kStale:
     case Reply::kRejected:
-      log::Warn("result refused", {{"run", key.run}, {"shard", key.shard},
-                                   {"attempt", key.attempt}, {"error", Describe(r)}});
+      log::Warn("result refused", {{"run", key.run},
+                                   {"shard", key.shard},
+                                   {"attempt", key.attempt},
+                                   {"error", Describe(r)}});
       Settle(key, false);
       break;
-    case Reply::kRetry:
-      return Retry({key});
+    case Reply::kRetry: return Retry({key});
   }
   SendMore();
 }

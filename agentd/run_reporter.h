@@ -29,8 +29,8 @@ namespace jobctl::agentd {
 
 class RunReporter {
  public:
-  static constexpr int kMaxInFlight = 8;       // single results
-  static constexpr size_t kMaxBatch = 1000;    // results per batch, at most
+  static constexpr int kMaxInFlight = 8;     // single results
+  static constexpr size_t kMaxBatch = 1000;  // results per batch, at most
   // A batch stops growing past this many bytes: well inside the coordinator's 1 MiB body.
   static constexpr size_t kMaxBatchBytes = 512 * 1024;
 

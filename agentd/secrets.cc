@@ -49,7 +49,8 @@ Result<std::map<std::string, std::string>> ReadSecrets(
   std::map<std::string, std::string> out;
   for (const auto& [var, file] : wanted) {
     std::string what = "secret " + var.substr(0, 64);
-    if (!EnvNameProblem(var).empty()) return Status::InvalidArgument(what + ": not a variable name");
+    if (!EnvNameProblem(var).empty())
+      return Status::InvalidArgument(what + ": not a variable name");
     if (!IsSecretFileName(file)) {
       return Status::InvalidArgument(what + ": \"" + file.substr(0, 64) +
                                      "\" is not a file name in secrets_dir");

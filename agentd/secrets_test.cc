@@ -31,7 +31,7 @@ TEST_F(SecretsTest, ValuesComeFromTheFilesWithOneTrailingNewlineDropped) {
   auto got = ReadSecrets({{"DB_PASSWORD", "db-password"}, {"CERT", "multi"}}, dir_);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, (std::map<std::string, std::string>{{"DB_PASSWORD", "s3cret"},
-                                                     {"CERT", "line1\nline2\n"}}));
+                                                      {"CERT", "line1\nline2\n"}}));
 }
 
 TEST_F(SecretsTest, AMissingFileNamesTheVariableAndThePath) {

@@ -72,7 +72,8 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   s.coordinators = !flags.coordinators.empty() ? flags.coordinators : c.coordinators;
   if (s.coordinators.empty()) s.coordinators = {kDefaultCoordinator};
   for (const std::string& url : s.coordinators) {
-    if (Status st = CheckCoordinatorUrl(url); !st.ok()) return st.WithContext("--coordinator: expected");
+    if (Status st = CheckCoordinatorUrl(url); !st.ok())
+      return st.WithContext("--coordinator: expected");
   }
   if (!flags.token_file.empty()) {
     Result<std::string> t = ReadToken(flags.token_file);

@@ -46,15 +46,16 @@ Result<UserInfo> LookUpUser(const std::string& name);
 Result<UserInfo> CurrentUser();
 
 struct SpawnContext {
-  std::string exe_path;   // agentd itself, for the exec helper
-  std::string state_dir;  // cwd of a shard without run_as and cwd
-  UserInfo user;          // the user the shard runs as
-  bool switch_user = false;  // true: go through the exec helper
-  std::string span_id;       // 16 hex digits, for TRACEPARENT
+  std::string exe_path;                        // agentd itself, for the exec helper
+  std::string state_dir;                       // cwd of a shard without run_as and cwd
+  UserInfo user;                               // the user the shard runs as
+  bool switch_user = false;                    // true: go through the exec helper
+  std::string span_id;                         // 16 hex digits, for TRACEPARENT
   std::map<std::string, std::string> secrets;  // read from secrets_dir, over the job's env
 };
 
-inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+inline constexpr const char* kDefaultPath =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c);
 

@@ -23,8 +23,11 @@ Assignment Sample() {
 }
 
 SpawnContext Context() {
-  return {"/usr/sbin/agentd", "/var/lib/agentd", {"svc", 1000, 1000, "/home/svc", "/bin/bash"},
-          false, "b7ad6b7169203331"};
+  return {"/usr/sbin/agentd",
+          "/var/lib/agentd",
+          {"svc", 1000, 1000, "/home/svc", "/bin/bash"},
+          false,
+          "b7ad6b7169203331"};
 }
 
 bool Has(const SpawnSpec& s, const std::string& kv) {
@@ -34,10 +37,10 @@ bool Has(const SpawnSpec& s, const std::string& kv) {
 TEST(SpawnSpecTest, SetsTheJobVariablesAndTraceParent) {
   SpawnSpec s = BuildSpawnSpec(Sample(), Context());
   EXPECT_EQ(s.argv, (std::vector<std::string>{"/bin/sh", "-c", "echo $JOB_SHARD_INDEX"}));
-  for (const char* kv : {"JOB_NAME=nightly", "JOB_RUN_ID=12", "JOB_SHARD_INDEX=1",
-                         "JOB_SHARD_TOTAL=3", "JOB_SCHEDULED_AT=2026-11-22T04:29:20Z",
-                         "JOB_ATTEMPT=2", "JOB_FENCING_TOKEN=57", "K=V",
-                         "TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}) {
+  for (const char* kv :
+       {"JOB_NAME=nightly", "JOB_RUN_ID=12", "JOB_SHARD_INDEX=1", "JOB_SHARD_TOTAL=3",
+        "JOB_SCHEDULED_AT=2026-11-22T04:29:20Z", "JOB_ATTEMPT=2", "JOB_FENCING_TOKEN=57", "K=V",
+        "TRACEPARENT=00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}) {
     EXPECT_TRUE(Has(s, kv)) << kv;
   }
 }

@@ -44,9 +44,7 @@ bool Decode(const char* in, Header* h) {
   return h->length <= (1u << 24);
 }
 
-Status Errno(const std::string& what) {
-  return Status::Io(what + ": " + std::strerror(errno));
-}
+Status Errno(const std::string& what) { return Status::Io(what + ": " + std::strerror(errno)); }
 
 Status WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
@@ -129,8 +127,8 @@ Status Spool::Open() {
     long long run = 0, token = 0;
     int shard = 0, attempt = 0, consumed = 0;
     unsigned long long number = 0;
-    if (std::sscanf(name.c_str(), "r%lld-s%d-a%d-t%lld.dropped%n", &run, &shard, &attempt,
-                    &token, &consumed) == 4 &&
+    if (std::sscanf(name.c_str(), "r%lld-s%d-a%d-t%lld.dropped%n", &run, &shard, &attempt, &token,
+                    &consumed) == 4 &&
         static_cast<size_t>(consumed) == name.size()) {
       long long dropped = 0;
       if (FILE* f = std::fopen((dir_ + "/" + name).c_str(), "r")) {
@@ -208,8 +206,8 @@ Status Spool::Append(AttemptKey key, int64_t token, const Chunk& chunk) {
   }
   while (bytes_ + record > max_bytes_ && DropOldestSegment()) {
   }
-  if (a.segments.empty() || (a.segments.back().size > 0 &&
-                             a.segments.back().size + record > segment_bytes_)) {
+  if (a.segments.empty() ||
+      (a.segments.back().size > 0 && a.segments.back().size + record > segment_bytes_)) {
     uint64_t number = next_segment_++;
     a.segments.push_back({number, PathFor(key, token, number), 0, 0, 0});
   }
@@ -319,8 +317,7 @@ Spool::ReadEnd Spool::ReadRecords(const Segment& s, int64_t offset, size_t max_b
   return end;
 }
 
-Result<std::vector<Chunk>> Spool::Front(AttemptKey key, size_t max_bytes,
-                                        size_t record_overhead) {
+Result<std::vector<Chunk>> Spool::Front(AttemptKey key, size_t max_bytes, size_t record_overhead) {
   std::vector<Chunk> out;
   auto it = attempts_.find(key);
   if (it == attempts_.end()) return out;

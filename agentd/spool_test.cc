@@ -76,7 +76,8 @@ TEST_F(SpoolTest, FrontHandsOutABatchWithinItsBudgetAcrossSegments) {
   Result<std::vector<Chunk>> batch = s.Front(key_, 7 * chunk);
   ASSERT_TRUE(batch.ok());
   ASSERT_EQ(batch->size(), 7u);
-  for (size_t i = 0; i < batch->size(); ++i) EXPECT_EQ((*batch)[i].seq, static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < batch->size(); ++i)
+    EXPECT_EQ((*batch)[i].seq, static_cast<int64_t>(i + 1));
   // A budget smaller than the first chunk still hands out that chunk.
   EXPECT_EQ(s.Front(key_, 1)->size(), 1u);
   // Handed out anew: the earlier batch no longer counts as being sent.

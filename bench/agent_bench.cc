@@ -29,25 +29,25 @@
 
 #include "base/base64.h"
 #include "base/clock.h"
-#include "bench/probe_stream.h"
-#include "model/time_format.h"
 #include "bench/bench_util.h"
+#include "bench/probe_stream.h"
 #include "bench/spawn_cost.h"
+#include "model/time_format.h"
 #include "testlib/cluster.h"
 
 namespace {
 
-using jobctl::testing::AgentProcess;
-using jobctl::testing::Coordinator;
-using jobctl::testing::TempDir;
 using jobctl::bench::Clock;
 using jobctl::bench::NowMs;
-using jobctl::bench::ParseList;
 using jobctl::bench::ParseFlags;
+using jobctl::bench::ParseList;
 using jobctl::bench::Percentile;
 using jobctl::bench::ProcSample;
 using jobctl::bench::Sample;
 using jobctl::bench::Seconds;
+using jobctl::testing::AgentProcess;
+using jobctl::testing::Coordinator;
+using jobctl::testing::TempDir;
 using nlohmann::json;
 
 const char* kConfig = "log_cap = \"4GiB\"\n";
@@ -59,8 +59,10 @@ struct Host {
   std::unique_ptr<AgentProcess> agent;
   explicit Host(int slots) {
     coord.Start();
-    agent = std::make_unique<AgentProcess>(coord, dir, "bench", std::vector<std::string>{"--slots", std::to_string(slots)});
-    while (coord.GetJson("/v1/agents").empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    agent = std::make_unique<AgentProcess>(
+        coord, dir, "bench", std::vector<std::string>{"--slots", std::to_string(slots)});
+    while (coord.GetJson("/v1/agents").empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   pid_t agent_pid() { return agent->process().pid(); }
   pid_t coord_pid() { return coord.process().pid(); }
@@ -84,9 +86,10 @@ void LatencyPhase(int rate, int seconds, int slots) {
     int64_t offset_ms = static_cast<int64_t>(i) * period_s * 1000 / n;
     char name[16];
     std::snprintf(name, sizeof name, "j%07d", i);
-    toml += std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@every 10s\"\nanchor = \"" +
-            jobctl::FormatUtc(jobctl::FromUnixMs(1767225600000 + offset_ms)) +
-            "\"\noverlap = \"allow\"\ncommand = [\"" BENCH_PROBE "\", \"stamp\", \"" + stamps + "\"]\n";
+    toml +=
+        std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@every 10s\"\nanchor = \"" +
+        jobctl::FormatUtc(jobctl::FromUnixMs(1767225600000 + offset_ms)) +
+        "\"\noverlap = \"allow\"\ncommand = [\"" BENCH_PROBE "\", \"stamp\", \"" + stamps + "\"]\n";
   }
   h.coord.Apply(toml);
   int64_t start = NowMs() + 3000, end = start + seconds * 1000LL;
@@ -108,29 +111,31 @@ void LatencyPhase(int rate, int seconds, int slots) {
   }
   std::vector<double> lateness;
   for (const auto& [key, ms] : first) lateness.push_back(ms);
-  std::printf("latency   %4d fires/s for %d s: started %zu of %lld, %zu twice; scheduled -> child started "
-              "p50 %.1f ms p99 %.1f ms max %.1f ms; agent CPU %.0f%%, coordinator CPU %.0f%% of a core; "
-              "agent RSS %.1f MiB\n",
-              rate, seconds, lateness.size(), static_cast<long long>(rate) * seconds, duplicates,
-              Percentile(lateness, 50), Percentile(lateness, 99), Percentile(lateness, 100),
-              (a1.cpu_s - a0.cpu_s) / seconds * 100, (c1.cpu_s - c0.cpu_s) / seconds * 100, a1.rss_mib);
+  std::printf(
+      "latency   %4d fires/s for %d s: started %zu of %lld, %zu twice; scheduled -> child started "
+      "p50 %.1f ms p99 %.1f ms max %.1f ms; agent CPU %.0f%%, coordinator CPU %.0f%% of a core; "
+      "agent RSS %.1f MiB\n",
+      rate, seconds, lateness.size(), static_cast<long long>(rate) * seconds, duplicates,
+      Percentile(lateness, 50), Percentile(lateness, 99), Percentile(lateness, 100),
+      (a1.cpu_s - a0.cpu_s) / seconds * 100, (c1.cpu_s - c0.cpu_s) / seconds * 100, a1.rss_mib);
   std::fflush(stdout);
 }
 
 void SpawnPhase(int shards, int slots) {
   Host h(slots);
-  h.coord.Apply("[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = " + std::to_string(shards) +
-                "\ncommand = [\"/bin/true\"]\n");
+  h.coord.Apply("[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = " +
+                std::to_string(shards) + "\ncommand = [\"/bin/true\"]\n");
   ProcSample a0 = Sample(h.agent_pid());
   auto t0 = Clock::now();
   json run = h.coord.PostJson("/v1/jobs/wide/trigger", json::object());
   json done = h.WaitRun(run["id"].get<int64_t>());
   double s = Seconds(Clock::now() - t0);
   ProcSample a1 = Sample(h.agent_pid());
-  std::printf("spawn     %d shards of /bin/true on one agent (%d slots): run %s in %.2f s = %.0f shards/s "
-              "started and reported; agent CPU %.0f%% of a core, RSS %.1f MiB\n",
-              shards, slots, done["state"].get<std::string>().c_str(), s, shards / s,
-              (a1.cpu_s - a0.cpu_s) / s * 100, a1.rss_mib);
+  std::printf(
+      "spawn     %d shards of /bin/true on one agent (%d slots): run %s in %.2f s = %.0f shards/s "
+      "started and reported; agent CPU %.0f%% of a core, RSS %.1f MiB\n",
+      shards, slots, done["state"].get<std::string>().c_str(), s, shards / s,
+      (a1.cpu_s - a0.cpu_s) / s * 100, a1.rss_mib);
   std::fflush(stdout);
 }
 
@@ -138,7 +143,8 @@ void LogsPhase(int mib, int slots) {
   Host h(slots);
   int64_t bytes = static_cast<int64_t>(mib) << 20;
   h.coord.Apply("[[job]]\nname = \"loud\"\nschedule = \"@yearly\"\ncommand = [\"" BENCH_PROBE
-                "\", \"write\", \"" + std::to_string(bytes) + "\", \"42\"]\n");
+                "\", \"write\", \"" +
+                std::to_string(bytes) + "\", \"42\"]\n");
   ProcSample a0 = Sample(h.agent_pid()), c0 = Sample(h.coord_pid());
   auto t0 = Clock::now();
   json run = h.coord.PostJson("/v1/jobs/loud/trigger", json::object());
@@ -153,7 +159,8 @@ void LogsPhase(int mib, int slots) {
   bool same = true;
   int64_t after = 0;
   while (true) {
-    json page = h.coord.GetJson("/v1/runs/" + std::to_string(id) + "/logs?after=" + std::to_string(after));
+    json page =
+        h.coord.GetJson("/v1/runs/" + std::to_string(id) + "/logs?after=" + std::to_string(after));
     for (const json& ch : page["chunks"]) {
       if (ch["stream"] != "stdout") continue;
       std::string data = jobctl::Base64Decode(ch["data"].get<std::string>());
@@ -165,11 +172,12 @@ void LogsPhase(int mib, int slots) {
     after = page["next"].get<int64_t>();
   }
   same = same && at == expected.size();
-  std::printf("logs      %d MiB on stdout: run %s, every byte durable %.2f s after the trigger = %.0f MB/s "
-              "(%.0f MiB/s); read back %s; agent CPU %.0f%%, coordinator CPU %.0f%% of a core\n",
-              mib, done["state"].get<std::string>().c_str(), s, static_cast<double>(bytes) / 1e6 / s,
-              mib / s, same ? "byte-exact" : "DIFFERENT", (a1.cpu_s - a0.cpu_s) / s * 100,
-              (c1.cpu_s - c0.cpu_s) / s * 100);
+  std::printf(
+      "logs      %d MiB on stdout: run %s, every byte durable %.2f s after the trigger = %.0f MB/s "
+      "(%.0f MiB/s); read back %s; agent CPU %.0f%%, coordinator CPU %.0f%% of a core\n",
+      mib, done["state"].get<std::string>().c_str(), s, static_cast<double>(bytes) / 1e6 / s,
+      mib / s, same ? "byte-exact" : "DIFFERENT", (a1.cpu_s - a0.cpu_s) / s * 100,
+      (c1.cpu_s - c0.cpu_s) / s * 100);
   std::fflush(stdout);
 }
 
@@ -180,8 +188,10 @@ void IdlePhase(int seconds, int slots) {
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   ProcSample a1 = Sample(h.agent_pid());
   double cpu = a1.cpu_s - a0.cpu_s;
-  std::printf("idle      agent over %d s: %.2f CPU s (%.2f CPU s per hour = %.4f%% of a core), RSS %.1f MiB\n",
-              seconds, cpu, cpu * 3600 / seconds, cpu / seconds * 100, a1.rss_mib);
+  std::printf(
+      "idle      agent over %d s: %.2f CPU s (%.2f CPU s per hour = %.4f%% of a core), RSS %.1f "
+      "MiB\n",
+      seconds, cpu, cpu * 3600 / seconds, cpu / seconds * 100, a1.rss_mib);
   std::fflush(stdout);
 }
 
@@ -193,21 +203,31 @@ int main(int argc, char** argv) {
   std::vector<int> rates = {10, 100, 500}, ballast = {0, 512};
   int seconds = 20, shards = 2000, mib = 256, idle = 60, slots = 64;
   std::string only;
-  bool flags_ok = ParseFlags(argc, argv,
-      "[--rates R,R] [--seconds D] [--shards S] [--mib B] [--idle T] [--slots N]\n"
-      "  [--ballast MIB,MIB] [--only latency|spawn|logs|idle|spawncost]",
-      [&](const std::string& flag, const std::string& value) {
-        if (flag == "--rates") rates = ParseList(value);
-        else if (flag == "--seconds") seconds = std::stoi(value);
-        else if (flag == "--shards") shards = std::stoi(value);
-        else if (flag == "--mib") mib = std::stoi(value);
-        else if (flag == "--idle") idle = std::stoi(value);
-        else if (flag == "--slots") slots = std::stoi(value);
-        else if (flag == "--ballast") ballast = ParseList(value);
-        else if (flag == "--only") only = value;
-        else return false;
-        return true;
-      });
+  bool flags_ok =
+      ParseFlags(argc, argv,
+                 "[--rates R,R] [--seconds D] [--shards S] [--mib B] [--idle T] [--slots N]\n"
+                 "  [--ballast MIB,MIB] [--only latency|spawn|logs|idle|spawncost]",
+                 [&](const std::string& flag, const std::string& value) {
+                   if (flag == "--rates")
+                     rates = ParseList(value);
+                   else if (flag == "--seconds")
+                     seconds = std::stoi(value);
+                   else if (flag == "--shards")
+                     shards = std::stoi(value);
+                   else if (flag == "--mib")
+                     mib = std::stoi(value);
+                   else if (flag == "--idle")
+                     idle = std::stoi(value);
+                   else if (flag == "--slots")
+                     slots = std::stoi(value);
+                   else if (flag == "--ballast")
+                     ballast = ParseList(value);
+                   else if (flag == "--only")
+                     only = value;
+                   else
+                     return false;
+                   return true;
+                 });
   if (!flags_ok) return 64;
   std::printf("agent_bench on %u cores (coordinator and agent share them; figures from one run)\n",
               std::thread::hardware_concurrency());

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -29,7 +29,8 @@ int64_t NowUs() {
 // One write with O_APPEND: lines from concurrent children never interleave. The exit code.
 int AppendLine(const char* path, const std::string& line) {
   int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    return 1;
   return ::close(fd) == 0 ? 0 : 1;
 }
 
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
     int64_t now_us = NowUs();
     const char* job = std::getenv("JOB_NAME");
     const char* at = std::getenv("JOB_SCHEDULED_AT");
-    std::string line = std::string(job ? job : "?") + " " + (at ? at : "?") + " " +
-                       std::to_string(now_us) + "\n";
+    std::string line =
+        std::string(job ? job : "?") + " " + (at ? at : "?") + " " + std::to_string(now_us) + "\n";
     return AppendLine(argv[2], line);
   }
   if (mode == "peer" && argc == 3) {
@@ -80,6 +81,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "usage: bench_probe stamp FILE | bench_probe write BYTES SEED | bench_probe peer FILE\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_probe stamp FILE | bench_probe write BYTES SEED | bench_probe peer FILE\n");
   return 64;
 }

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -49,7 +49,8 @@ inline ProcSample Sample(pid_t pid) {
   std::istringstream rest(text.substr(text.rfind(')') + 2));
   std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
   // After "pid (comm) ": state is field 0, utime 11, stime 12.
-  s.cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  s.cpu_s =
+      (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
   return s;
 }
 

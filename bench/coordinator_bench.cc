@@ -34,23 +34,23 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "model/time_format.h"
 #include "bench/bench_util.h"
+#include "model/time_format.h"
 #include "testlib/cluster.h"
 
 namespace {
 
-using jobctl::testing::Coordinator;
-using jobctl::testing::TempDir;
-using jobctl::testing::TestAgent;
 using jobctl::bench::Clock;
 using jobctl::bench::NowMs;
-using jobctl::bench::ParseList;
 using jobctl::bench::ParseFlags;
+using jobctl::bench::ParseList;
 using jobctl::bench::Percentile;
 using jobctl::bench::ProcSample;
 using jobctl::bench::Sample;
 using jobctl::bench::Seconds;
+using jobctl::testing::Coordinator;
+using jobctl::testing::TempDir;
+using jobctl::testing::TestAgent;
 using nlohmann::json;
 
 double NowMsPrecise() {
@@ -74,7 +74,8 @@ std::string HistogramQuantiles(Coordinator& c, const std::string& name) {
   while (std::getline(in, line)) {
     if (!line.starts_with(name + "_bucket{le=\"")) continue;
     size_t q = line.find('"') + 1;
-    buckets.emplace_back(line.substr(q, line.find('"', q) - q), std::stod(line.substr(line.rfind(' '))));
+    buckets.emplace_back(line.substr(q, line.find('"', q) - q),
+                         std::stod(line.substr(line.rfind(' '))));
   }
   if (buckets.empty() || buckets.back().second == 0) return "no observations";
   double total = buckets.back().second;
@@ -99,8 +100,8 @@ double ApplyTimed(Coordinator& c, const std::string& toml) {
   auto r = client.Request("/v1/jobfile", o);
   double s = Seconds(Clock::now() - t0);
   if (!r.ok() || r->status != 200) {
-    std::fprintf(stderr, "apply failed: %s\n", r.ok() ? r->body.substr(0, 400).c_str()
-                                                       : r.status().ToString().c_str());
+    std::fprintf(stderr, "apply failed: %s\n",
+                 r.ok() ? r->body.substr(0, 400).c_str() : r.status().ToString().c_str());
     std::exit(1);
   }
   return s;
@@ -131,7 +132,8 @@ void RegisterPhase(int n) {
   toml.reserve(static_cast<size_t>(n) * 80);
   // Hashed minute and hour on 1 January: one schedule per job, nothing due for weeks.
   for (int i = 0; i < n; ++i) {
-    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"H H 1 1 *\"\ncommand = [\"/bin/true\"]\n";
+    toml += "[[job]]\nname = \"" + JobName(i) +
+            "\"\nschedule = \"H H 1 1 *\"\ncommand = [\"/bin/true\"]\n";
   }
   double mib = static_cast<double>(toml.size()) / (1 << 20);
   double reg = ApplyTimed(c, toml);
@@ -158,10 +160,11 @@ void RegisterPhase(int n) {
   double rest_pct = (rest1.cpu_s - rest0.cpu_s) / 30 * 100;
   std::printf(
       "register  jobs %-8d file %6.1f MiB  apply %7.2f s (%8.0f jobs/s)  RSS after apply %7.1f MiB "
-      "(peak %7.1f)  idle CPU %.3f%% of a core  restart to ready %6.2f s  RSS after restart %7.1f MiB"
+      "(peak %7.1f)  idle CPU %.3f%% of a core  restart to ready %6.2f s  RSS after restart %7.1f "
+      "MiB"
       "  jobs loaded %.0f  idle CPU after restart (30 s) %.3f%% of a core\n",
-      n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib, jobs,
-      rest_pct);
+      n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib,
+      jobs, rest_pct);
   std::fflush(stdout);
 }
 
@@ -176,8 +179,8 @@ void BurstPhase(int m) {
   std::string anchor = jobctl::FormatUtc(jobctl::FromUnixMs(due));
   std::string toml;
   for (int i = 0; i < m; ++i) {
-    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" + anchor +
-            "\"\ncommand = [\"/bin/true\"]\n";
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            anchor + "\"\ncommand = [\"/bin/true\"]\n";
   }
   ApplyTimed(c, toml);
   if (NowMs() >= due) {
@@ -195,10 +198,12 @@ void BurstPhase(int m) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   double span = static_cast<double>(done_ms - due) / 1000;
-  std::printf("burst     %d jobs due at one instant: all committed %.2f s after it = %.0f durable fires/s; "
-              "due -> committed %s\n",
-              m, span, m / span, HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
-  std::printf("          group commits: %s\n", HistogramQuantiles(c, "jobctl_store_commit_seconds").c_str());
+  std::printf(
+      "burst     %d jobs due at one instant: all committed %.2f s after it = %.0f durable fires/s; "
+      "due -> committed %s\n",
+      m, span, m / span, HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
+  std::printf("          group commits: %s\n",
+              HistogramQuantiles(c, "jobctl_store_commit_seconds").c_str());
   std::fflush(stdout);
 }
 
@@ -222,8 +227,9 @@ void SteadyPhase(int rate, int seconds) {
   for (int i = 0; i < n; ++i) {
     int64_t offset_ms = static_cast<int64_t>(i) * period_s * 1000 / n;
     std::string anchor = jobctl::FormatUtc(jobctl::FromUnixMs(1767225600000 + offset_ms));
-    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every " + std::to_string(period_s) +
-            "s\"\nanchor = \"" + anchor + "\"\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n";
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every " +
+            std::to_string(period_s) + "s\"\nanchor = \"" + anchor +
+            "\"\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n";
   }
   ApplyTimed(c, toml);
   toml = std::string();
@@ -247,8 +253,10 @@ void SteadyPhase(int rate, int seconds) {
         std::vector<json> got = agent.Claim(512, 1000);
         double now = NowMsPrecise();
         for (json& a2 : got) {
-          int64_t scheduled = jobctl::ToUnixMs(*jobctl::ParseInstant(a2["scheduled_at"].get<std::string>()));
-          if (scheduled >= window_start && scheduled < window_end) mine.push_back(now - static_cast<double>(scheduled));
+          int64_t scheduled =
+              jobctl::ToUnixMs(*jobctl::ParseInstant(a2["scheduled_at"].get<std::string>()));
+          if (scheduled >= window_start && scheduled < window_end)
+            mine.push_back(now - static_cast<double>(scheduled));
         }
         std::lock_guard lock(h->mu);
         for (json& a2 : got) h->queue.push_back(std::move(a2));
@@ -288,7 +296,8 @@ void SteadyPhase(int rate, int seconds) {
   int64_t expected = static_cast<int64_t>(rate) * seconds;
   std::printf(
       "steady    %d fires/s for %d s (%d jobs, @every %ds, anchors spread): claimed %zu of %lld; "
-      "due -> claimed by an agent p50 %.1f ms p99 %.1f ms max %.1f ms; coordinator CPU %.0f%% of a core, "
+      "due -> claimed by an agent p50 %.1f ms p99 %.1f ms max %.1f ms; coordinator CPU %.0f%% of a "
+      "core, "
       "RSS %.1f MiB\n",
       rate, seconds, n, period_s, lateness_ms.size(), static_cast<long long>(expected),
       Percentile(lateness_ms, 50), Percentile(lateness_ms, 99), Percentile(lateness_ms, 100),
@@ -305,9 +314,10 @@ void ClaimsPhase(int total, int per_request, int agents) {
   Coordinator c(dir, kConfig);
   c.Start();
   const int per_run = 10000;
-  c.Apply("[[job]]\nname = \"wide\"\nschedule = \"0 0 1 1 *\"\nshards = " + std::to_string(per_run) +
-          "\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n");
-  for (int i = 0; i < (total + per_run - 1) / per_run; ++i) c.PostJson("/v1/jobs/wide/trigger", json::object());
+  c.Apply("[[job]]\nname = \"wide\"\nschedule = \"0 0 1 1 *\"\nshards = " +
+          std::to_string(per_run) + "\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n");
+  for (int i = 0; i < (total + per_run - 1) / per_run; ++i)
+    c.PostJson("/v1/jobs/wide/trigger", json::object());
   std::atomic<int64_t> granted{0}, requests{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
@@ -328,11 +338,13 @@ void ClaimsPhase(int total, int per_request, int agents) {
   for (std::thread& t : threads) t.join();
   double s = Seconds(Clock::now() - t0);
   ProcSample s1 = Sample(c.process().pid());
-  std::printf("claims    %lld shards granted to %d agents asking for up to %d each, in %lld requests, "
-              "%.2f s: %.0f claim requests/s, %.0f durable shard claims/s; coordinator CPU %.0f%% of a core\n",
-              static_cast<long long>(granted.load()), agents, per_request,
-              static_cast<long long>(requests.load()), s, static_cast<double>(requests) / s,
-              static_cast<double>(granted) / s, (s1.cpu_s - s0.cpu_s) / s * 100);
+  std::printf(
+      "claims    %lld shards granted to %d agents asking for up to %d each, in %lld requests, "
+      "%.2f s: %.0f claim requests/s, %.0f durable shard claims/s; coordinator CPU %.0f%% of a "
+      "core\n",
+      static_cast<long long>(granted.load()), agents, per_request,
+      static_cast<long long>(requests.load()), s, static_cast<double>(requests) / s,
+      static_cast<double>(granted) / s, (s1.cpu_s - s0.cpu_s) / s * 100);
   std::fflush(stdout);
 }
 
@@ -367,7 +379,8 @@ void HeartbeatPhase(int agents) {
       o.method = "POST";
       int64_t i = t;
       while (true) {
-        auto due = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(static_cast<double>(i) / per_s));
+        auto due = t0 + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(static_cast<double>(i) / per_s));
         if (due - t0 >= std::chrono::seconds(seconds)) return;
         std::this_thread::sleep_until(due);
         o.body = json{{"free", 4}, {"leases", json::array()}}.dump();
@@ -382,9 +395,11 @@ void HeartbeatPhase(int agents) {
   for (std::thread& th : threads) th.join();
   double s = Seconds(Clock::now() - t0);
   ProcSample s1 = Sample(c.process().pid());
-  std::printf("heartbeat %d agents (%.0f heartbeats/s for %.1f s, %lld refused): coordinator CPU %.1f%% of a core\n",
-              agents, static_cast<double>(sent) / s, s, static_cast<long long>(failed.load()),
-              (s1.cpu_s - s0.cpu_s) / s * 100);
+  std::printf(
+      "heartbeat %d agents (%.0f heartbeats/s for %.1f s, %lld refused): coordinator CPU %.1f%% of "
+      "a core\n",
+      agents, static_cast<double>(sent) / s, s, static_cast<long long>(failed.load()),
+      (s1.cpu_s - s0.cpu_s) / s * 100);
   std::fflush(stdout);
 }
 
@@ -394,22 +409,34 @@ int main(int argc, char** argv) {
   jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
   std::vector<int> jobs = {1000, 100000, 1000000};
-  int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16, claim_agents = 4;
+  int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16,
+      claim_agents = 4;
   std::string only;
-  bool flags_ok = ParseFlags(argc, argv,
+  bool flags_ok = ParseFlags(
+      argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
       "  [--claim-agents G] [--agents A] [--only register|burst|steady|claims|heartbeat]",
       [&](const std::string& flag, const std::string& value) {
-        if (flag == "--jobs") jobs = ParseList(value);
-        else if (flag == "--burst") burst = std::stoi(value);
-        else if (flag == "--rate") rate = std::stoi(value);
-        else if (flag == "--seconds") seconds = std::stoi(value);
-        else if (flag == "--claims") claims = std::stoi(value);
-        else if (flag == "--claim-batch") claim_batch = std::stoi(value);
-        else if (flag == "--claim-agents") claim_agents = std::stoi(value);
-        else if (flag == "--agents") agents = std::stoi(value);
-        else if (flag == "--only") only = value;
-        else return false;
+        if (flag == "--jobs")
+          jobs = ParseList(value);
+        else if (flag == "--burst")
+          burst = std::stoi(value);
+        else if (flag == "--rate")
+          rate = std::stoi(value);
+        else if (flag == "--seconds")
+          seconds = std::stoi(value);
+        else if (flag == "--claims")
+          claims = std::stoi(value);
+        else if (flag == "--claim-batch")
+          claim_batch = std::stoi(value);
+        else if (flag == "--claim-agents")
+          claim_agents = std::stoi(value);
+        else if (flag == "--agents")
+          agents = std::stoi(value);
+        else if (flag == "--only")
+          only = value;
+        else
+          return false;
         return true;
       });
   if (!flags_ok) return 64;

@@ -19,17 +19,23 @@ struct Case {
 };
 
 const std::vector<Case> kFiveField = {
-    {"* * * * *", Dialect::kCron},          {"*/5 * * * *", Dialect::kCron},
-    {"15 2 * * *", Dialect::kCron},         {"0 9-17 * * mon-fri", Dialect::kCron},
-    {"0 0 1 * *", Dialect::kCron},          {"0 0 13 * 5", Dialect::kCron},
-    {"30 4 1,15 * *", Dialect::kCron},      {"0 0 29 2 *", Dialect::kCron},
-    {"H H * * *", Dialect::kCron},          {"0 12 * * 5L", Dialect::kCron},
-    {"5-50/10 */2 * jan-jun *", Dialect::kCron}, {"0 0 L * *", Dialect::kCron},
+    {"* * * * *", Dialect::kCron},
+    {"*/5 * * * *", Dialect::kCron},
+    {"15 2 * * *", Dialect::kCron},
+    {"0 9-17 * * mon-fri", Dialect::kCron},
+    {"0 0 1 * *", Dialect::kCron},
+    {"0 0 13 * 5", Dialect::kCron},
+    {"30 4 1,15 * *", Dialect::kCron},
+    {"0 0 29 2 *", Dialect::kCron},
+    {"H H * * *", Dialect::kCron},
+    {"0 12 * * 5L", Dialect::kCron},
+    {"5-50/10 */2 * jan-jun *", Dialect::kCron},
+    {"0 0 L * *", Dialect::kCron},
 };
 const std::vector<Case> kSecondsAndQuartz = {
-    {"*/10 * * * * *", Dialect::kCron},           {"0 0 12 ? * MON-FRI", Dialect::kQuartz},
-    {"0 15 10 ? * 6L", Dialect::kQuartz},         {"0 0 0 15W * ?", Dialect::kQuartz},
-    {"0 0 0 ? * 3#2", Dialect::kQuartz},          {"0 0 0 LW * ? 2025-2099", Dialect::kQuartz},
+    {"*/10 * * * * *", Dialect::kCron},   {"0 0 12 ? * MON-FRI", Dialect::kQuartz},
+    {"0 15 10 ? * 6L", Dialect::kQuartz}, {"0 0 0 15W * ?", Dialect::kQuartz},
+    {"0 0 0 ? * 3#2", Dialect::kQuartz},  {"0 0 0 LW * ? 2025-2099", Dialect::kQuartz},
 };
 
 void RunMix(benchmark::State& state, const std::vector<Case>& cases, const char* zone) {

@@ -155,10 +155,11 @@ void SpawnCostPhase(int spawns, const std::vector<int>& ballast_mib) {
     for (size_t i = 0; i < ballast.size(); i += 4096) ballast[i] = 1;
     double rss = Sample(getpid()).rss_mib;
     Figures runner = WithRunner(spawns), uv = WithUvSpawn(spawns);
-    std::printf("spawncost %d children of /bin/true from a %.0f MiB process: agentd's runner (posix_spawn) "
-                "%.0f/s, %.0f us CPU each%s; libuv uv_spawn (fork) %.0f/s, %.0f us CPU each%s\n",
-                spawns, rss, runner.per_s, runner.cpu_us, runner.failed ? " (SOME FAILED)" : "",
-                uv.per_s, uv.cpu_us, uv.failed ? " (SOME FAILED)" : "");
+    std::printf(
+        "spawncost %d children of /bin/true from a %.0f MiB process: agentd's runner (posix_spawn) "
+        "%.0f/s, %.0f us CPU each%s; libuv uv_spawn (fork) %.0f/s, %.0f us CPU each%s\n",
+        spawns, rss, runner.per_s, runner.cpu_us, runner.failed ? " (SOME FAILED)" : "", uv.per_s,
+        uv.cpu_us, uv.failed ? " (SOME FAILED)" : "");
     std::fflush(stdout);
   }
 }

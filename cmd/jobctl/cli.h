@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <string_view>
 
@@ -25,7 +24,9 @@ struct GlobalOptions {
   std::string client_key;   // --client-key / JOBCTL_CLIENT_KEY
   std::string output = "table";
   bool no_color = false;
-  OutputFormat format() const { return output == "json" ? OutputFormat::kJson : OutputFormat::kTable; }
+  OutputFormat format() const {
+    return output == "json" ? OutputFormat::kJson : OutputFormat::kTable;
+  }
 };
 
 // Prints "jobctl: <verb> <object>: <message>" on stderr and returns the exit code for it.
@@ -46,7 +47,7 @@ void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc);
-void RegisterAudit(CLI::App& app, GlobalOptions& g, int* rc);         // audit
+void RegisterAudit(CLI::App& app, GlobalOptions& g, int* rc);       // audit
 void RegisterEdit(CLI::App& app, GlobalOptions& g, int* rc);        // add, rm, edit
 void RegisterImport(CLI::App& app, GlobalOptions& g, int* rc);      // import-crontab
 void RegisterCompletion(CLI::App& app, GlobalOptions& g, int* rc);  // completion bash|zsh|fish

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "base/secret_file.h"
-#include "wire/bounded_json.h"
 #include "config/cli_config.h"
+#include "wire/bounded_json.h"
 
 namespace jobctl::cli {
 namespace {
@@ -40,7 +40,8 @@ Status FromHttp(const http::HttpResponse& r, const nlohmann::json& body) {
                         : "HTTP " + std::to_string(r.status);
   switch (r.status) {
     case 400: return Status::InvalidArgument(msg);
-    case 401: return Status::Unauthenticated(msg + " (check --token, --token-file or JOBCTL_TOKEN)");
+    case 401:
+      return Status::Unauthenticated(msg + " (check --token, --token-file or JOBCTL_TOKEN)");
     case 403: return Status::PermissionDenied(msg);
     case 404: return Status::NotFound(msg);
     case 409: return Status::Conflict(msg);
@@ -89,10 +90,10 @@ Result<std::string> TlsFile(const std::string& flag, const char* env, const std:
 Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
   Result<CliConfig> file = LoadCliConfig();
   if (!file.ok()) return file.status();
-  std::string url = !g.coordinator.empty()              ? g.coordinator
+  std::string url = !g.coordinator.empty()               ? g.coordinator
                     : !Env("JOBCTL_COORDINATOR").empty() ? Env("JOBCTL_COORDINATOR")
-                    : !file->coordinator.empty()        ? file->coordinator
-                                                        : kDefaultUrl;
+                    : !file->coordinator.empty()         ? file->coordinator
+                                                         : kDefaultUrl;
   while (!url.empty() && url.back() == '/') url.pop_back();
   std::string token;
   if (!g.token.empty()) {
@@ -105,7 +106,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
     token = Env("JOBCTL_TOKEN");
   } else if (!file->token.empty()) {
     token = file->token;
-    if (std::optional<std::string> loose = LooseSecretFileMode(file->path, "config file with a token")) {
+    if (std::optional<std::string> loose =
+            LooseSecretFileMode(file->path, "config file with a token")) {
       Warn(*loose);
     }
   } else if (!file->token_file.empty()) {
@@ -135,7 +137,8 @@ Result<nlohmann::json> Client::Send(const std::string& path, const http::Request
   if (!r.ok()) return r.status();
   nlohmann::json body = r->body.empty() ? nlohmann::json() : wire::ParseJson(r->body);
   if (r->status >= 200 && r->status < 300) {
-    if (body.is_discarded()) return Status::Internal("the coordinator sent a response that is not JSON");
+    if (body.is_discarded())
+      return Status::Internal("the coordinator sent a response that is not JSON");
     return body;
   }
   return FromHttp(*r, body);

@@ -4,9 +4,8 @@
 // unavailable, ...) and whose message is the coordinator's own explanation.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"

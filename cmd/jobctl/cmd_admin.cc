@@ -30,8 +30,9 @@ int RunAgents(const GlobalOptions& g) {
       labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
     }
     int used = a["running"].get<int>(), slots = a["slots"].get<int>();
-    std::string state = a["draining"].get<bool>() ? "draining"
-                        : a["connected"].get<bool>() ? "connected" : "gone";
+    std::string state = a["draining"].get<bool>()    ? "draining"
+                        : a["connected"].get<bool>() ? "connected"
+                                                     : "gone";
     t.Add({JsonString(a, "name"), labels.empty() ? "-" : labels,
            std::to_string(used) + "/" + std::to_string(std::max(slots - used, 0)),
            LocalTime(JsonString(a, "last_seen")), state, JsonString(a, "version")});
@@ -43,9 +44,12 @@ int RunAgents(const GlobalOptions& g) {
 int RunDrain(const std::string& name, bool undo, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("agents drain", name, client.status(), kExitConfig);
-  Result<json> r = (*client)->Post("/v1/agents/" + UrlEncode(name) + "/drain", {{"draining", !undo}});
+  Result<json> r =
+      (*client)->Post("/v1/agents/" + UrlEncode(name) + "/drain", {{"draining", !undo}});
   if (!r.ok()) return Fail("agents drain", name, r.status());
-  std::cout << Shown(name) << (undo ? " takes shards again" : " draining: no new shards; running ones finish") << '\n';
+  std::cout << Shown(name)
+            << (undo ? " takes shards again" : " draining: no new shards; running ones finish")
+            << '\n';
   return kExitOk;
 }
 
@@ -85,9 +89,10 @@ int RunTokenCreate(const TokenOptions& o, const GlobalOptions& g) {
       std::string item = o.labels.substr(start, end - start);
       size_t eq = item.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return Fail("token create", o.role,
-                    Status::InvalidArgument("--labels: expected k=v[,k=v...], got \"" + item + "\""),
-                    kExitUsage);
+        return Fail(
+            "token create", o.role,
+            Status::InvalidArgument("--labels: expected k=v[,k=v...], got \"" + item + "\""),
+            kExitUsage);
       }
       labels[item.substr(0, eq)] = item.substr(eq + 1);
       start = end + 1;
@@ -98,7 +103,8 @@ int RunTokenCreate(const TokenOptions& o, const GlobalOptions& g) {
     Result<Millis> d = ParseDuration(o.expires);
     if (!d.ok() || d->count() <= 0) {
       return Fail("token create", o.role,
-                  Status::InvalidArgument("--expires: expected a duration like 30d or 12h"), kExitUsage);
+                  Status::InvalidArgument("--expires: expected a duration like 30d or 12h"),
+                  kExitUsage);
     }
     body["expires_in_ms"] = d->count();
   }
@@ -128,12 +134,13 @@ int RunTokenList(const GlobalOptions& g) {
   }
   Table t({"ID", "NAME", "ROLE", "JOBS", "AGENT", "CREATED", "EXPIRES", "REVOKED"});
   for (const auto& tok : *r) {
-    t.Add({JsonString(tok, "id"), JsonString(tok, "name"), JsonString(tok, "role"),
-           JsonString(tok, "jobs").empty() ? "*" : JsonString(tok, "jobs"),
-           JsonString(tok, "agent").empty() ? "-" : JsonString(tok, "agent"),
-           LocalTime(JsonString(tok, "created_at")),
-           JsonString(tok, "expires_at").empty() ? "never" : LocalTime(JsonString(tok, "expires_at")),
-           JsonString(tok, "revoked_at").empty() ? "-" : LocalTime(JsonString(tok, "revoked_at"))});
+    t.Add(
+        {JsonString(tok, "id"), JsonString(tok, "name"), JsonString(tok, "role"),
+         JsonString(tok, "jobs").empty() ? "*" : JsonString(tok, "jobs"),
+         JsonString(tok, "agent").empty() ? "-" : JsonString(tok, "agent"),
+         LocalTime(JsonString(tok, "created_at")),
+         JsonString(tok, "expires_at").empty() ? "never" : LocalTime(JsonString(tok, "expires_at")),
+         JsonString(tok, "revoked_at").empty() ? "-" : LocalTime(JsonString(tok, "revoked_at"))});
   }
   t.Print(std::cout);
   return kExitOk;
@@ -158,7 +165,8 @@ void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc) {
   });
   auto drain_name = std::make_shared<std::string>();
   auto undo = std::make_shared<bool>(false);
-  auto* drain = agents->add_subcommand("drain", "Stop giving an agent new shards; running ones finish");
+  auto* drain =
+      agents->add_subcommand("drain", "Stop giving an agent new shards; running ones finish");
   drain->add_option("name", *drain_name, "Agent name")->required();
   drain->add_flag("--undo", *undo, "Let it take shards again");
   drain->callback([drain_name, undo, &g, rc] { *rc = RunDrain(*drain_name, *undo, g); });
@@ -168,8 +176,9 @@ void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc) {
   rm->add_option("name", *rm_name, "Agent name")->required();
   rm->add_flag("--force", *force,
                "Also while it holds leases: they end now and their shards are handled as lost");
-  rm->footer("Refused while the agent holds live leases, unless --force.\n"
-             "Example:\n  jobctl agents rm web-03");
+  rm->footer(
+      "Refused while the agent holds live leases, unless --force.\n"
+      "Example:\n  jobctl agents rm web-03");
   rm->callback([rm_name, force, &g, rc] { *rc = RunRemoveAgent(*rm_name, *force, g); });
 
   auto* token = app.add_subcommand("token", "Create, list and revoke API tokens");
@@ -181,13 +190,17 @@ void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc) {
       ->check(CLI::IsMember({"admin", "read", "trigger", "agent", "join"}));
   c->add_option("--jobs", create->jobs, "read and trigger roles: only jobs matching this glob");
   c->add_option("--name", create->name, "A name to recognize it by");
-  c->add_option("--agent", create->agent, "agent role: the one agent name it speaks for (required)");
-  c->add_option("--labels", create->labels,
-                "agent and join roles: the only labels it may claim with, k=v[,k=v...] (v may be a glob)");
-  c->add_option("--expires", create->expires, "Refused after this long, e.g. 30d or 12h (default never)");
-  c->footer("Examples:\n  jobctl token create --role trigger --jobs 'deploy-*' --name ci > ci.token\n"
-            "  jobctl token create --role agent --agent web-03 --labels role=web > web-03.token\n"
-            "  jobctl token create --role join --expires 1d > join.token");
+  c->add_option("--agent", create->agent,
+                "agent role: the one agent name it speaks for (required)");
+  c->add_option(
+      "--labels", create->labels,
+      "agent and join roles: the only labels it may claim with, k=v[,k=v...] (v may be a glob)");
+  c->add_option("--expires", create->expires,
+                "Refused after this long, e.g. 30d or 12h (default never)");
+  c->footer(
+      "Examples:\n  jobctl token create --role trigger --jobs 'deploy-*' --name ci > ci.token\n"
+      "  jobctl token create --role agent --agent web-03 --labels role=web > web-03.token\n"
+      "  jobctl token create --role join --expires 1d > join.token");
   c->callback([create, &g, rc] { *rc = RunTokenCreate(*create, g); });
   auto* l = token->add_subcommand("list", "List tokens (never their secrets)");
   l->callback([&g, rc] { *rc = RunTokenList(g); });

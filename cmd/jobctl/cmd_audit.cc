@@ -34,7 +34,8 @@ int RunAudit(const AuditOptions& opt, const GlobalOptions& g) {
   if (!opt.since.empty()) {
     // A duration back from now ("24h"), or an instant ("2026-11-22T00:00:00Z").
     Result<Millis> d = ParseDuration(opt.since);
-    Result<WallTime> at = d.ok() ? Result<WallTime>(SystemClock().Now() - *d) : ParseInstant(opt.since);
+    Result<WallTime> at =
+        d.ok() ? Result<WallTime>(SystemClock().Now() - *d) : ParseInstant(opt.since);
     if (!at.ok()) {
       return Fail("audit", "--since",
                   Status::InvalidArgument("expected a duration (24h) or an RFC 3339 time, got \"" +
@@ -51,7 +52,8 @@ int RunAudit(const AuditOptions& opt, const GlobalOptions& g) {
     if (before) path += "&before=" + std::to_string(*before);
     Result<json> page = (*client)->Get(path);
     if (!page.ok()) return Fail("audit", "", page.status());
-    if (!page->is_array()) return Fail("audit", "", Status::Internal("the coordinator sent no list"));
+    if (!page->is_array())
+      return Fail("audit", "", Status::Internal("the coordinator sent no list"));
     for (auto& e : *page) events.push_back(std::move(e));
     if (static_cast<int>(page->size()) < want || page->empty()) break;
     before = events.back()["id"].get<int64_t>();

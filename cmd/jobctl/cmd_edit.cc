@@ -20,9 +20,9 @@
 #include "config/job_file.h"
 #include "config/job_file_edit.h"
 #include "exit_codes.h"
-#include "output.h"
 #include "file_write.h"
 #include "model/schedule.h"
+#include "output.h"
 
 namespace jobctl::cli {
 namespace {
@@ -53,7 +53,8 @@ int Commit(std::string_view verb, std::string_view object, const std::string& pa
            const GlobalOptions& g) {
   JobFileResult parsed = ParseJobFile(text, path);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
+    for (const Diagnostic& d : parsed.errors)
+      std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     return Fail(verb, object,
                 Status::InvalidArgument(path + " would not be valid (" +
                                         std::to_string(parsed.errors.size()) +
@@ -296,7 +297,8 @@ int RunEdit(const EditOptions& opt, const GlobalOptions& g) {
     }
     JobFileResult parsed = ParseJobFile(edited, path);
     if (parsed.ok()) break;
-    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
+    for (const Diagnostic& d : parsed.errors)
+      std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     std::cerr << "jobctl: edit " << path << ": " << parsed.errors.size()
               << (parsed.errors.size() == 1 ? " error" : " errors") << '\n';
     if (!AskEditAgain()) {

@@ -14,9 +14,9 @@
 #include "config/job_file.h"
 #include "config/job_file_edit.h"
 #include "exit_codes.h"
-#include "output.h"
 #include "file_write.h"
 #include "model/zone.h"
+#include "output.h"
 
 namespace jobctl::cli {
 namespace {
@@ -53,7 +53,8 @@ Result<std::string> CrontabZone(const ImportOptions& opt) {
 Result<std::vector<std::string>> ExistingNames(const std::string& text, const std::string& path) {
   JobFileResult parsed = ParseJobFile(text, path);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
+    for (const Diagnostic& d : parsed.errors)
+      std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     return Status::InvalidArgument(path + " has errors; fix them before appending to it");
   }
   std::vector<std::string> names;
@@ -66,7 +67,8 @@ int Append(const ImportOptions& opt, const CrontabImport& imported, const std::s
   std::string combined = AppendBlock(existing, imported.toml);
   JobFileResult parsed = ParseJobFile(combined, opt.append);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
+    for (const Diagnostic& d : parsed.errors)
+      std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
     return Fail("import-crontab", source,
                 Status::InvalidArgument(opt.append + " would not be valid; nothing was changed"),
                 kExitDataErr);

@@ -2,13 +2,13 @@
 #include <iostream>
 #include <memory>
 
+#include "base/duration.h"
 #include "cli.h"
 #include "client.h"
 #include "exit_codes.h"
-#include "output.h"
-#include "base/duration.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
+#include "output.h"
 
 namespace jobctl::cli {
 namespace {
@@ -58,8 +58,9 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
   const json& d = (*job)["definition"];
   std::cout << "Name:      " << Shown(name) << '\n'
             << "Schedule:  "
-            << Shown(JsonString(d, "schedule") +
-                     (JsonString(d, "timezone").empty() ? "" : " (" + JsonString(d, "timezone") + ")"))
+            << Shown(JsonString(d, "schedule") + (JsonString(d, "timezone").empty()
+                                                      ? ""
+                                                      : " (" + JsonString(d, "timezone") + ")"))
             << '\n';
   std::string cmd = JsonString(d, "shell");
   if (cmd.empty()) {
@@ -71,12 +72,15 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
                      "  misfire " + JsonString(d, "misfire"))
             << '\n'
             << "Paused:    " << ((*job)["paused"].get<bool>() ? "yes" : "no") << '\n';
-  if (d.contains("jitter_ms") && d["jitter_ms"].is_number_integer() && d["jitter_ms"].get<int64_t>() > 0) {
+  if (d.contains("jitter_ms") && d["jitter_ms"].is_number_integer() &&
+      d["jitter_ms"].get<int64_t>() > 0) {
     std::cout << "Jitter:    each fire starts up to "
-              << FormatDuration(Millis(d["jitter_ms"].get<int64_t>())) << " late (random per fire)\n";
+              << FormatDuration(Millis(d["jitter_ms"].get<int64_t>()))
+              << " late (random per fire)\n";
   }
   std::cout << "Next fires:\n";
-  for (const auto& f : (*job)["next_fires"]) std::cout << "  " << Shown(f.get<std::string>()) << '\n';
+  for (const auto& f : (*job)["next_fires"])
+    std::cout << "  " << Shown(f.get<std::string>()) << '\n';
   if (IsFixedDelay(JsonString(d, "schedule"))) {
     std::cout << "  then each one delay after the previous run ended\n";
   }
@@ -89,7 +93,8 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
       Result<WallTime> a = ParseInstant(JsonString(s, "started_at")),
                        b = ParseInstant(JsonString(s, "finished_at"));
       if (a.ok() && b.ok()) dur = FormatDuration(*b - *a);
-      t.Add({first ? std::to_string(r["id"].get<int64_t>()) : "", first ? JsonString(r, "reason") : "",
+      t.Add({first ? std::to_string(r["id"].get<int64_t>()) : "",
+             first ? JsonString(r, "reason") : "",
              first ? LocalTime(JsonString(r, "scheduled_at")) : "",
              first ? Colored(JsonString(r, "state"), g) : "", std::to_string(s["index"].get<int>()),
              JsonString(s, "agent").empty() ? "-" : JsonString(s, "agent"),
@@ -151,8 +156,10 @@ int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
     int64_t count = m.value("count", int64_t{0});
     total += count;
     // A range of one instant shows it once.
-    std::string last = JsonString(m, "last") == JsonString(m, "first") ? "-" : LocalTime(JsonString(m, "last"));
-    t.Add({LocalTime(JsonString(m, "first")), last, std::to_string(count), JsonString(m, "reason")});
+    std::string last =
+        JsonString(m, "last") == JsonString(m, "first") ? "-" : LocalTime(JsonString(m, "last"));
+    t.Add(
+        {LocalTime(JsonString(m, "first")), last, std::to_string(count), JsonString(m, "reason")});
   }
   t.Print(std::cout);
   std::cout << total << " fire time" << (total == 1 ? "" : "s") << " missed in " << misses->size()
@@ -166,9 +173,10 @@ std::string ShardCount(const nlohmann::json& run) { return ShardSummary(run); }
 
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* list = app.add_subcommand("list", "List jobs: schedule, next fire, last result");
-  list->footer("Example:\n  jobctl list\n  jobctl list -o json | jq '.[] | select(.paused)'\n"
-               "JSON fields: name, schedule, timezone, next_fire, paused, enabled, last_state,\n"
-               "last_finished_at, open_runs, description.");
+  list->footer(
+      "Example:\n  jobctl list\n  jobctl list -o json | jq '.[] | select(.paused)'\n"
+      "JSON fields: name, schedule, timezone, next_fire, paused, enabled, last_state,\n"
+      "last_finished_at, open_runs, description.");
   list->callback([&g, rc] { *rc = RunList(g); });
 
   auto name = std::make_shared<std::string>();
@@ -179,10 +187,10 @@ void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
 
   for (const char* verb : {"pause", "resume"}) {
     auto job = std::make_shared<std::string>();
-    auto* sub = app.add_subcommand(verb, std::string(verb) == "pause"
-                                             ? "Stop a job from firing (runs already started go on)"
-                                             : "Let a paused job fire again (missed instants follow "
-                                               "its misfire policy)");
+    auto* sub = app.add_subcommand(
+        verb, std::string(verb) == "pause" ? "Stop a job from firing (runs already started go on)"
+                                           : "Let a paused job fire again (missed instants follow "
+                                             "its misfire policy)");
     sub->add_option("name", *job, "Job name")->required();
     sub->footer(std::string("Example:\n  jobctl ") + verb + " nightly-backup");
     std::string v = verb;
@@ -192,14 +200,16 @@ void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
   auto m = std::make_shared<MissesOptions>();
   auto* misses = app.add_subcommand("misses", "List the fire times a job missed, oldest first");
   misses->add_option("name", m->job, "Job name")->required();
-  misses->add_option("--since", m->since, "Only ranges whose last missed time is within this duration, e.g. 7d");
+  misses->add_option("--since", m->since,
+                     "Only ranges whose last missed time is within this duration, e.g. 7d");
   misses->footer(
       "A miss is a fire time of the schedule that got no run. It happens when the time passed\n"
       "while the job was paused, or while the coordinator was down or behind by more than its\n"
       "misfire_grace; the job's misfire policy then decides what is made up:\n"
       "  misfire=skip                            none: every such time is a miss\n"
       "  misfire=fire-once: folded into one run  one run for the latest; the others are misses\n"
-      "  misfire=fire-all: over misfire_cap      one run each up to misfire_cap; the rest are misses\n"
+      "  misfire=fire-all: over misfire_cap      one run each up to misfire_cap; the rest are "
+      "misses\n"
       "A fire skipped because the previous run was still active (overlap = \"forbid\") is not a\n"
       "miss: it is a run in state skipped (jobctl runs JOB --state skipped).\n"
       "Columns: FIRST MISSED and LAST MISSED bound one range of consecutive missed times (local\n"

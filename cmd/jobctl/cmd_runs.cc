@@ -131,14 +131,17 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   const std::string starts = JsonString(*run, "not_before");
   if (!starts.empty() && g.format() != OutputFormat::kJson) {
     std::cerr << "jobctl: trigger " << Shown(opt.job, STDERR_FILENO) << ": run " << id
-              << " starts at " << LocalTime(starts) << "; until then: jobctl cancel " << id
-              << '\n';
+              << " starts at " << LocalTime(starts) << "; until then: jobctl cancel " << id << '\n';
   }
   if (!opt.wait && !opt.follow) {
-    if (g.format() == OutputFormat::kJson) PrintJson(*run); else std::cout << id << '\n';
+    if (g.format() == OutputFormat::kJson)
+      PrintJson(*run);
+    else
+      std::cout << id << '\n';
     return kExitOk;
   }
-  auto deadline = timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
+  auto deadline =
+      timeout ? std::optional(std::chrono::steady_clock::now() + *timeout) : std::nullopt;
   if (opt.follow) {
     FollowOptions fo;
     fo.follow = true;
@@ -157,13 +160,13 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   while (true) {
     if (g_interrupted) return Interrupted(opt, client->get(), id);
     if (deadline && std::chrono::steady_clock::now() > *deadline) {
-      std::cerr << "jobctl: trigger " << opt.job << ": gave up waiting for run " << id
-                << " after " << opt.timeout << " (it goes on; jobctl logs -f " << id << ")\n";
+      std::cerr << "jobctl: trigger " << opt.job << ": gave up waiting for run " << id << " after "
+                << opt.timeout << " (it goes on; jobctl logs -f " << id << ")\n";
       return kExitTempFail;
     }
-    Result<json> r = (*client)->Get("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=" +
-                                        (progress ? "500" : "2000"),
-                                    std::chrono::seconds(40));
+    Result<json> r = (*client)->Get(
+        "/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=" + (progress ? "500" : "2000"),
+        std::chrono::seconds(40));
     if (!r.ok()) return Fail("trigger", opt.job, r.status());
     if ((*r).value("done", false) || (JsonString(*r, "finished_at") != "")) {
       if (progress) std::cerr << "\r\x1b[K";
@@ -171,9 +174,11 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
       break;
     }
     if (progress) {
-      auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+      auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+          std::chrono::steady_clock::now() - started);
       std::cerr << "\r\x1b[K" << kSpinner[tick++ % 4] << " run " << id << " of "
-                << Shown(opt.job + ": " + JsonString(*r, "state"), STDERR_FILENO) << " (" << FormatDuration(secs) << ")" << std::flush;
+                << Shown(opt.job + ": " + JsonString(*r, "state"), STDERR_FILENO) << " ("
+                << FormatDuration(secs) << ")" << std::flush;
     }
   }
   if (g.format() == OutputFormat::kJson) {
@@ -221,8 +226,8 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
       scheduled += " +" + FormatDuration(Millis(r["jitter_ms"].get<int64_t>()));
     }
     t.Add({std::to_string(r["id"].get<int64_t>()), JsonString(r, "job"), JsonString(r, "reason"),
-           scheduled, Colored(JsonString(r, "state"), g),
-           ShardCount(r), hosts.empty() ? "-" : hosts});
+           scheduled, Colored(JsonString(r, "state"), g), ShardCount(r),
+           hosts.empty() ? "-" : hosts});
   }
   t.Print(std::cout);
   return kExitOk;
@@ -242,8 +247,8 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("logs", opt.target, client.status(), kExitConfig);
   int64_t run = 0;
-  bool numeric = !opt.target.empty() &&
-                 opt.target.find_first_not_of("0123456789") == std::string::npos;
+  bool numeric =
+      !opt.target.empty() && opt.target.find_first_not_of("0123456789") == std::string::npos;
   if (numeric) {
     run = std::stoll(opt.target);
   } else {
@@ -297,13 +302,16 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* trigger = app.add_subcommand("trigger", "Run a job now");
   trigger->add_option("name", t->job, "Job name")->required();
   trigger->add_flag("--wait", t->wait, "Wait for the run to end; exit 0 if it succeeded, 1 if not");
-  trigger->add_flag("--follow", t->follow, "Stream the output of every shard while it runs (implies --wait)");
-  trigger->add_option("-p,--param,--env", t->params,
-                      "Set a parameter the job declares (jobs.toml params), NAME=value; "
-                      "repeatable; others are refused")
+  trigger->add_flag("--follow", t->follow,
+                    "Stream the output of every shard while it runs (implies --wait)");
+  trigger
+      ->add_option("-p,--param,--env", t->params,
+                   "Set a parameter the job declares (jobs.toml params), NAME=value; "
+                   "repeatable; others are refused")
       ->allow_extra_args(false);
   trigger->add_option("--idempotency-key", t->key, "The same key never starts a second run");
-  trigger->add_option("--timeout", t->timeout, "Stop waiting after this long (exit 75; the run goes on)");
+  trigger->add_option("--timeout", t->timeout,
+                      "Stop waiting after this long (exit 75; the run goes on)");
   auto* at = trigger->add_option(
       "--at", t->at,
       "Start the run at this time instead of now (RFC 3339, e.g. 2026-12-01T03:00:00Z or with an "
@@ -325,13 +333,15 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   auto r = std::make_shared<RunsOptions>();
   auto* runs = app.add_subcommand("runs", "List runs, newest first");
   runs->add_option("name", r->job, "Only this job's runs");
-  runs->add_option("--state", r->state, "pending, running, succeeded, failed, timed_out, canceled, skipped or lost");
+  runs->add_option("--state", r->state,
+                   "pending, running, succeeded, failed, timed_out, canceled, skipped or lost");
   runs->add_option("--since", r->since, "Only runs created within this duration, e.g. 2h");
   runs->add_option("--limit", r->limit, "At most this many")->check(CLI::Range(1, 10000));
-  runs->footer("Example:\n  jobctl runs nightly-backup --state failed --since 24h\n"
-               "JSON: array of runs, newest first: id, job, reason, scheduled_at, created_at,\n"
-               "finished_at, state, trace_id, note, shard_total, shards[index, agent, state,\n"
-               "attempt, token, exit_code, outcome, message, started_at, finished_at].");
+  runs->footer(
+      "Example:\n  jobctl runs nightly-backup --state failed --since 24h\n"
+      "JSON: array of runs, newest first: id, job, reason, scheduled_at, created_at,\n"
+      "finished_at, state, trace_id, note, shard_total, shards[index, agent, state,\n"
+      "attempt, token, exit_code, outcome, message, started_at, finished_at].");
   runs->callback([r, &g, rc] { *rc = RunRuns(*r, g); });
 
   auto l = std::make_shared<LogsOptions>();

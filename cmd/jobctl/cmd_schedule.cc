@@ -1,9 +1,8 @@
 // jobctl schedule next: prints what the schedule engine will do, so anyone can check a
 // schedule (and its DST behaviour) before relying on it.
-#include <nlohmann/json.hpp>
-
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "exit_codes.h"
@@ -68,12 +67,9 @@ int RunScheduleNext(const ScheduleNextOptions& opt, const GlobalOptions& g) {
     t = *next;
   }
   if (g.format() == OutputFormat::kJson) {
-    nlohmann::json out = {{"schedule", expr},
-                          {"kind", KindName(schedule->kind())},
-                          {"dialect", opt.dialect},
-                          {"timezone", schedule->zone().name()},
-                          {"from", FormatUtc(from)},
-                          {"fires", fires}};
+    nlohmann::json out = {{"schedule", expr},        {"kind", KindName(schedule->kind())},
+                          {"dialect", opt.dialect},  {"timezone", schedule->zone().name()},
+                          {"from", FormatUtc(from)}, {"fires", fires}};
     if (jitter.count() > 0) {
       out["jitter_ms"] = jitter.count();
       out["latest_starts"] = latest;
@@ -87,8 +83,8 @@ int RunScheduleNext(const ScheduleNextOptions& opt, const GlobalOptions& g) {
       std::cout << '\n';
     }
     if (schedule->delay()) {
-      std::cerr << "jobctl: schedule next: then each fire comes " << FormatDuration(*schedule->delay())
-                << " after the job's previous run ended\n";
+      std::cerr << "jobctl: schedule next: then each fire comes "
+                << FormatDuration(*schedule->delay()) << " after the job's previous run ended\n";
     } else if (static_cast<int>(fires.size()) < opt.count) {
       std::cerr << "jobctl: schedule next: the schedule has no more fires\n";
     }
@@ -102,8 +98,8 @@ void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* schedule = app.add_subcommand("schedule", "Check schedules with the engine itself");
   schedule->require_subcommand(1);
   auto opt = std::make_shared<ScheduleNextOptions>();
-  auto* next = schedule->add_subcommand(
-      "next", "Print the next fire instants of a schedule expression");
+  auto* next =
+      schedule->add_subcommand("next", "Print the next fire instants of a schedule expression");
   next->add_option("--dialect", opt->dialect, "cron (default) or quartz")
       ->check(CLI::IsMember({"cron", "quartz"}));
   next->add_option("--tz", opt->tz, "IANA time zone to evaluate in (default UTC)");

@@ -52,7 +52,8 @@ int RunServe(const ServeOptions& opt) {
   if (!opt.tls_cert.empty()) config->tls_cert = opt.tls_cert;
   if (!opt.tls_key.empty()) config->tls_key = opt.tls_key;
   if (!opt.tls_client_ca.empty()) config->tls_client_ca = opt.tls_client_ca;
-  if (Status s = CheckTlsFiles(*config); !s.ok()) return Fail("serve", "--tls-cert", s, kExitConfig);
+  if (Status s = CheckTlsFiles(*config); !s.ok())
+    return Fail("serve", "--tls-cert", s, kExitConfig);
   log::Configure({config->log_level == "debug" ? log::Level::kDebug : log::Level::kInfo,
                   log::Format::kAuto, "jobctl-serve"});
 
@@ -62,17 +63,18 @@ int RunServe(const ServeOptions& opt) {
     return Fail("serve", "--listen", s, kExitConfig);
   }
   if (!IsLoopback(host) && config->tls_cert.empty()) {
-    log::Warn("listening on a non-loopback address without TLS: tokens and job output cross "
-              "the network in clear text; set tls_cert and tls_key",
-              {{"listen", config->listen}});
+    log::Warn(
+        "listening on a non-loopback address without TLS: tokens and job output cross "
+        "the network in clear text; set tls_cert and tls_key",
+        {{"listen", config->listen}});
   }
   uv_loop_t loop;
   uv_loop_init(&loop);
   SystemClock clock;
   auto coord = std::make_unique<coordinator::Coordinator>(&loop, &clock, *config);
   if (Status s = coord->Start(); !s.ok()) {
-    int rc = Fail("serve", config->data_dir, s, s.code() == Status::Code::kInvalidArgument
-                                                     ? kExitConfig : kExitUnavailable);
+    int rc = Fail("serve", config->data_dir, s,
+                  s.code() == Status::Code::kInvalidArgument ? kExitConfig : kExitUnavailable);
     // Close whatever the partial start opened so the loop can be closed.
     coord->Stop([] {});
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -84,16 +86,20 @@ int RunServe(const ServeOptions& opt) {
     log::Info("first start: tokens created", {{"note", coord->bootstrap_note()}});
   }
   // The one line scripts and tests wait for: the address actually bound.
-  std::cout << "jobctl serve: listening on " << (host.find(':') != std::string::npos ? "[" + host + "]" : host)
-            << ":" << coord->port() << std::endl;
-  log::Info("coordinator started", {{"listen", host + ":" + std::to_string(coord->port())},
-                                    {"data", config->data_dir}, {"version", kVersion},
-                                    {"tls", !coord->tls() ? std::string("off")
-                                            : config->tls_client_ca.empty() ? std::string("on")
-                                                                             : std::string("mtls")}});
+  std::cout << "jobctl serve: listening on "
+            << (host.find(':') != std::string::npos ? "[" + host + "]" : host) << ":"
+            << coord->port() << std::endl;
+  log::Info("coordinator started",
+            {{"listen", host + ":" + std::to_string(coord->port())},
+             {"data", config->data_dir},
+             {"version", kVersion},
+             {"tls", !coord->tls()                   ? std::string("off")
+                     : config->tls_client_ca.empty() ? std::string("on")
+                                                     : std::string("mtls")}});
   if (coord->tls()) {
-    log::Info("TLS certificate loaded", {{"cert", config->tls_cert},
-                                         {"sha256", http::CertificateFingerprint(config->tls_cert)}});
+    log::Info(
+        "TLS certificate loaded",
+        {{"cert", config->tls_cert}, {"sha256", http::CertificateFingerprint(config->tls_cert)}});
   }
 
   // The signals are watched until the coordinator has stopped.

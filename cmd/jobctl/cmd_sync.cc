@@ -68,9 +68,11 @@ Result<std::string> ReadValid(const std::string& verb, const std::string& path, 
   }
   JobFileResult parsed = ParseJobFile(*text, path);
   if (!parsed.ok()) {
-    for (const Diagnostic& d : parsed.errors) std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
-    *rc = Fail(verb, path, Status::InvalidArgument(std::to_string(parsed.errors.size()) +
-                                                   " error(s); nothing was applied"));
+    for (const Diagnostic& d : parsed.errors)
+      std::cerr << Shown(d.ToString(), STDERR_FILENO) << '\n';
+    *rc = Fail(verb, path,
+               Status::InvalidArgument(std::to_string(parsed.errors.size()) +
+                                       " error(s); nothing was applied"));
     return Status::InvalidArgument("invalid");
   }
   return text;
@@ -98,8 +100,8 @@ int ApplyFile(const std::string& path, const GlobalOptions& g, bool force) {
   Result<json> r = (*client)->Post("/v1/jobfile", body);
   if (!r.ok()) {
     if (r.status().code() == Status::Code::kConflict) {
-      return Fail("apply", path, Status::Conflict(r.status().message() +
-                                                  " (or apply --force to overwrite it)"));
+      return Fail("apply", path,
+                  Status::Conflict(r.status().message() + " (or apply --force to overwrite it)"));
     }
     return Fail("apply", path, r.status());
   }
@@ -108,13 +110,15 @@ int ApplyFile(const std::string& path, const GlobalOptions& g, bool force) {
     PrintJson(*r);
     return kExitOk;
   }
-  for (const auto& n : (*r)["created"]) std::cout << "created    " << Shown(n.get<std::string>()) << '\n';
+  for (const auto& n : (*r)["created"])
+    std::cout << "created    " << Shown(n.get<std::string>()) << '\n';
   for (const auto& c : (*r)["changed"]) {
     std::string fields;
     for (const auto& f : c["fields"]) fields += (fields.empty() ? "" : ", ") + f.get<std::string>();
     std::cout << "changed    " << Shown(c["name"].get<std::string>() + " (" + fields + ")") << '\n';
   }
-  for (const auto& n : (*r)["removed"]) std::cout << "removed    " << Shown(n.get<std::string>()) << '\n';
+  for (const auto& n : (*r)["removed"])
+    std::cout << "removed    " << Shown(n.get<std::string>()) << '\n';
   std::cout << "revision " << (*r)["revision"].get<int64_t>() << ": " << (*r)["created"].size()
             << " created, " << (*r)["changed"].size() << " changed, " << (*r)["removed"].size()
             << " removed, " << (*r)["unchanged"].size() << " unchanged\n";
@@ -153,8 +157,10 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
   std::map<std::string, const Job*> before, after;
   for (const Job& j : theirs.file.jobs) before[j.name] = &j;
   for (const Job& j : mine.file.jobs) after[j.name] = &j;
-  json out = {{"revision", (*current)["revision"]}, {"created", json::array()},
-              {"changed", json::array()}, {"removed", json::array()}};
+  json out = {{"revision", (*current)["revision"]},
+              {"created", json::array()},
+              {"changed", json::array()},
+              {"removed", json::array()}};
   for (const auto& [name, job] : after) {
     if (!before.count(name)) {
       out["created"].push_back(name);
@@ -187,7 +193,8 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   Result<json> current = (*client)->Get("/v1/jobfile");
   if (!current.ok()) return Fail("pull", path, current.status());
   int64_t revision = (*current)["revision"].get<int64_t>();
-  if (revision == 0) return Fail("pull", path, Status::NotFound("no job file has been applied yet"));
+  if (revision == 0)
+    return Fail("pull", path, Status::NotFound("no job file has been applied yet"));
   std::string text = JsonString(*current, "text");
   if (path == "-") {
     std::cout << Shown(text);
@@ -204,7 +211,8 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   if (ec) return Fail("pull", path, Status::Io(ec.message()), kExitCantCreate);
   RecordRevision(**client, path, revision);
   std::cerr << "pulled revision " << revision << " (applied by "
-            << Shown(JsonString(*current, "author"), STDERR_FILENO) << " at " << JsonString(*current, "applied_at") << ") into " << path << '\n';
+            << Shown(JsonString(*current, "author"), STDERR_FILENO) << " at "
+            << JsonString(*current, "applied_at") << ") into " << path << '\n';
   return kExitOk;
 }
 
@@ -215,15 +223,17 @@ void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* a = app.add_subcommand("apply", "Sync a job file to the coordinator");
   a->add_option("file", apply->file, "Job file (default --file / JOBCTL_FILE / ./jobs.toml)");
   a->add_flag("--force", apply->force, "Apply even if someone applied a newer revision");
-  a->footer("Example:\n  jobctl apply jobs.toml\nExit status: 0 applied, 65 invalid file, 75 a "
-            "newer revision exists (pull, merge, apply again), 69 coordinator unreachable.");
+  a->footer(
+      "Example:\n  jobctl apply jobs.toml\nExit status: 0 applied, 65 invalid file, 75 a "
+      "newer revision exists (pull, merge, apply again), 69 coordinator unreachable.");
   a->callback([apply, &g, rc] { *rc = RunApply(*apply, g); });
 
   auto diff = std::make_shared<SyncOptions>();
   auto* d = app.add_subcommand("diff", "Show what apply would change, field by field");
   d->add_option("file", diff->file, "Job file (default ./jobs.toml)");
-  d->footer("Example:\n  jobctl diff jobs.toml\nExit status: 0 no changes, 1 changes, 65 invalid "
-            "file, 69 coordinator unreachable.");
+  d->footer(
+      "Example:\n  jobctl diff jobs.toml\nExit status: 0 no changes, 1 changes, 65 invalid "
+      "file, 69 coordinator unreachable.");
   d->callback([diff, &g, rc] { *rc = RunDiff(*diff, g); });
 
   auto pull = std::make_shared<SyncOptions>();

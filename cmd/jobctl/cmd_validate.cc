@@ -1,18 +1,17 @@
 // jobctl validate: checks a job file with the same code the coordinator applies it with,
 // and prints every problem at once.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "config/job_file.h"
 #include "exit_codes.h"
-#include "output.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
+#include "output.h"
 
 namespace jobctl::cli {
 namespace {
@@ -42,8 +41,10 @@ void PrintNextTable(const JobFile& file, int count, WallTime now) {
     name_w = std::max(name_w, job.name.size());
     sched_w = std::max(sched_w, job.schedule.size());
   }
-  std::cout << '\n' << std::left << std::setw(static_cast<int>(name_w) + 2) << "NAME"
-            << std::setw(static_cast<int>(sched_w) + 2) << "SCHEDULE" << "NEXT FIRES\n";
+  std::cout << '\n'
+            << std::left << std::setw(static_cast<int>(name_w) + 2) << "NAME"
+            << std::setw(static_cast<int>(sched_w) + 2) << "SCHEDULE"
+            << "NEXT FIRES\n";
   for (const Job& job : file.jobs) {
     std::cout << std::setw(static_cast<int>(name_w) + 2) << job.name
               << std::setw(static_cast<int>(sched_w) + 2) << job.schedule;
@@ -64,8 +65,11 @@ int RunValidate(const ValidateOptions& opt, const GlobalOptions& g) {
   if (g.format() == OutputFormat::kJson) {
     nlohmann::json errors = nlohmann::json::array();
     for (const Diagnostic& d : result.errors) {
-      errors.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                        {"job", d.job}, {"message", d.message}});
+      errors.push_back({{"file", d.file},
+                        {"line", d.line},
+                        {"column", d.column},
+                        {"job", d.job},
+                        {"message", d.message}});
     }
     nlohmann::json jobs = nlohmann::json::array();
     for (const Job& job : result.file.jobs) {
@@ -94,7 +98,8 @@ int RunValidate(const ValidateOptions& opt, const GlobalOptions& g) {
 void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc) {
   auto opt = std::make_shared<ValidateOptions>();
   auto* sub = app.add_subcommand("validate", "Check a job file and report every problem");
-  sub->add_option("file", opt->file, "Job file (default: --file, $JOBCTL_FILE or ./jobs.toml; - = stdin)");
+  sub->add_option("file", opt->file,
+                  "Job file (default: --file, $JOBCTL_FILE or ./jobs.toml; - = stdin)");
   sub->add_option("--next", opt->next, "Also show each job's next N fire times")
       ->check(CLI::Range(0, 1000));
   sub->footer(

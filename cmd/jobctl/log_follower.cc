@@ -56,7 +56,8 @@ void LogFollower::FlushPartials() {
   }
   for (auto& [key, part] : partial_) {
     if (part.empty()) continue;
-    WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO, "[" + key.substr(0, key.size() - 2) + "] " + part + "\n");
+    WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO,
+             "[" + key.substr(0, key.size() - 2) + "] " + part + "\n");
     part.clear();
   }
 }
@@ -76,7 +77,8 @@ Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
     std::string stream = JsonString(ch, "stream");
     std::string data = Base64Decode(JsonString(ch, "data"));
     std::string shard = "shard " + std::to_string(ch["shard"].get<int>());
-    if (ch["attempt"].get<int>() > 1) shard += " attempt " + std::to_string(ch["attempt"].get<int>());
+    if (ch["attempt"].get<int>() > 1)
+      shard += " attempt " + std::to_string(ch["attempt"].get<int>());
     Emit(shard + (stream == "stderr" ? ":e" : ":o"), stream != "stdout", "[" + shard + "] ", data);
   }
   after_ = (*r)["next"].get<int64_t>();

@@ -24,10 +24,10 @@ struct FollowOptions {
   std::optional<int> shard;
   std::string stream;  // "", "stdout" or "stderr"
   bool prefix = false;
-  std::optional<WallTime> since;  // skip output received before this
+  std::optional<WallTime> since;            // skip output received before this
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler: return early
-  SgrPolicy sgr = SgrPolicy::kDrop;  // on a terminal: the job's colour sequences
-  bool raw = false;                  // on a terminal too, the bytes as printed
+  SgrPolicy sgr = SgrPolicy::kDrop;         // on a terminal: the job's colour sequences
+  bool raw = false;                         // on a terminal too, the bytes as printed
 };
 
 class LogFollower {
@@ -60,6 +60,5 @@ class LogFollower {
   std::map<std::string, TerminalSanitizer> sanitizers_;
   bool terminal_[3] = {false, false, false};  // by fd
 };
-
 
 }  // namespace jobctl::cli

@@ -2,7 +2,6 @@
 // (one Register<Verb> per subcommand file), resolves the global options and maps errors to
 // exit codes; the subcommands do the work.
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -20,8 +19,9 @@ std::string EnvOr(const char* name, std::string fallback) {
 }
 
 int Main(int argc, char** argv) {
-  CLI::App app{"jobctl: a distributed crontab. Keep jobs in jobs.toml, sync them to the "
-               "coordinator, and see every run and every line it printed, on any host."};
+  CLI::App app{
+      "jobctl: a distributed crontab. Keep jobs in jobs.toml, sync them to the "
+      "coordinator, and see every run and every line it printed, on any host."};
   app.name("jobctl");
   app.set_version_flag("-V,--version", std::string("jobctl ") + kVersion);
   app.require_subcommand(1);
@@ -35,8 +35,9 @@ int Main(int argc, char** argv) {
   app.add_option("--token", g.token,
                  "API token; visible to other users in ps: prefer --token-file or JOBCTL_TOKEN")
       ->each([](const std::string&) {
-        Warn("--token is visible to every user of this host (ps, /proc); use --token-file FILE "
-             "or JOBCTL_TOKEN instead");
+        Warn(
+            "--token is visible to every user of this host (ps, /proc); use --token-file FILE "
+            "or JOBCTL_TOKEN instead");
       });
   app.add_option("--token-file", g.token_file, "Read the API token from this file (first line)");
   app.add_option("--ca-file", g.ca_file,

@@ -59,13 +59,15 @@ void Table::Print(std::ostream& out) const {
   std::vector<size_t> width(header_.size(), 0);
   for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
   for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], Visible(row[c]));
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], Visible(row[c]));
   }
   auto line = [&](const std::vector<std::string>& row) {
     std::string s;
     for (size_t c = 0; c < row.size(); ++c) {
       s += row[c];
-      if (c + 1 < row.size()) s += std::string(width[c] - std::min(width[c], Visible(row[c])) + 2, ' ');
+      if (c + 1 < row.size())
+        s += std::string(width[c] - std::min(width[c], Visible(row[c])) + 2, ' ');
     }
     out << s << '\n';
   };
@@ -113,11 +115,11 @@ bool ColorEnabled(const GlobalOptions& g) {
 
 Cell Colored(const std::string& state, const GlobalOptions& g) {
   if (!ColorEnabled(g)) return state;
-  const char* code = state == "succeeded" ? "32"
+  const char* code = state == "succeeded"                                             ? "32"
                      : (state == "failed" || state == "timed_out" || state == "lost") ? "31"
-                     : (state == "running" || state == "pending") ? "36"
-                     : (state == "canceled" || state == "skipped") ? "33"
-                                                                     : nullptr;
+                     : (state == "running" || state == "pending")                     ? "36"
+                     : (state == "canceled" || state == "skipped")                    ? "33"
+                                                                                      : nullptr;
   if (code == nullptr) return state;
   return Cell::Colored(state, code);
 }

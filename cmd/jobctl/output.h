@@ -6,9 +6,9 @@
 // obeyed (base/terminal_text.h); into a pipe or a file they are written byte for byte.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,7 +21,7 @@ namespace jobctl::cli {
 class Cell {
  public:
   Cell(std::string text) { parts_.push_back({std::move(text), nullptr}); }  // NOLINT
-  Cell(const char* text) : Cell(std::string(text)) {}                      // NOLINT
+  Cell(const char* text) : Cell(std::string(text)) {}                       // NOLINT
   static Cell Colored(std::string text, const char* sgr);
   Cell operator+(const std::string& more) const;
   // The cell as printed: each part sanitized when `terminal`, coloured parts wrapped.

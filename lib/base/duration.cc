@@ -11,12 +11,14 @@ struct Unit {
   int64_t ms;
 };
 // Longest names first so "ms" is not read as "m" followed by garbage.
-constexpr Unit kUnits[] = {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000},
-                           {"d", 86'400'000}};
+constexpr Unit kUnits[] = {
+    {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
 
 Status Expected(std::string_view text) {
-  return Status::InvalidArgument("expected a duration like \"90s\" or \"1h30m\" (units ms, s, m, "
-                                 "h, d), got \"" + std::string(text) + "\"");
+  return Status::InvalidArgument(
+      "expected a duration like \"90s\" or \"1h30m\" (units ms, s, m, "
+      "h, d), got \"" +
+      std::string(text) + "\"");
 }
 
 }  // namespace

@@ -18,21 +18,11 @@ void AppendJsonString(std::string* out, std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\t': *out += "\\t"; break;
+      case '\r': *out += "\\r"; break;
       default:
         if (c < 0x20 || c == 0x7f) {
           *out += "\\u00";
@@ -85,7 +75,8 @@ Status EventLog::Open(const std::string& path, std::string_view src, EventFields
   char last = '\n';
   off_t size = ::lseek(fd, 0, SEEK_END);
   if (size > 0 && ::pread(fd, &last, 1, size - 1) == 1 && last != '\n') {
-    if (::write(fd, "\n", 1) != 1) log::Warn("cannot end a torn line of the event log", {{"file", path}});
+    if (::write(fd, "\n", 1) != 1)
+      log::Warn("cannot end a torn line of the event log", {{"file", path}});
   }
   ::flock(fd, LOCK_UN);
   if (fd_ >= 0) ::close(fd_);

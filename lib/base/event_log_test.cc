@@ -142,7 +142,8 @@ TEST(EventLogTest, ALineTornByAKilledWriterIsEndedBeforeTheNextProcessWrites) {
   std::string path = TempPath();
   {
     std::ofstream torn(path);
-    torn << "{\"src\":\"coord\",\"pid\":1,\"ev\":\"grant\"}\n{\"src\":\"coord\",\"pid\":1,\"ev\":\"re";
+    torn << "{\"src\":\"coord\",\"pid\":1,\"ev\":\"grant\"}\n{\"src\":\"coord\",\"pid\":1,\"ev\":"
+            "\"re";
   }
   EventLog log;
   ASSERT_TRUE(log.Open(path, "coord").ok());

@@ -93,8 +93,8 @@ Value::Value(double v) : text(fmt::format("{:.3f}", v)) {}
 void Configure(const Options& options) {
   State& s = GetState();
   s.options = options;
-  s.journal = options.format == Format::kJournal ||
-              (options.format == Format::kAuto && StderrIsJournal());
+  s.journal =
+      options.format == Format::kJournal || (options.format == Format::kAuto && StderrIsJournal());
 }
 
 void SetSink(Sink sink) { GetState().sink = std::move(sink); }
@@ -126,7 +126,7 @@ void Write(Level level, std::string_view msg, Fields fields) {
     out = fmt::format("<{}>{}\n", Priority(level), line);
   } else {
     std::time_t now = std::time(nullptr);
-    std::tm tm {};
+    std::tm tm{};
     localtime_r(&now, &tm);
     char ts[32];
     std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);

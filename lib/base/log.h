@@ -21,15 +21,15 @@ enum class Level { kDebug, kInfo, kWarn, kError };
 
 // A value of any common type, rendered once into text.
 struct Value {
-  Value(std::string_view s) : text(s) {}  // NOLINT
-  Value(const std::string& s) : text(s) {}  // NOLINT
-  Value(const char* s) : text(s) {}  // NOLINT
-  Value(int64_t v) : text(std::to_string(v)) {}  // NOLINT
-  Value(int v) : text(std::to_string(v)) {}  // NOLINT
+  Value(std::string_view s) : text(s) {}          // NOLINT
+  Value(const std::string& s) : text(s) {}        // NOLINT
+  Value(const char* s) : text(s) {}               // NOLINT
+  Value(int64_t v) : text(std::to_string(v)) {}   // NOLINT
+  Value(int v) : text(std::to_string(v)) {}       // NOLINT
   Value(uint64_t v) : text(std::to_string(v)) {}  // NOLINT
   Value(unsigned v) : text(std::to_string(v)) {}  // NOLINT
-  Value(double v);  // NOLINT
-  Value(bool v) : text(v ? "true" : "false") {}  // NOLINT
+  Value(double v);                                // NOLINT
+  Value(bool v) : text(v ? "true" : "false") {}   // NOLINT
   std::string text;
 };
 

@@ -17,8 +17,8 @@ std::optional<std::string> LooseSecretFileMode(const std::string& path, std::str
     return std::nullopt;
   }
   const char* who = (st.st_mode & 070) && (st.st_mode & 07) ? "group and others"
-                    : (st.st_mode & 070)                   ? "its group"
-                                                           : "others";
+                    : (st.st_mode & 070)                    ? "its group"
+                                                            : "others";
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return std::string(what) + " " + path + " is accessible to " + who + " (mode " + mode +

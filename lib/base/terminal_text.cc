@@ -83,8 +83,8 @@ bool SafeSgrParams(std::string_view params) {
       return false;
     }
     bool plain = (x >= 0 && x <= 4) || x == 7 || x == 9 || (x >= 21 && x <= 24) || x == 27 ||
-                 x == 29 || (x >= 30 && x <= 37) || x == 39 || (x >= 40 && x <= 47) ||
-                 x == 49 || x == 59 || (x >= 90 && x <= 97) || (x >= 100 && x <= 107);
+                 x == 29 || (x >= 30 && x <= 37) || x == 39 || (x >= 40 && x <= 47) || x == 49 ||
+                 x == 59 || (x >= 90 && x <= 97) || (x >= 100 && x <= 107);
     if (!plain) return false;
   }
   return true;

@@ -56,23 +56,31 @@ TEST(TerminalTextTest, LoneEscAtTheEndIsShown) {
 
 TEST(TerminalTextTest, C1ControlsInUtf8AreShownAsCodePoints) {
   // U+009B is CSI and U+009D is OSC for a terminal that reads C1 controls in UTF-8.
-  EXPECT_EQ(Show("a\xc2\x9b" "2Jb"), "a\\u009b2Jb");
-  EXPECT_EQ(Show("\xc2\x9d" "0;t\xc2\x9c"), "\\u009d0;t\\u009c");
+  EXPECT_EQ(Show("a\xc2\x9b"
+                 "2Jb"),
+            "a\\u009b2Jb");
+  EXPECT_EQ(Show("\xc2\x9d"
+                 "0;t\xc2\x9c"),
+            "\\u009d0;t\\u009c");
   EXPECT_EQ(Show("\xc2\x85"), "\\u0085");
 }
 
 TEST(TerminalTextTest, BidiOverridesAreShown) {
-  EXPECT_EQ(Show("a\xe2\x80\xae" "b"), "a\\u202eb");
+  EXPECT_EQ(Show("a\xe2\x80\xae"
+                 "b"),
+            "a\\u202eb");
   EXPECT_EQ(Show("\xe2\x81\xa6x\xe2\x81\xa9"), "\\u2066x\\u2069");
 }
 
 TEST(TerminalTextTest, InvalidUtf8IsShownAsHexBytes) {
-  EXPECT_EQ(Show("\x9b" "2J"), "\\x9b2J");                  // a raw 8-bit CSI
+  EXPECT_EQ(Show("\x9b"
+                 "2J"),
+            "\\x9b2J");  // a raw 8-bit CSI
   EXPECT_EQ(Show("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(Show("\xc0\xaf"), "\\xc0\\xaf");                // overlong "/"
-  EXPECT_EQ(Show("\xed\xa0\x80"), "\\xed\\xa0\\x80");       // a surrogate
+  EXPECT_EQ(Show("\xc0\xaf"), "\\xc0\\xaf");                    // overlong "/"
+  EXPECT_EQ(Show("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
   EXPECT_EQ(Show("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
-  EXPECT_EQ(Show("ok\xe2\x82"), "ok\\xe2\\x82");            // cut at the end
+  EXPECT_EQ(Show("ok\xe2\x82"), "ok\\xe2\\x82");                // cut at the end
 }
 
 TEST(TerminalTextTest, SafeSgrIsKeptOrDroppedOnRequestAndColourIsResetAtTheEnd) {
@@ -99,12 +107,17 @@ TEST(TerminalTextTest, SequencesCutAcrossPiecesAreJudgedWhole) {
             "a\x1b[31mred\x1b[0m\x1b[0m");
   EXPECT_EQ(Stream({"a\x1b", "]0;t\x07"}, SgrPolicy::kKeep), "a^[]0;t^G");
   EXPECT_EQ(Stream({"Z\xc3", "\xbcrich"}, SgrPolicy::kShow), "Z\xc3\xbcrich");
-  EXPECT_EQ(Stream({"x\xc2", "\x9b" "2J"}, SgrPolicy::kShow), "x\\u009b2J");
+  EXPECT_EQ(Stream({"x\xc2",
+                    "\x9b"
+                    "2J"},
+                   SgrPolicy::kShow),
+            "x\\u009b2J");
   EXPECT_EQ(Stream({"line\r", "\nnext\r", "x"}, SgrPolicy::kShow), "line\r\nnext^Mx");
 }
 
 TEST(TerminalTextTest, JsonKeepsItsValueAndLosesRawControls) {
-  EXPECT_EQ(EscapeJsonForTerminal("{\n  \"name\": \"a\xc2\x9b" "b\xe2\x80\xae\x7f\"\n}"),
+  EXPECT_EQ(EscapeJsonForTerminal("{\n  \"name\": \"a\xc2\x9b"
+                                  "b\xe2\x80\xae\x7f\"\n}"),
             "{\n  \"name\": \"a\\u009bb\\u202e\\u007f\"\n}");
   EXPECT_EQ(EscapeJsonForTerminal("[\"Z\xc3\xbcrich\"]"), "[\"Z\xc3\xbcrich\"]");
 }

@@ -2,19 +2,17 @@
 
 #include <toml++/toml.h>
 
-#include "config/toml_values.h"
-
 #include <cctype>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "config/toml_values.h"
+
 namespace jobctl {
 namespace {
 
 constexpr int64_t kMinSpoolBytes = int64_t{1} << 20;  // room for a few chunks
-
-
 
 bool IsLabelChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
@@ -31,14 +29,18 @@ class Checker {
                std::string(key) + ": expected " + std::string(expected);
   }
   void Str(const toml::node& n, std::string_view key, std::string* out) {
-    if (auto v = n.value<std::string>(); v && !v->empty()) *out = *v;
-    else Fail(n, key, "a non-empty string");
+    if (auto v = n.value<std::string>(); v && !v->empty())
+      *out = *v;
+    else
+      Fail(n, key, "a non-empty string");
   }
   void Dur(const toml::node& n, std::string_view key, Millis* out) {
     auto v = n.value<std::string>();
     Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
-    if (d.ok()) *out = *d;
-    else Fail(n, key, "a duration like \"60s\" or \"1m30s\"");
+    if (d.ok())
+      *out = *d;
+    else
+      Fail(n, key, "a duration like \"60s\" or \"1m30s\"");
   }
   // A string or an array of non-empty strings.
   void Strings(const toml::node& n, std::string_view key, std::vector<std::string>* out,
@@ -54,8 +56,10 @@ class Checker {
       return;
     }
     for (const toml::node& item : *a) {
-      if (auto s = item.value<std::string>(); s && !s->empty()) out->push_back(*s);
-      else Fail(item, key, "a non-empty string");
+      if (auto s = item.value<std::string>(); s && !s->empty())
+        out->push_back(*s);
+      else
+        Fail(item, key, "a non-empty string");
     }
   }
   const std::string& errors() const { return errors_; }
@@ -87,8 +91,10 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     c.Str(node, key, &cfg->event_log);
   } else if (key == "slots") {
     auto v = node.value<int64_t>();
-    if (v && *v >= 1 && *v <= kMaxSlots) cfg->slots = static_cast<int>(*v);
-    else c.Fail(node, key, "an integer from 1 to " + std::to_string(kMaxSlots));
+    if (v && *v >= 1 && *v <= kMaxSlots)
+      cfg->slots = static_cast<int>(*v);
+    else
+      c.Fail(node, key, "an integer from 1 to " + std::to_string(kMaxSlots));
   } else if (key == "labels") {
     const toml::table* t = node.as_table();
     if (t == nullptr) return c.Fail(node, key, "a table like { role = \"web\" }");
@@ -96,10 +102,14 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
       std::string name(k.str());
       std::string path = "labels." + name;
       auto value = v.value<std::string>();
-      if (Status s = CheckLabel(name, "label name"); !s.ok()) c.Fail(v, path, s.message());
-      else if (!value) c.Fail(v, path, "a string");
-      else if (Status sv = CheckLabel(*value, "label value"); !sv.ok()) c.Fail(v, path, sv.message());
-      else cfg->labels[name] = *value;
+      if (Status s = CheckLabel(name, "label name"); !s.ok())
+        c.Fail(v, path, s.message());
+      else if (!value)
+        c.Fail(v, path, "a string");
+      else if (Status sv = CheckLabel(*value, "label value"); !sv.ok())
+        c.Fail(v, path, sv.message());
+      else
+        cfg->labels[name] = *value;
     }
   } else if (key == "allow_run_as") {
     c.Strings(node, key, &cfg->allow_run_as, /*allow_single=*/false);
@@ -125,8 +135,10 @@ void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentCon
     c.Str(node, key, &cfg->client_key);
   } else if (key == "spool_max") {
     std::optional<int64_t> v = ParseSize(node);
-    if (v && *v >= kMinSpoolBytes) cfg->spool_max_bytes = *v;
-    else c.Fail(node, key, "a size of at least 1MiB like \"256MiB\"");
+    if (v && *v >= kMinSpoolBytes)
+      cfg->spool_max_bytes = *v;
+    else
+      c.Fail(node, key, "a size of at least 1MiB like \"256MiB\"");
   } else {
     c.Fail(node, key,
            "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
@@ -143,8 +155,7 @@ Status CheckLabel(std::string_view text, std::string_view what) {
   }
   for (char ch : text) {
     if (!IsLabelChar(ch)) {
-      return Status::InvalidArgument(std::string(what) +
-                                     " of letters, digits and . _ - /, got \"" +
+      return Status::InvalidArgument(std::string(what) + " of letters, digits and . _ - /, got \"" +
                                      std::string(text) + "\"");
     }
   }
@@ -153,15 +164,20 @@ Status CheckLabel(std::string_view text, std::string_view what) {
 
 Status CheckCoordinatorUrl(std::string_view url) {
   std::string_view rest;
-  if (url.rfind("http://", 0) == 0) rest = url.substr(7);
-  else if (url.rfind("https://", 0) == 0) rest = url.substr(8);
-  else return Status::InvalidArgument("a URL like http://coordinator:7070, got \"" +
-                                      std::string(url) + "\"");
+  if (url.rfind("http://", 0) == 0)
+    rest = url.substr(7);
+  else if (url.rfind("https://", 0) == 0)
+    rest = url.substr(8);
+  else
+    return Status::InvalidArgument("a URL like http://coordinator:7070, got \"" + std::string(url) +
+                                   "\"");
   size_t slash = rest.find('/');
   std::string_view host = rest.substr(0, slash);
   if (host.empty() || (slash != std::string_view::npos && slash + 1 != rest.size())) {
-    return Status::InvalidArgument("a URL with a host and no path, like http://coordinator:7070, "
-                                   "got \"" + std::string(url) + "\"");
+    return Status::InvalidArgument(
+        "a URL with a host and no path, like http://coordinator:7070, "
+        "got \"" +
+        std::string(url) + "\"");
   }
   return Status::Ok();
 }

@@ -26,9 +26,9 @@ struct AgentConfig {
   int slots = 0;  // max concurrent shards; 0 = the number of CPUs
   std::string state_dir = "/var/lib/agentd";
   std::string log_level = "info";
-  std::string event_log;                    // "" = off; see lib/base/event_log.h
-  std::vector<std::string> allow_run_as;    // users jobs may run as; root only when listed
-  std::vector<std::string> allow_commands;  // program path prefixes; empty = any program
+  std::string event_log;                            // "" = off; see lib/base/event_log.h
+  std::vector<std::string> allow_run_as;            // users jobs may run as; root only when listed
+  std::vector<std::string> allow_commands;          // program path prefixes; empty = any program
   std::string secrets_dir = "/etc/agentd/secrets";  // where jobs' `secrets` files are read
   Millis drain_timeout = std::chrono::seconds(60);
   Millis kill_grace = std::chrono::seconds(10);  // when the coordinator does not say

@@ -69,8 +69,7 @@ TEST(AgentConfigTest, ReportsEveryProblem) {
   const std::string& m = c.status().message();
   EXPECT_NE(m.find("a.toml:1:17: drain_timeout: expected a duration"), std::string::npos) << m;
   EXPECT_NE(m.find("a.toml:2:13: spool_max: expected a size"), std::string::npos) << m;
-  EXPECT_NE(m.find("a.toml:3:14: coordinatr: expected one of coordinator"), std::string::npos)
-      << m;
+  EXPECT_NE(m.find("a.toml:3:14: coordinatr: expected one of coordinator"), std::string::npos) << m;
 }
 
 TEST(AgentConfigTest, SyntaxErrorHasPosition) {

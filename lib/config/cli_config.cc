@@ -13,23 +13,22 @@ Result<CliConfig> ParseCliConfig(std::string_view text, std::string_view filenam
   try {
     root = toml::parse(text, filename);
   } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(std::string(filename) + ":" +
-                                   std::to_string(e.source().begin.line) + ":" +
-                                   std::to_string(e.source().begin.column) + ": " +
-                                   std::string(e.description()));
+    return Status::InvalidArgument(
+        std::string(filename) + ":" + std::to_string(e.source().begin.line) + ":" +
+        std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
   }
   CliConfig c;
   c.path = std::string(filename);
   for (auto&& [k, node] : root) {
     std::string key(k.str());
-    std::string* slot = key == "coordinator" ? &c.coordinator
-                        : key == "token"     ? &c.token
-                        : key == "token_file" ? &c.token_file
-                        : key == "file"      ? &c.file
+    std::string* slot = key == "coordinator"   ? &c.coordinator
+                        : key == "token"       ? &c.token
+                        : key == "token_file"  ? &c.token_file
+                        : key == "file"        ? &c.file
                         : key == "ca_file"     ? &c.ca_file
                         : key == "client_cert" ? &c.client_cert
                         : key == "client_key"  ? &c.client_key
-                                             : nullptr;
+                                               : nullptr;
     auto where = std::string(filename) + ":" + std::to_string(node.source().begin.line) + ":" +
                  std::to_string(node.source().begin.column);
     if (slot == nullptr) {

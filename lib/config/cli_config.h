@@ -13,7 +13,7 @@ struct CliConfig {
   std::string coordinator;  // http://host:port
   std::string token;
   std::string token_file;
-  std::string file;  // default job file
+  std::string file;         // default job file
   std::string ca_file;      // TLS: the CA that signed the coordinator's certificate
   std::string client_cert;  // TLS: this user's certificate, when the coordinator asks (mTLS)
   std::string client_key;

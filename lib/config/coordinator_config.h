@@ -40,15 +40,15 @@ struct CoordinatorConfig {
   int64_t max_inflight_bytes = 256LL << 20;
   int64_t max_inflight_bytes_per_client = 32LL << 20;
   // Requests per second per API token but admin ones, refused with 429 past a burst (token
-  // buckets); 0 is no limit. A trigger token's triggers also count against their own, smaller bucket. Agent
-  // tokens have their own figures.
+  // buckets); 0 is no limit. A trigger token's triggers also count against their own, smaller
+  // bucket. Agent tokens have their own figures.
   double rate_limit = 100;
   double rate_burst = 200;
   double trigger_rate_limit = 2;
   double trigger_burst = 20;
   double agent_rate_limit = 1000;
   double agent_burst = 2000;
-  int64_t log_cap_bytes = 64LL << 20;  // per run
+  int64_t log_cap_bytes = 64LL << 20;     // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
   std::string log_level = "info";
   std::string event_log;  // "" = off; see lib/base/event_log.h

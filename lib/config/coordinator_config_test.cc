@@ -53,11 +53,13 @@ event_log = "/var/log/jobctl-events.jsonl"
 }
 
 TEST(CoordinatorConfigTest, ErrorsNameFileLineKeyAndWhatWasExpected) {
-  Result<CoordinatorConfig> c = ParseCoordinatorConfig("lease_ttl = \"15s\"\nmax_jobfile = \"lots\"\nlistn = \"x\"\n",
-                                                       "coordinator.toml");
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(
+      "lease_ttl = \"15s\"\nmax_jobfile = \"lots\"\nlistn = \"x\"\n", "coordinator.toml");
   ASSERT_FALSE(c.ok());
   const std::string& m = c.status().message();
-  EXPECT_NE(m.find("coordinator.toml:2:15: max_jobfile: expected a size like \"8MiB\""), std::string::npos) << m;
+  EXPECT_NE(m.find("coordinator.toml:2:15: max_jobfile: expected a size like \"8MiB\""),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("coordinator.toml:3:9: listn: expected one of listen,"), std::string::npos) << m;
 }
 
@@ -65,7 +67,8 @@ TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
   Result<CoordinatorConfig> c =
       ParseCoordinatorConfig("lease_ttl = \"10s\"\nheartbeat = \"6s\"\n", "coordinator.toml");
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("heartbeat must be at most half of lease_ttl"), std::string::npos);
+  EXPECT_NE(c.status().message().find("heartbeat must be at most half of lease_ttl"),
+            std::string::npos);
 }
 
 TEST(CoordinatorConfigTest, ReadsTlsKeys) {
@@ -85,7 +88,8 @@ TEST(CoordinatorConfigTest, TlsCertWithoutKeyOrClientCaWithoutCertIsRefused) {
   Result<CoordinatorConfig> half = ParseCoordinatorConfig("tls_cert = \"a.crt\"\n", "c.toml");
   ASSERT_FALSE(half.ok());
   EXPECT_NE(half.status().message().find("tls_cert and tls_key go together"), std::string::npos);
-  Result<CoordinatorConfig> ca_only = ParseCoordinatorConfig("tls_client_ca = \"ca.crt\"\n", "c.toml");
+  Result<CoordinatorConfig> ca_only =
+      ParseCoordinatorConfig("tls_client_ca = \"ca.crt\"\n", "c.toml");
   ASSERT_FALSE(ca_only.ok());
   EXPECT_NE(ca_only.status().message().find("tls_client_ca needs tls_cert"), std::string::npos);
 }
@@ -118,8 +122,8 @@ TEST(CoordinatorConfigTest, ReadsTheHttpLimitsAndRateLimits) {
 }
 
 TEST(CoordinatorConfigTest, PerClientBodiesMustHoldAWholeJobFile) {
-  Result<CoordinatorConfig> c =
-      ParseCoordinatorConfig("max_jobfile = \"8MiB\"\nmax_inflight_per_client = \"4MiB\"\n", "c.toml");
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(
+      "max_jobfile = \"8MiB\"\nmax_inflight_per_client = \"4MiB\"\n", "c.toml");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("max_inflight_per_client"), std::string::npos);
   // Left unset, the per-client figure grows with the job file.

@@ -76,12 +76,12 @@ bool EndsClause(std::string_view w) {
 }
 
 // Shell words that only lead into a command: "if [ -x X ]; then X; fi" runs X.
-constexpr std::string_view kKeywords[] = {"if",    "then", "else", "elif", "do",
-                                          "while", "until", "!",   "{",    "("};
+constexpr std::string_view kKeywords[] = {"if",    "then",  "else", "elif", "do",
+                                          "while", "until", "!",    "{",    "("};
 
 // Commands that test, guard or prepare and say nothing of the job: the whole clause up to
 // its && || or ; is skipped ("test -x X &&", "[ -d D ] ||", "|| exit 0;", "sleep 30;").
-constexpr std::string_view kClauses[] = {"test", "[",    "[[",   "cd", "for",
+constexpr std::string_view kClauses[] = {"test",  "[",    "[[",   "cd", "for",
                                          "sleep", "true", "exit", ":"};
 
 // The index of the first word after the clause that starts at i.
@@ -118,9 +118,9 @@ struct Runner {
   int skip_operands;
 };
 constexpr Runner kRunners[] = {
-    {"sh", 0},     {"bash", 0},      {"zsh", 0},    {"dash", 0},      {"python", 0},
-    {"python2", 0}, {"python3", 0},  {"perl", 0},   {"php", 0},       {"ruby", 0},
-    {"node", 0},   {"run-parts", 0}, {"service", 0}, {"invoke-rc.d", 0}, {"systemctl", 1},
+    {"sh", 0},      {"bash", 0},      {"zsh", 0},     {"dash", 0},        {"python", 0},
+    {"python2", 0}, {"python3", 0},   {"perl", 0},    {"php", 0},         {"ruby", 0},
+    {"node", 0},    {"run-parts", 0}, {"service", 0}, {"invoke-rc.d", 0}, {"systemctl", 1},
 };
 constexpr std::string_view kShells[] = {"sh", "bash", "zsh", "dash"};
 
@@ -221,8 +221,8 @@ std::string CronDFileName(std::string_view source) {
 // ("certbot", "e2scrub_all_cron" in e2scrub_all) is kept as it is.
 std::string PrefixedName(const std::string& prefix, const std::string& name) {
   if (prefix.empty() || name == prefix) return name;
-  if (name.starts_with(prefix) && std::string_view("-_.").find(name[prefix.size()]) !=
-                                      std::string_view::npos) {
+  if (name.starts_with(prefix) &&
+      std::string_view("-_.").find(name[prefix.size()]) != std::string_view::npos) {
     return name;
   }
   return JobNameFromWord(prefix + "-" + name);
@@ -284,21 +284,11 @@ class Importer {
   void ReadLine(int number, std::string_view raw) {
     CrontabLine line = ParseCrontabLine(raw, columns_);
     switch (line.kind) {
-      case CrontabLine::Kind::kBlank:
-        FlushComments();
-        break;
-      case CrontabLine::Kind::kComment:
-        pending_.push_back(CommentLine(line.comment));
-        break;
-      case CrontabLine::Kind::kVariable:
-        Set(number, line);
-        break;
-      case CrontabLine::Kind::kJob:
-        AddJob(number, line, raw);
-        break;
-      case CrontabLine::Kind::kInvalid:
-        Skip(number, raw, line.error);
-        break;
+      case CrontabLine::Kind::kBlank: FlushComments(); break;
+      case CrontabLine::Kind::kComment: pending_.push_back(CommentLine(line.comment)); break;
+      case CrontabLine::Kind::kVariable: Set(number, line); break;
+      case CrontabLine::Kind::kJob: AddJob(number, line, raw); break;
+      case CrontabLine::Kind::kInvalid: Skip(number, raw, line.error); break;
     }
   }
 
@@ -338,7 +328,7 @@ class Importer {
                        assignment));
     } else if (!EnvNameProblem(name).empty()) {
       Warn(number, fmt::format("{}: {}; not imported", name,
-                               !IsEnvName(name)           ? "not a valid variable name"
+                               !IsEnvName(name)          ? "not a valid variable name"
                                : IsReservedEnvName(name) ? "reserved for the agent"
                                                          : "read by the dynamic loader, refused"));
       Note(fmt::format("not imported (line {}): {}", number, assignment));

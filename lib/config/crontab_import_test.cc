@@ -420,18 +420,16 @@ TEST(CrontabImportTest, CronDFilesImportedIntoOneFileKeepNamesUnique) {
   std::vector<std::string> taken;
   for (int round = 0; round < 2; ++round) {
     for (const CronDFile& f : kDebianCronD) {
-      CrontabImport r = Import(f.text, {.source = f.path,
-                                        .shared = SharedSettings::kEachJob,
-                                        .taken_names = taken});
+      CrontabImport r = Import(
+          f.text, {.source = f.path, .shared = SharedSettings::kEachJob, .taken_names = taken});
       for (const std::string& name : NamesOf(r)) taken.push_back(name);
     }
   }
   EXPECT_EQ(taken, (std::vector<std::string>{
-                       "certbot", "php-sessionclean", "sysstat-debian-sa1",
-                       "sysstat-debian-sa1-2", "e2scrub_all_cron", "e2scrub_all", "anacron",
-                       "certbot-2", "php-sessionclean-2", "sysstat-debian-sa1-3",
-                       "sysstat-debian-sa1-4", "e2scrub_all_cron-2", "e2scrub_all-2",
-                       "anacron-2"}));
+                       "certbot", "php-sessionclean", "sysstat-debian-sa1", "sysstat-debian-sa1-2",
+                       "e2scrub_all_cron", "e2scrub_all", "anacron", "certbot-2",
+                       "php-sessionclean-2", "sysstat-debian-sa1-3", "sysstat-debian-sa1-4",
+                       "e2scrub_all_cron-2", "e2scrub_all-2", "anacron-2"}));
 }
 
 TEST(CrontabImportTest, OnlyFilesInACronDDirectoryPrefixTheirName) {
@@ -444,9 +442,9 @@ TEST(CrontabImportTest, OnlyFilesInACronDDirectoryPrefixTheirName) {
             (std::vector<std::string>{"report"}));
   EXPECT_EQ(NamesOf(Import(line, {.source = "/home/me/acme", .format = CrontabFormat::kSystem})),
             (std::vector<std::string>{"report"}));
-  EXPECT_EQ(NamesOf(Import(line, {.source = "/etc/not-cron.d/acme",
-                                  .format = CrontabFormat::kSystem})),
-            (std::vector<std::string>{"report"}));
+  EXPECT_EQ(
+      NamesOf(Import(line, {.source = "/etc/not-cron.d/acme", .format = CrontabFormat::kSystem})),
+      (std::vector<std::string>{"report"}));
 }
 
 // Issue 19: a user crontab imported with --system gave run_as = "/usr/lib/sysstat/sa1".
@@ -467,8 +465,7 @@ TEST(CrontabImportTest, NamesSkipShellKeywordsTestsAndPreludes) {
   EXPECT_EQ(JobNameForCommand("if [ -x /usr/bin/x ]; then /usr/bin/x --go; fi"), "x");
   EXPECT_EQ(JobNameForCommand("if test -f /etc/x; then cleanup; else :; fi"), "cleanup");
   EXPECT_EQ(JobNameForCommand("[ -x /a ] && if [ ! -d /run ]; then /usr/lib/a/b; fi"), "b");
-  EXPECT_EQ(JobNameForCommand("command -v debian-sa1 > /dev/null && debian-sa1 1 1"),
-            "debian-sa1");
+  EXPECT_EQ(JobNameForCommand("command -v debian-sa1 > /dev/null && debian-sa1 1 1"), "debian-sa1");
   EXPECT_EQ(JobNameForCommand("command -v foo >/dev/null 2>&1 || exit 0; foo --run"), "foo");
   EXPECT_EQ(JobNameForCommand("command rsync -a /a /b"), "rsync");
   EXPECT_EQ(JobNameForCommand("test -x /x -a \\! -d /run && perl -e 'sleep int(rand(9))' && "

@@ -355,7 +355,8 @@ void ReadSecrets(const Node& n, Key k, Scope& s, std::map<std::string, std::stri
         if (file && !IsSecretFileName(*file)) {
           s.Fail(value, path,
                  "expected a file name in the agent's secrets_dir ([A-Za-z0-9][A-Za-z0-9._-]*, "
-                 "no path), got " + Render(value));
+                 "no path), got " +
+                     Render(value));
         } else if (file) {
           secrets.insert_or_assign(std::string(var), std::move(*file));
         }
@@ -385,7 +386,8 @@ std::optional<Param> ReadParam(const Node& value, const std::string& path, Scope
   } else {
     s.Fail(value, path,
            "expected a default value (a string) or a table like { required = true, "
-           "max_length = 64 }, got " + Render(value));
+           "max_length = 64 }, got " +
+               Render(value));
     return std::nullopt;
   }
   if (p.required && p.default_value) {
@@ -497,9 +499,10 @@ void ApplyCwd(const Node& n, Key k, Scope& s, Draft& d) {
 void ApplyRunAs(const Node& n, Key k, Scope& s, Draft& d) {
   std::optional<std::string> user = ReadString(n, k, s);
   if (user && !user->empty() && !IsValidUserName(*user)) {
-    return s.Fail(n, k, fmt::format("expected a user name ([A-Za-z_][A-Za-z0-9._-]*, optionally "
-                                    "ending in $, at most {} characters), got {}",
-                                    kMaxUserNameLength, Render(n)));
+    return s.Fail(n, k,
+                  fmt::format("expected a user name ([A-Za-z_][A-Za-z0-9._-]*, optionally "
+                              "ending in $, at most {} characters), got {}",
+                              kMaxUserNameLength, Render(n)));
   }
   Set(d.job.run_as, std::move(user));
 }
@@ -720,8 +723,8 @@ void JobFileReader::CheckSchedule(const toml::table& t, const Draft& d, Scope& s
   Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(d.job));
   if (schedule.ok()) {
     if (const Node* anchor = t.get("anchor"); anchor && !schedule->is_every()) {
-      s.Fail(*anchor, "anchor", "only applies to @every schedules; \"" + d.job.schedule +
-                                    "\" fires on the calendar");
+      s.Fail(*anchor, "anchor",
+             "only applies to @every schedules; \"" + d.job.schedule + "\" fires on the calendar");
     }
     return;
   }

@@ -23,21 +23,11 @@ std::string BasicString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
       default:
         if (IsControl(c)) {
           out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));

@@ -220,9 +220,10 @@ shell = "true"
 jitter = "25h"
 )"),
             (Lines{R"(jobs.toml:5:10: job "a": jitter: expected at most "24h", got "25h")"}));
-  JobFileResult r = ParseJobFile("[defaults]\njitter = \"90s\"\n[[job]]\nname = \"a\"\n"
-                                 "schedule = \"@hourly\"\nshell = \"true\"\n",
-                                 "jobs.toml");
+  JobFileResult r = ParseJobFile(
+      "[defaults]\njitter = \"90s\"\n[[job]]\nname = \"a\"\n"
+      "schedule = \"@hourly\"\nshell = \"true\"\n",
+      "jobs.toml");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.file.jobs[0].jitter, std::chrono::seconds(90));
 }
@@ -474,11 +475,13 @@ shell = "true"
   EXPECT_EQ(r.file.jobs[1].anchor_ms, ToUnixMs(*ParseInstant("2026-01-01T00:00:30Z")));
   Result<Schedule> every = Schedule::Parse(ScheduleSpecOf(r.file.jobs[0]));
   ASSERT_TRUE(every.ok());
-  EXPECT_EQ(every->Next(*ParseInstant("2026-11-22T09:00:00Z")), *ParseInstant("2026-11-22T09:00:07.250Z"));
+  EXPECT_EQ(every->Next(*ParseInstant("2026-11-22T09:00:00Z")),
+            *ParseInstant("2026-11-22T09:00:07.250Z"));
 }
 
 TEST(JobFileTest, AnchorNeedsAnEveryScheduleAndAnInstant) {
-  EXPECT_EQ(Errors(R"(
+  EXPECT_EQ(
+      Errors(R"(
 [[job]]
 name = "a"
 schedule = "0 * * * *"
@@ -495,9 +498,10 @@ schedule = "@every 10s"
 anchor = "tomorrow"
 shell = "true"
 )"),
-            (Lines{R"(jobs.toml:4:10: job "a": anchor: only applies to @every schedules; "0 * * * *" fires on the calendar)",
-                   R"(jobs.toml:9:10: job "b": anchor: expected an instant with an offset (Z or +HH:MM), got 2026-01-01T00:00:00)",
-                   R"(jobs.toml:14:10: job "c": anchor: expected an instant like 2024-03-10T07:00:00Z or 2024-03-10T02:00:00-05:00, got "tomorrow")"}));
+      (Lines{
+          R"(jobs.toml:4:10: job "a": anchor: only applies to @every schedules; "0 * * * *" fires on the calendar)",
+          R"(jobs.toml:9:10: job "b": anchor: expected an instant with an offset (Z or +HH:MM), got 2026-01-01T00:00:00)",
+          R"(jobs.toml:14:10: job "c": anchor: expected an instant like 2024-03-10T07:00:00Z or 2024-03-10T02:00:00-05:00, got "tomorrow")"}));
 }
 
 TEST(JobFileTest, ScheduleIsCheckedInTheDialectFromDefaults) {

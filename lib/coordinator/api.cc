@@ -121,7 +121,8 @@ Result<Principal> Api::Authorize(const http::Request& req, const Route& route,
   auto name = params.find("name");
   if (!Auth::Allows(*who, route.role, name == params.end() ? "" : name->second)) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied(&*who, req, "token " + who->name + " lacks role " + std::string(RoleName(route.role)));
+    AuditDenied(&*who, req,
+                "token " + who->name + " lacks role " + std::string(RoleName(route.role)));
     *refusal = Refusal{403, "forbidden",
                        "token \"" + who->name + "\" (role " + std::string(RoleName(who->role)) +
                            ") may not " + req.method + " " + req.path + " (needs role " +
@@ -152,9 +153,9 @@ std::optional<http::Response> Api::Admit(const http::Request& head) {
       ++ctx_->metrics->auth_failures_total;
       return ErrorResponse(401, "unauthenticated", "missing or unknown bearer token");
     }
-    return ErrorResponse(path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
-                         head.method + " " + head.path +
-                             (path_known ? " is not allowed" : " does not exist"));
+    return ErrorResponse(
+        path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
+        head.method + " " + head.path + (path_known ? " is not allowed" : " does not exist"));
   }
   if (route->role == Role::kOpen) return std::nullopt;
   std::optional<Refusal> refusal;
@@ -176,11 +177,10 @@ std::optional<http::Response> Api::Admit(const http::Request& head) {
   }
   if (wait_ms == 0) return std::nullopt;
   ++ctx_->metrics->rate_limited_total;
-  http::Response r = ErrorResponse(
-      429, "too_many_requests",
-      "token \"" + who->name + "\" is over its rate limit" +
-          (trigger ? std::string(" for triggers") : std::string()) +
-          "; retry in " + std::to_string(wait_ms) + " ms");
+  http::Response r = ErrorResponse(429, "too_many_requests",
+                                   "token \"" + who->name + "\" is over its rate limit" +
+                                       (trigger ? std::string(" for triggers") : std::string()) +
+                                       "; retry in " + std::to_string(wait_ms) + " ms");
   r.headers.emplace_back("Retry-After", std::to_string((wait_ms + 999) / 1000));
   return r;
 }
@@ -214,22 +214,27 @@ void Api::AuditDenied(const Principal* who, const http::Request& req, std::strin
   if (++audit_in_window_ > 5) return;
   std::optional<int64_t> token;
   if (who != nullptr && who->token_id != 0) token = who->token_id;
-  store::EventRow row{0, ctx_->NowMs(), "auth-failure", who ? who->name : std::string(), token,
-                      req.method + " " + req.path, std::string(why)};
+  store::EventRow row{0,
+                      ctx_->NowMs(),
+                      "auth-failure",
+                      who ? who->name : std::string(),
+                      token,
+                      req.method + " " + req.path,
+                      std::string(why)};
   ctx_->batch->Stage([&] { return ctx_->store->InsertEvent(row); });
 }
 
-void Api::Audit(const Call& c, std::string_view action, std::string subject,
-                std::string detail) {
+void Api::Audit(const Call& c, std::string_view action, std::string subject, std::string detail) {
   std::optional<int64_t> token;
   if (c.who.token_id != 0) token = c.who.token_id;
-  store::EventRow row{0, ctx_->NowMs(), std::string(action), c.who.name, token,
-                      std::move(subject), std::move(detail)};
+  store::EventRow row{0,     ctx_->NowMs(),      std::string(action), c.who.name,
+                      token, std::move(subject), std::move(detail)};
   ctx_->batch->Stage([&] { return ctx_->store->InsertEvent(row); });
 }
 
 void Api::Json(Call& c, int status, const json& body) {
-  c.res->Send({status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}});
+  c.res->Send(
+      {status, "application/json", body.dump(-1, ' ', false, json::error_handler_t::replace), {}});
 }
 
 void Api::FailWith(Call& c, int status, std::string_view error, const std::string& message) {
@@ -240,7 +245,8 @@ void Api::Fail(Call& c, const Status& s) { c.res->Send(ErrorResponseFor(s)); }
 
 void Api::JsonAfterCommit(Call& c, int status, json body) {
   auto res = c.res;
-  auto text = std::make_shared<std::string>(body.dump(-1, ' ', false, json::error_handler_t::replace));
+  auto text =
+      std::make_shared<std::string>(body.dump(-1, ' ', false, json::error_handler_t::replace));
   ctx_->batch->OnCommit([res, status, text](const Status& s) {
     if (s.ok()) {
       res->Send({status, "application/json", *text, {}});

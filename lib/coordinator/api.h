@@ -5,11 +5,10 @@
 // man/jobctl-api.7.scd. Loop thread only; owned by the Coordinator.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -159,8 +158,8 @@ class Api {
   // Answers a /wait: the run as it is now, "done" once it ended.
   void AnswerWait(std::shared_ptr<http::Responder> res, int64_t run_id, const Principal& who);
   // `parked`: the follower's current LogHub waiter, cancelled when its client hangs up.
-  void SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> parked,
-                int64_t run_id, int64_t after, int64_t deadline_mono);
+  void SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> parked, int64_t run_id,
+                int64_t after, int64_t deadline_mono);
   // Records a refused request in the audit trail, at most a few per second so that a flood
   // of bad requests cannot turn into a flood of writes.
   // `who` is the credential when there is one (a token that may not use the route), else null.

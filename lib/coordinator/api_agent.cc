@@ -63,16 +63,19 @@ void Api::Enrol(Call& c) {
   // Under mTLS a join token enrols only the agent its client certificate names.
   if (!ctx_->config.tls_client_ca.empty() && c.req.peer_name != req->agent) {
     ++ctx_->metrics->auth_failures_total;
-    AuditDenied(&c.who, c.req, "enrolment of " + req->agent + " with certificate " + c.req.peer_name);
+    AuditDenied(&c.who, c.req,
+                "enrolment of " + req->agent + " with certificate " + c.req.peer_name);
     return FailWith(c, 403, "forbidden",
                     "the client certificate names \"" + c.req.peer_name + "\", not agent \"" +
                         req->agent + "\"");
   }
   if (p_.auth->AgentToken(req->agent)) {
-    return FailWith(c, 409, "conflict",
-                    "agent " + req->agent + " already has a credential; a join token cannot take "
-                    "over an enrolled agent (if this host was reinstalled, run `jobctl agents rm " +
-                        req->agent + "` first)");
+    return FailWith(
+        c, 409, "conflict",
+        "agent " + req->agent +
+            " already has a credential; a join token cannot take "
+            "over an enrolled agent (if this host was reinstalled, run `jobctl agents rm " +
+            req->agent + "` first)");
   }
   Result<std::string> secret = NewSecret();
   if (!secret.ok()) return Fail(c, secret.status());
@@ -89,8 +92,12 @@ void Api::Enrol(Call& c) {
   row.id = *id;
   p_.auth->Add(row);
   Audit(c, "agent-enrol", req->agent, "token " + std::to_string(*id));
-  JsonAfterCommit(c, 201, {{"agent", req->agent}, {"enrolled", true}, {"id", *id},
-                           {"labels", c.who.labels}, {"token", *secret}});
+  JsonAfterCommit(c, 201,
+                  {{"agent", req->agent},
+                   {"enrolled", true},
+                   {"id", *id},
+                   {"labels", c.who.labels},
+                   {"token", *secret}});
 }
 
 void Api::Claim(Call& c) {
@@ -119,8 +126,8 @@ void Api::Heartbeat(Call& c) {
   Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   if (!SameAgent(c, req->agent)) return;
-  c.res->Send({200, "application/json",
-               p_.dispatcher->Heartbeat(c.who.agent, req->leases, req->free), {}});
+  c.res->Send(
+      {200, "application/json", p_.dispatcher->Heartbeat(c.who.agent, req->leases, req->free), {}});
 }
 
 void Api::AppendLog(Call& c) {
@@ -154,12 +161,11 @@ void Api::AppendLog(Call& c) {
   ShardKey key{*run, static_cast<int>(*shard)};
   int64_t last_seq = 0;
   for (const wire::LogRecord& r : records) last_seq = std::max(last_seq, r.seq);
-  if (Status s = CheckTrailingOutput(key, static_cast<int>(*attempt), *token, c.who.agent,
-                                     last_seq);
+  if (Status s =
+          CheckTrailingOutput(key, static_cast<int>(*attempt), *token, c.who.agent, last_seq);
       s.code() == Status::Code::kNotFound) {
     // Not output trailing a result: only the holder of the attempt's live lease appends.
-    if (s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token, c.who.agent);
-        !s.ok()) {
+    if (s = p_.book->CheckLogToken(key, static_cast<int>(*attempt), *token, c.who.agent); !s.ok()) {
       return Fail(c, s);
     }
   } else if (!s.ok()) {
@@ -174,14 +180,22 @@ void Api::AppendLog(Call& c) {
                                                      : store::LogStream::kMarker;
     // A single chunk is the whole body: it moves rather than copies.
     std::string data = batch ? std::string(r.data) : std::move(c.req.body);
-    store::LogChunk chunk{0, *run, key.index, static_cast<int>(*attempt), r.seq, stream,
-                          r.at_ms > 0 ? r.at_ms : ctx_->NowMs(), std::move(data)};
+    store::LogChunk chunk{0,
+                          *run,
+                          key.index,
+                          static_cast<int>(*attempt),
+                          r.seq,
+                          stream,
+                          r.at_ms > 0 ? r.at_ms : ctx_->NowMs(),
+                          std::move(data)};
     Result<store::LogStore::AppendResult> appended =
         ctx_->batch->WriteLogs([&] { return ctx_->logs->Append(chunk); });
     if (!appended.ok()) return JsonAfterCommit(c, 200, {});  // answered with the commit's error
     bool fresh = *appended == store::LogStore::AppendResult::kStored;
-    ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id}, {"shard", chunk.shard},
-                                            {"attempt", chunk.attempt}, {"seq", chunk.seq},
+    ctx_->EventAfterCommit("log_accepted", {{"run", chunk.run_id},
+                                            {"shard", chunk.shard},
+                                            {"attempt", chunk.attempt},
+                                            {"seq", chunk.seq},
                                             {"token", *token},
                                             {"bytes", static_cast<int64_t>(chunk.data.size())},
                                             {"stored", fresh}});
@@ -199,14 +213,14 @@ void Api::AppendLog(Call& c) {
     if (s.ok()) p_.log_hub->Notify(run_id);
   });
   if (batch) {
-    return JsonAfterCommit(c, 200, {{"stored", stored}, {"duplicates", duplicates},
-                                    {"truncated", truncated}});
+    return JsonAfterCommit(
+        c, 200, {{"stored", stored}, {"duplicates", duplicates}, {"truncated", truncated}});
   }
   JsonAfterCommit(c, 200, {{"stored", stored > 0}, {"truncated", truncated}});
 }
 
-Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token,
-                                const std::string& agent, int64_t last_seq) {
+Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const std::string& agent,
+                                int64_t last_seq) {
   // The lease is live (the usual case): the lease decides, not a declared end.
   if (p_.dispatcher->HeldBy(key, token, agent)) return Status::NotFound("lease held");
   Result<std::optional<store::OutputEndRow>> end =
@@ -230,8 +244,8 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token,
     return Status::Ok();
   }
   p_.book->NoteRefusedLog(key, token, agent);
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
-                          std::to_string(key.index) + " attempt " + std::to_string(attempt) +
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+                          " attempt " + std::to_string(attempt) +
                           ": its result was taken; output after it is taken only from the "
                           "agent that reported it, under that lease, up to the end it declared");
 }

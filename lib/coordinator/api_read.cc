@@ -26,8 +26,11 @@ std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, con
 void Api::GetJobFile(Call& c) {
   Result<store::RevisionRow> rev = ctx_->store->CurrentRevision();
   if (!rev.ok()) return Fail(c, rev.status());
-  Json(c, 200, {{"revision", rev->id}, {"text", rev->text}, {"author", rev->author},
-                {"applied_at", rev->id ? FormatUtc(FromUnixMs(rev->at_ms)) : ""}});
+  Json(c, 200,
+       {{"revision", rev->id},
+        {"text", rev->text},
+        {"author", rev->author},
+        {"applied_at", rev->id ? FormatUtc(FromUnixMs(rev->at_ms)) : ""}});
 }
 
 void Api::ListJobs(Call& c) {
@@ -135,8 +138,8 @@ void Api::WaitRun(Call& c) {
   std::optional<int64_t> id = IntParam(c.params, "id");
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
   if (!RunReadable(c, *id)) return;
-  int64_t timeout = std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0,
-                                        300'000);
+  int64_t timeout =
+      std::clamp<int64_t>(IntParam(c.req.query, "timeout_ms").value_or(30'000), 0, 300'000);
   int64_t run_id = *id;
   if (p_.book->FindOpen(run_id) == nullptr || timeout == 0) return AnswerWait(c.res, run_id, c.who);
   // Answer at the end of the run (the run book wakes -run after its commit) or with the
@@ -146,9 +149,8 @@ void Api::WaitRun(Call& c) {
   std::shared_ptr<http::Responder> res = c.res;
   LogHub* hub = p_.log_hub;
   LogHub::WaiterId parked =
-      hub->Park(-run_id, ctx_->MonoMs() + timeout, [this, res, run_id, who = c.who] {
-        AnswerWait(res, run_id, who);
-      });
+      hub->Park(-run_id, ctx_->MonoMs() + timeout,
+                [this, res, run_id, who = c.who] { AnswerWait(res, run_id, who); });
   res->OnClose([hub, parked] { hub->Cancel(parked); });
 }
 
@@ -193,9 +195,12 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
   q.after_id = after;
   q.shard = IntParam(c->req.query, "shard");
   if (auto it = c->req.query.find("stream"); it != c->req.query.end() && !it->second.empty()) {
-    if (it->second == "stdout") q.stream = store::LogStream::kStdout;
-    else if (it->second == "stderr") q.stream = store::LogStream::kStderr;
-    else return FailWith(*c, 400, "bad_request", "stream is stdout or stderr");
+    if (it->second == "stdout")
+      q.stream = store::LogStream::kStdout;
+    else if (it->second == "stderr")
+      q.stream = store::LogStream::kStderr;
+    else
+      return FailWith(*c, 400, "bad_request", "stream is stdout or stderr");
   }
   Result<std::vector<store::LogChunk>> chunks = ctx_->logs->Read(q);
   if (!chunks.ok()) return Fail(*c, chunks.status());
@@ -224,8 +229,12 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
     const char* stream = ch.stream == store::LogStream::kStdout   ? "stdout"
                          : ch.stream == store::LogStream::kStderr ? "stderr"
                                                                   : "marker";
-    out.push_back({{"id", ch.id}, {"shard", ch.shard}, {"attempt", ch.attempt}, {"seq", ch.seq},
-                   {"stream", stream}, {"at", FormatUtc(FromUnixMs(ch.at_ms))},
+    out.push_back({{"id", ch.id},
+                   {"shard", ch.shard},
+                   {"attempt", ch.attempt},
+                   {"seq", ch.seq},
+                   {"stream", stream},
+                   {"at", FormatUtc(FromUnixMs(ch.at_ms))},
                    {"data", Base64Encode(ch.data)}});
     next = ch.id;
   }
@@ -303,9 +312,13 @@ void Api::ListAudit(Call& c) {
   if (!events.ok()) return Fail(c, events.status());
   json out = json::array();
   for (const store::EventRow& e : *events) {
-    out.push_back({{"id", e.id}, {"at", FormatUtc(FromUnixMs(e.at_ms))}, {"action", e.kind},
-                   {"actor", e.actor}, {"token_id", e.token_id ? json(*e.token_id) : json()},
-                   {"subject", e.subject}, {"detail", e.detail}});
+    out.push_back({{"id", e.id},
+                   {"at", FormatUtc(FromUnixMs(e.at_ms))},
+                   {"action", e.kind},
+                   {"actor", e.actor},
+                   {"token_id", e.token_id ? json(*e.token_id) : json()},
+                   {"subject", e.subject},
+                   {"detail", e.detail}});
   }
   Json(c, 200, out);
 }
@@ -323,9 +336,12 @@ void Api::ListMisses(Call& c) {
   if (!misses.ok()) return Fail(c, misses.status());
   json out = json::array();
   for (const store::MissRow& m : *misses) {
-    out.push_back({{"first", FormatUtc(FromUnixMs(m.first_ms))}, {"first_ms", m.first_ms},
-                   {"last", FormatUtc(FromUnixMs(m.last_ms))}, {"last_ms", m.last_ms},
-                   {"count", m.count}, {"reason", m.reason}});
+    out.push_back({{"first", FormatUtc(FromUnixMs(m.first_ms))},
+                   {"first_ms", m.first_ms},
+                   {"last", FormatUtc(FromUnixMs(m.last_ms))},
+                   {"last_ms", m.last_ms},
+                   {"count", m.count},
+                   {"reason", m.reason}});
   }
   Json(c, 200, out);
 }

@@ -56,7 +56,8 @@ void Api::Trigger(Call& c) {
   Result<std::shared_ptr<const Job>> spec = p_.book->SpecOf(*job);
   if (!spec.ok()) return Fail(c, spec.status());
   Result<std::map<std::string, std::string>> params = ResolveParams((*spec)->params, req->params);
-  if (!params.ok()) return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
+  if (!params.ok())
+    return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
   std::string env_json = params->empty() ? "" : json(*params).dump();
   // A deferred run is created now (it can be listed and canceled) and starts at its time.
   const int64_t now = ctx_->NowMs();
@@ -64,7 +65,8 @@ void Api::Trigger(Call& c) {
   if (req->at_ms) start = *req->at_ms;
   if (req->in) start = now + req->in->count();
   if (start < now - 60'000) {
-    return FailWith(c, 400, "bad_request", "at: " + FormatUtc(FromUnixMs(start)) + " is in the past");
+    return FailWith(c, 400, "bad_request",
+                    "at: " + FormatUtc(FromUnixMs(start)) + " is in the past");
   }
   if (start > now + kMaxDefer.count()) {
     return FailWith(c, 400, "bad_request", "at: at most 366 days ahead");
@@ -111,19 +113,20 @@ void Api::CancelRun(Call& c) {
 void Api::RetryRun(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
-  if (p_.book->FindOpen(*id)) return FailWith(c, 409, "conflict", "run " + c.params["id"] + " is still active");
+  if (p_.book->FindOpen(*id))
+    return FailWith(c, 409, "conflict", "run " + c.params["id"] + " is still active");
   Result<std::optional<RunRecord>> old = ctx_->store->GetRun(*id);
   if (!old.ok()) return Fail(c, old.status());
   if (!*old) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
   if ((*old)->state == RunState::kSucceeded || (*old)->state == RunState::kSkipped) {
-    return FailWith(c, 409, "conflict", "run " + c.params["id"] + " " +
-                                            std::string(RunStateName((*old)->state)) +
-                                            "; only failed runs are retried");
+    return FailWith(c, 409, "conflict",
+                    "run " + c.params["id"] + " " + std::string(RunStateName((*old)->state)) +
+                        "; only failed runs are retried");
   }
   JobEntry* job = p_.jobs->Find((*old)->job_id);
   if (job == nullptr || !job->active) return FailWith(c, 404, "not_found", "its job was removed");
-  Result<RunRecord> run = p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
-                                          (*old)->env_json, "");
+  Result<RunRecord> run =
+      p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
   Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
   JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
@@ -143,7 +146,8 @@ void Api::DrainAgent(Call& c) {
 void Api::RemoveAgent(Call& c) {
   const std::string& name = c.params["name"];
   auto force_it = c.req.query.find("force");
-  bool force = force_it != c.req.query.end() && (force_it->second == "1" || force_it->second == "true");
+  bool force =
+      force_it != c.req.query.end() && (force_it->second == "1" || force_it->second == "true");
   Status forgot = p_.dispatcher->Forget(name, force);
   if (!forgot.ok() && forgot.code() != Status::Code::kNotFound) return Fail(c, forgot);
   Result<int64_t> revoked =
@@ -167,13 +171,15 @@ void Api::CreateToken(Call& c) {
   const std::string& role_text = req->role_name;
   if (req->role == Role::kAgent && p_.auth->AgentToken(req->agent)) {
     return FailWith(c, 409, "conflict",
-                    "agent " + req->agent + " already has a credential; revoke it first (jobctl "
-                    "token revoke, or jobctl agents rm " + req->agent + ")");
+                    "agent " + req->agent +
+                        " already has a credential; revoke it first (jobctl "
+                        "token revoke, or jobctl agents rm " +
+                        req->agent + ")");
   }
   Result<std::string> secret = NewSecret();
   if (!secret.ok()) return Fail(c, secret.status());
   store::TokenRow row;
-  row.name = !req->name.empty() ? req->name
+  row.name = !req->name.empty()          ? req->name
              : req->role == Role::kAgent ? "agent-" + req->agent
                                          : role_text + "-token";
   row.role = role_text;
@@ -188,18 +194,28 @@ void Api::CreateToken(Call& c) {
   row.id = *id;
   p_.auth->Add(row);
   Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
-  JsonAfterCommit(c, 201, {{"id", *id}, {"name", row.name}, {"role", role_text}, {"jobs", row.jobs},
-                           {"agent", row.agent}, {"labels", req->labels},
-                           {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
-                           {"token", *secret}});
+  JsonAfterCommit(c, 201,
+                  {{"id", *id},
+                   {"name", row.name},
+                   {"role", role_text},
+                   {"jobs", row.jobs},
+                   {"agent", row.agent},
+                   {"labels", req->labels},
+                   {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
+                   {"token", *secret}});
 }
 
 void Api::ListTokens(Call& c) {
   json out = json::array();
   Status s = ctx_->store->ForEachToken([&out](store::TokenRow&& t) {
-    json labels = t.labels_json.empty() ? json::object() : json::parse(t.labels_json, nullptr, false);
-    out.push_back({{"id", t.id}, {"name", t.name}, {"role", t.role}, {"jobs", t.jobs},
-                   {"agent", t.agent}, {"labels", labels.is_object() ? labels : json::object()},
+    json labels =
+        t.labels_json.empty() ? json::object() : json::parse(t.labels_json, nullptr, false);
+    out.push_back({{"id", t.id},
+                   {"name", t.name},
+                   {"role", t.role},
+                   {"jobs", t.jobs},
+                   {"agent", t.agent},
+                   {"labels", labels.is_object() ? labels : json::object()},
                    {"created_at", FormatUtc(FromUnixMs(t.created_ms))},
                    {"expires_at", t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : ""},
                    {"revoked_at", t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""}});

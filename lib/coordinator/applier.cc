@@ -25,8 +25,7 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
                      before->schedule != job.schedule || before->dialect != job.dialect ||
                      before->timezone != job.timezone || before->anchor_ms != job.anchor_ms ||
                      before->enabled != job.enabled;
-    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, timing, revision, now);
-        !s.ok()) {
+    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, timing, revision, now); !s.ok()) {
       return s;
     }
   }
@@ -67,7 +66,8 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
     entry->spec.reset();
   }
   if (reschedule) {
-    ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", next_fire.value_or(-1)}});
+    ctx_->EventAfterCommit("scheduled",
+                           {{"job", job.name}, {"next_fire_ms", next_fire.value_or(-1)}});
   }
   scheduler_->Track(*entry);
   return Status::Ok();
@@ -78,25 +78,32 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   if (!parsed.ok()) {
     json errors = json::array();
     for (const Diagnostic& d : parsed.errors) {
-      errors.push_back({{"file", d.file}, {"line", d.line}, {"column", d.column},
-                        {"job", d.job}, {"message", d.message}, {"text", d.ToString()}});
+      errors.push_back({{"file", d.file},
+                        {"line", d.line},
+                        {"column", d.column},
+                        {"job", d.job},
+                        {"message", d.message},
+                        {"text", d.ToString()}});
     }
-    return ApplyOutcome{400, {{"error", "invalid_job_file"},
-                  {"message", std::to_string(parsed.errors.size()) + " error(s) in " + req.filename},
-                  {"errors", errors}}};
+    return ApplyOutcome{
+        400,
+        {{"error", "invalid_job_file"},
+         {"message", std::to_string(parsed.errors.size()) + " error(s) in " + req.filename},
+         {"errors", errors}}};
   }
   Result<store::RevisionRow> current = ctx_->store->CurrentRevision();
   if (!current.ok()) return current.status();
   if (req.base_revision >= 0 && req.base_revision != current->id) {
-    return ApplyOutcome{409,
-            {{"error", "conflict"},
-             {"message", "the job file changed since revision " + std::to_string(req.base_revision) +
-                             ": revision " + std::to_string(current->id) + " was applied by " +
-                             current->author + " at " + FormatUtc(FromUnixMs(current->at_ms)) +
-                             "; run `jobctl pull` to get it, then apply again"},
-             {"revision", current->id},
-             {"author", current->author},
-             {"applied_at", FormatUtc(FromUnixMs(current->at_ms))}}};
+    return ApplyOutcome{
+        409,
+        {{"error", "conflict"},
+         {"message", "the job file changed since revision " + std::to_string(req.base_revision) +
+                         ": revision " + std::to_string(current->id) + " was applied by " +
+                         current->author + " at " + FormatUtc(FromUnixMs(current->at_ms)) +
+                         "; run `jobctl pull` to get it, then apply again"},
+         {"revision", current->id},
+         {"author", current->author},
+         {"applied_at", FormatUtc(FromUnixMs(current->at_ms))}}};
   }
   // Diff against the jobs the coordinator has now.
   json created = json::array(), changed = json::array(), removed = json::array(),
@@ -114,8 +121,8 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     Result<store::JobRow> row = ctx_->store->GetJob(entry->id);
     Result<Job> before = row.ok() ? wire::JobFromJson(json::parse(row->spec_json, nullptr, false))
                                   : Result<Job>(row.status());
-    std::vector<std::string> fields = before.ok() ? wire::ChangedFields(*before, job)
-                                                  : std::vector<std::string>{"(unreadable)"};
+    std::vector<std::string> fields =
+        before.ok() ? wire::ChangedFields(*before, job) : std::vector<std::string>{"(unreadable)"};
     if (fields.empty()) {
       unchanged.push_back(job.name);
     } else {
@@ -129,10 +136,10 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     if (entry.active && !in_file[static_cast<size_t>(entry.id)]) removals.push_back(&entry);
   });
   for (JobEntry* e : removals) removed.push_back(e->name);
-  json body = {{"dry_run", req.dry_run}, {"created", created}, {"changed", changed},
-               {"removed", removed}, {"unchanged", unchanged}, {"revision", current->id}};
-  bool no_change = created.empty() && changed.empty() && removed.empty() &&
-                   current->text == req.text;
+  json body = {{"dry_run", req.dry_run}, {"created", created},     {"changed", changed},
+               {"removed", removed},     {"unchanged", unchanged}, {"revision", current->id}};
+  bool no_change =
+      created.empty() && changed.empty() && removed.empty() && current->text == req.text;
   if (req.dry_run || no_change) return ApplyOutcome{200, body};
 
   int64_t now = ctx_->NowMs();
@@ -155,26 +162,26 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     const Credential& who = req.credential;
     std::string detail = summary;
     if (!who.name.empty() && req.author != who.name) detail += "; author " + req.author;
-    if (Status s = ctx_->store->InsertEvent(store::EventRow{
-            0, now, "apply", who.name.empty() ? req.author : who.name,
-            who.token_id != 0 ? std::optional<int64_t>(who.token_id) : std::nullopt,
-            "revision " + std::to_string(*id), detail});
+    if (Status s = ctx_->store->InsertEvent(
+            store::EventRow{0, now, "apply", who.name.empty() ? req.author : who.name,
+                            who.token_id != 0 ? std::optional<int64_t>(who.token_id) : std::nullopt,
+                            "revision " + std::to_string(*id), detail});
         !s.ok()) {
       return s;
     }
     return id;
   });
   if (!revision.ok()) return revision.status();
-  log::Info("job file applied", {{"revision", *revision}, {"author", req.author},
-                                 {"summary", summary}});
+  log::Info("job file applied",
+            {{"revision", *revision}, {"author", req.author}, {"summary", summary}});
   body["revision"] = *revision;
   return ApplyOutcome{200, body, true};
 }
 
 Status Applier::SetPaused(JobEntry& job, bool paused, const Credential& actor) {
   int64_t now = ctx_->NowMs();
-  store::EventRow event{0, now, paused ? "pause" : "resume", actor.name, std::nullopt,
-                        std::string(job.name), ""};
+  store::EventRow event{
+      0, now, paused ? "pause" : "resume", actor.name, std::nullopt, std::string(job.name), ""};
   if (actor.token_id != 0) event.token_id = actor.token_id;
   if (Status s = ctx_->batch->Write([&] {
         Status w = ctx_->store->SetJobPaused(job.id, paused);

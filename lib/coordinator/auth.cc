@@ -5,10 +5,9 @@
 #include <openssl/evp.h>
 #include <sys/random.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cerrno>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace jobctl::coordinator {
 namespace {
@@ -28,7 +27,8 @@ std::string Hex(const unsigned char* p, size_t n) {
 // allows; "*?" in label globs).
 Status CheckText(std::string_view text, std::string_view what, bool may_be_empty,
                  std::string_view extra) {
-  if (text.empty() && !may_be_empty) return Status::InvalidArgument(std::string(what) + " is empty");
+  if (text.empty() && !may_be_empty)
+    return Status::InvalidArgument(std::string(what) + " is empty");
   if (text.size() > kMaxNameChars) {
     return Status::InvalidArgument(std::string(what) + " is longer than " +
                                    std::to_string(kMaxNameChars) + " characters");

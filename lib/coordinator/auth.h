@@ -51,7 +51,7 @@ std::optional<std::string> LabelOutside(const std::map<std::string, std::string>
 
 // 128 random bits as text: "jc_" + 32 hex digits.
 Result<std::string> NewSecret();
-std::string HashSecret(std::string_view secret);  // hex SHA-256
+std::string HashSecret(std::string_view secret);               // hex SHA-256
 bool GlobMatch(std::string_view glob, std::string_view text);  // * and ? (fnmatch)
 
 class Auth {

@@ -69,8 +69,8 @@ Status Coordinator::OpenStores() {
   Result<std::unique_ptr<store::Store>> store = store::OpenStore({.path = dir + "/jobctl.db"});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  Result<std::unique_ptr<store::LogStore>> logs = store::OpenLogStore(
-      {.path = dir + "/logs.db", .run_cap_bytes = ctx_.config.log_cap_bytes});
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = ctx_.config.log_cap_bytes});
   if (!logs.ok()) return logs.status();
   logs_ = std::move(*logs);
   ctx_.store = store_.get();
@@ -220,9 +220,9 @@ Status Coordinator::Start() {
   if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
   scheduler_->Start();
 
-  api_ = std::make_unique<Api>(&ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(),
-                                             scheduler_.get(), applier_.get(), &auth_,
-                                             log_hub_.get(), [this] { return loaded_; }});
+  api_ = std::make_unique<Api>(
+      &ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(), scheduler_.get(), applier_.get(), &auth_,
+                   log_hub_.get(), [this] { return loaded_; }});
   http::Limits limits;
   limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
                           const http::Request& head) { return Api::BodyLimit(head, max); };

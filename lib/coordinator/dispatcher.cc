@@ -16,7 +16,8 @@ namespace {
 std::string ClaimReply(nlohmann::json assignments) {
   return nlohmann::json{{"assignments", std::move(assignments)},
                         {"log_batch_bytes", wire::kMaxLogBatchBytes},
-                        {"result_batch_max", kMaxResultBatch}}.dump();
+                        {"result_batch_max", kMaxResultBatch}}
+      .dump();
 }
 
 constexpr int64_t kMaxClaimWaitMs = 60'000;
@@ -101,9 +102,8 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
 }
 
 bool Dispatcher::AgentAlive(const AgentInfo& a) const {
-  return a.waiting != nullptr ||
-         (a.last_seen_mono != 0 &&
-          ctx_->MonoMs() - a.last_seen_mono <= ctx_->config.lease_ttl.count());
+  return a.waiting != nullptr || (a.last_seen_mono != 0 && ctx_->MonoMs() - a.last_seen_mono <=
+                                                               ctx_->config.lease_ttl.count());
 }
 
 std::vector<std::string> Dispatcher::EligibleAgents(const std::vector<LabelSelector>& on) const {
@@ -234,7 +234,8 @@ void Dispatcher::TryDispatch() {
     --room;
     it = pending_.erase(it);
   }
-  if (!granted.empty()) ctx_->batch->Stage([&] { return ctx_->store->SetCounter("token", last_token_); });
+  if (!granted.empty())
+    ctx_->batch->Stage([&] { return ctx_->store->SetCounter("token", last_token_); });
   for (auto& [name, list] : granted) AnswerClaim(agents_[name], std::move(list));
   if (retry_in >= 0 && started_) {
     retry_timer_->Once(static_cast<uint64_t>(retry_in), [this] { TryDispatch(); });
@@ -253,7 +254,9 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   // The token counter is written once per dispatch pass, after its last grant.
-  ctx_->batch->Stage([&] { return ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms}); });
+  ctx_->batch->Stage([&] {
+    return ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
+  });
   nlohmann::json a = events_.granted(shard.key, agent.name, token, now_ms);
   ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
                                    {"shard", shard.key.index},
@@ -265,8 +268,10 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;
   ctx_->metrics->claim_latency.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
-  log::Debug("lease granted", {{"run", shard.key.run}, {"shard", shard.key.index},
-                               {"agent", agent.name}, {"token", token}});
+  log::Debug("lease granted", {{"run", shard.key.run},
+                               {"shard", shard.key.index},
+                               {"agent", agent.name},
+                               {"token", token}});
 }
 
 void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
@@ -287,8 +292,8 @@ void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
 void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> responder) {
   ++ctx_->metrics->claims_total;
   AgentInfo& a = agents_[req.agent];
-  bool changed = a.name.empty() || a.labels != req.labels || a.slots != req.slots ||
-                 a.version != req.version;
+  bool changed =
+      a.name.empty() || a.labels != req.labels || a.slots != req.slots || a.version != req.version;
   a.name = req.agent;
   a.labels = std::move(req.labels);
   a.slots = std::max(req.slots, 1);
@@ -301,7 +306,8 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
                                     a.last_seen_ms, a.draining});
     });
   }
-  if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
+  if (a.waiting)
+    a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
   a.waiting = std::move(responder);
   a.waiting_token_id = req.token_id;
   a.waiting_free = std::max(req.free, 0);
@@ -389,8 +395,8 @@ Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t to
                        {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
   // Neither token is told: the caller's own is no news, and the current one belongs to the
   // holder alone.
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
-                          std::to_string(key.index) + ": agent " + agent +
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+                          ": agent " + agent +
                           " holds no live lease on it under that token (it expired, ended, or "
                           "is another agent's)");
 }
@@ -415,8 +421,10 @@ void Dispatcher::CloseClaimOf(const std::string& agent, const std::string& why) 
   auto it = agents_.find(agent);
   if (it == agents_.end() || !it->second.waiting) return;
   AgentInfo& a = it->second;
-  a.waiting->Send({401, "application/json",
-                   nlohmann::json{{"error", "unauthenticated"}, {"message", why}}.dump(), {}});
+  a.waiting->Send({401,
+                   "application/json",
+                   nlohmann::json{{"error", "unauthenticated"}, {"message", why}}.dump(),
+                   {}});
   a.waiting.reset();
   ++a.claim_seq;
   ArmClaimTimer();
@@ -442,8 +450,8 @@ Status Dispatcher::Forget(const std::string& agent, bool force) {
     events_.lease_expired(key, token);
   }
   agents_.erase(agent);
-  Status s = ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(agent); },
-                                Status::Code::kNotFound);
+  Status s =
+      ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(agent); }, Status::Code::kNotFound);
   return s.code() == Status::Code::kNotFound ? Status::Ok() : s;
 }
 
@@ -459,8 +467,8 @@ void Dispatcher::OnExpiryTimer() {
   for (const std::string& name : gone) {
     log::Info("agent expired from the registry", {{"agent", name}});
     agents_.erase(name);
-    Status s = ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(name); },
-                                  Status::Code::kNotFound);
+    Status s =
+        ctx_->batch->Write([&] { return ctx_->store->DeleteAgent(name); }, Status::Code::kNotFound);
     if (!s.ok() && s.code() != Status::Code::kNotFound) return;
   }
 }
@@ -490,8 +498,8 @@ Status Dispatcher::SetDraining(const std::string& agent, bool draining) {
   AgentInfo& a = it->second;
   a.draining = draining;
   return ctx_->batch->Write([&] {
-    return ctx_->store->PutAgent({a.name, nlohmann::json(a.labels).dump(), a.slots, a.version,
-                                  a.last_seen_ms, a.draining});
+    return ctx_->store->PutAgent(
+        {a.name, nlohmann::json(a.labels).dump(), a.slots, a.version, a.last_seen_ms, a.draining});
   });
 }
 
@@ -518,7 +526,9 @@ void Dispatcher::OnLeaseTimer() {
     std::string agent = leases_[key].agent;
     Release(key, "expired");
     ++ctx_->metrics->leases_expired_total;
-    log::Warn("lease expired", {{"run", key.run}, {"shard", key.index}, {"agent", agent},
+    log::Warn("lease expired", {{"run", key.run},
+                                {"shard", key.index},
+                                {"agent", agent},
                                 {"token", static_cast<int64_t>(token)}});
     // The holder did not renew for a whole TTL: it may be cut off, and its long-poll claim,
     // received before that, proves nothing. Without this the shard just taken from it would
@@ -571,7 +581,8 @@ void Dispatcher::ArmClaimTimer() {
   int64_t now = ctx_->MonoMs();
   int64_t earliest = -1;
   for (const auto& [name, a] : agents_) {
-    if (a.waiting && (earliest < 0 || a.wait_deadline_mono < earliest)) earliest = a.wait_deadline_mono;
+    if (a.waiting && (earliest < 0 || a.wait_deadline_mono < earliest))
+      earliest = a.wait_deadline_mono;
   }
   if (earliest >= 0) {
     claim_timer_->Once(static_cast<uint64_t>(std::max<int64_t>(earliest - now, 0)),

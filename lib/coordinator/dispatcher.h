@@ -10,13 +10,13 @@
 // Loop thread only; owned by the Coordinator.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <uv.h>
 
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -161,7 +161,7 @@ class Dispatcher {
   Status Forget(const std::string& agent, bool force);
   // The lease ends; `why` (result, expired, released) goes to the event log.
   void Release(ShardKey key, std::string_view why);
-  void MarkCanceled(ShardKey key);       // tell the holder at its next heartbeat
+  void MarkCanceled(ShardKey key);  // tell the holder at its next heartbeat
   Status SetDraining(const std::string& agent, bool draining);
   // The agents with the labels matching `on` that were seen within one TTL, by name.
   std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const;

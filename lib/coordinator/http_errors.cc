@@ -28,8 +28,10 @@ HttpError HttpErrorFor(const Status& s) {
 
 http::Response ErrorResponse(int status, std::string_view error, const std::string& message) {
   nlohmann::json body = {{"error", error}, {"message", message}};
-  return {status, "application/json",
-          body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}};
+  return {status,
+          "application/json",
+          body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          {}};
 }
 
 http::Response ErrorResponseFor(const Status& s) {

@@ -1,6 +1,7 @@
 #include "coordinator/http_errors.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace jobctl::coordinator {

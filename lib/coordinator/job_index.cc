@@ -75,8 +75,9 @@ void JobIndex::SetTiming(JobEntry& job, std::string_view expr, Dialect dialect,
     return;
   }
   // Rows of a load come in id order and neighbours mostly share their timing.
-  if (const Timing& last = timings_[last_timing_];
-      last_timing_ != 0 && last.expr == expr && last.dialect == dialect && last.timezone == timezone) {
+  if (const Timing& last = timings_[last_timing_]; last_timing_ != 0 && last.expr == expr &&
+                                                   last.dialect == dialect &&
+                                                   last.timezone == timezone) {
     job.timing = last_timing_;
     return;
   }

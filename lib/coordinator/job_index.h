@@ -34,9 +34,9 @@ struct JobEntry {
   std::optional<int64_t> next_fire_ms;  // the next instant not yet fired
   int64_t anchor_ms = 0;                // @every grid origin (Unix ms)
   int64_t last_finished_ms = 0;
-  std::shared_ptr<const Job> spec;      // loaded while the job has open runs
-  std::string_view name;                // held by the JobIndex
-  uint32_t timing = 0;                  // the JobIndex's (schedule, dialect, zone); 0 = none
+  std::shared_ptr<const Job> spec;  // loaded while the job has open runs
+  std::string_view name;            // held by the JobIndex
+  uint32_t timing = 0;              // the JobIndex's (schedule, dialect, zone); 0 = none
   int misfire_cap = 100;
   int open_runs = 0;
   Misfire misfire = Misfire::kFireOnce;
@@ -72,7 +72,7 @@ template <typename NameOf>
 int64_t NameTable::Find(std::string_view name, const NameOf& name_of) const {
   if (slots_.empty()) return 0;
   size_t mask = slots_.size() - 1;
-  for (size_t i = std::hash<std::string_view>{}(name) & mask;; i = (i + 1) & mask) {
+  for (size_t i = std::hash<std::string_view>{}(name)&mask;; i = (i + 1) & mask) {
     uint32_t id = slots_[i];
     if (id == 0) return 0;
     if (name_of(id) == name) return id;
@@ -90,7 +90,7 @@ void NameTable::Insert(std::string_view name, uint32_t id, const NameOf& name_of
     }
   }
   size_t mask = slots_.size() - 1;
-  size_t i = std::hash<std::string_view>{}(name) & mask;
+  size_t i = std::hash<std::string_view>{}(name)&mask;
   while (slots_[i] != 0) i = (i + 1) & mask;
   slots_[i] = id;
   ++size_;
@@ -145,12 +145,14 @@ class JobIndex {
     std::string expr;
     Dialect dialect = Dialect::kCron;
     std::string timezone;
-    bool hashed = false;  // H fields: the job name changes the result
-    bool fixed_delay = false;  // @delay: a run's end decides the next fire
+    bool hashed = false;                       // H fields: the job name changes the result
+    bool fixed_delay = false;                  // @delay: a run's end decides the next fire
     std::shared_ptr<const Schedule> compiled;  // for jobs without an anchor, once compiled
   };
 
-  JobEntry& Slot(int64_t id) { return chunks_[static_cast<size_t>(id >> kChunkBits)][id & (kChunk - 1)]; }
+  JobEntry& Slot(int64_t id) {
+    return chunks_[static_cast<size_t>(id >> kChunkBits)][id & (kChunk - 1)];
+  }
   std::string_view Keep(std::string_view name);
 
   std::vector<std::unique_ptr<JobEntry[]>> chunks_;
@@ -163,7 +165,7 @@ class JobIndex {
   size_t block_size_ = 0;
   std::vector<Timing> timings_;  // [0] is "no schedule"
   std::unordered_map<std::string, uint32_t> timing_ids_;
-  std::string key_;  // scratch for timing_ids_ lookups
+  std::string key_;           // scratch for timing_ids_ lookups
   uint32_t last_timing_ = 0;  // the one SetTiming gave last
 };
 

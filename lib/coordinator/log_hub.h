@@ -9,10 +9,10 @@
 
 #include <uv.h>
 
-#include <memory>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 

@@ -48,8 +48,9 @@ std::string Metrics::Render(const std::string& version) const {
           auth_failures_total);
   counter("jobctl_rate_limited_total", "Requests refused by a token's rate limit.",
           rate_limited_total);
-  out += "# HELP jobctl_runs_finished_total Runs that reached a final state.\n"
-         "# TYPE jobctl_runs_finished_total counter\n";
+  out +=
+      "# HELP jobctl_runs_finished_total Runs that reached a final state.\n"
+      "# TYPE jobctl_runs_finished_total counter\n";
   for (const auto& [state, n] : runs_finished_total) {
     out += fmt::format("jobctl_runs_finished_total{{state=\"{}\"}} {}\n", state, n);
   }

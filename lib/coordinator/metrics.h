@@ -12,9 +12,8 @@ namespace jobctl::coordinator {
 class Histogram {
  public:
   // Bucket upper bounds in seconds.
-  static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                     0.05,  0.1,    0.25,  0.5,  1,
-                                                     2.5,   5,      10,    30};
+  static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                     0.25,  0.5,    1,     2.5,  5,     10,   30};
   void Observe(double seconds);
   std::string Render(const std::string& name, const std::string& help) const;
 
@@ -37,9 +36,9 @@ struct Metrics {
   uint64_t auth_failures_total = 0;
   uint64_t rate_limited_total = 0;  // requests refused with 429 by a token's rate limit
   std::map<std::string, uint64_t> runs_finished_total;  // by state
-  Histogram fire_lateness;     // run committed - scheduled instant
-  Histogram claim_latency;     // shard pending -> granted
-  Histogram commit_latency;    // one group commit
+  Histogram fire_lateness;                              // run committed - scheduled instant
+  Histogram claim_latency;                              // shard pending -> granted
+  Histogram commit_latency;                             // one group commit
   // Filled in at render time by the coordinator.
   uint64_t active_leases = 0;
   uint64_t agents_connected = 0;

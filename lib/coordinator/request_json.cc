@@ -16,7 +16,8 @@ using nlohmann::json;
 template <typename T>
 Status Need(const json& body, const char* key, T* out) {
   auto it = body.find(key);
-  if (it == body.end()) return Status::InvalidArgument(std::string("field \"") + key + "\" is required");
+  if (it == body.end())
+    return Status::InvalidArgument(std::string("field \"") + key + "\" is required");
   if (!wire::JsonNumberFits<T>(*it)) {
     return Status::InvalidArgument(std::string("field \"") + key + "\" is out of range");
   }
@@ -27,7 +28,8 @@ Status Need(const json& body, const char* key, T* out) {
   } else if constexpr (std::is_integral_v<T>) {
     type_ok = it->is_number_integer();
   }
-  if (!type_ok) return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
+  if (!type_ok)
+    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
   try {
     *out = it->get<T>();
   } catch (const json::exception&) {
@@ -54,7 +56,8 @@ Result<ClaimRequest> ClaimRequestFromJson(const json& body) {
   if (s.ok()) s = Opt(body, "wait_ms", &req.wait_ms);
   if (!s.ok()) return s;
   if (Status l = CheckLabels(req.labels, false, "claim"); !l.ok()) return l;
-  if (req.version.size() > 64) return Status::InvalidArgument("version is longer than 64 characters");
+  if (req.version.size() > 64)
+    return Status::InvalidArgument("version is longer than 64 characters");
   return req;
 }
 
@@ -160,7 +163,8 @@ Result<TriggerRequest> TriggerRequestFromJson(const json& body) {
   if (s.ok()) s = Opt(body, "in", &in);
   if (!s.ok()) return s;
   if (!at.empty() && !in.empty()) return Status::InvalidArgument("give \"at\" or \"in\", not both");
-  if (at.size() > 64 || in.size() > 64) return Status::InvalidArgument("\"at\" and \"in\" are short texts");
+  if (at.size() > 64 || in.size() > 64)
+    return Status::InvalidArgument("\"at\" and \"in\" are short texts");
   if (!at.empty()) {
     Result<WallTime> t = ParseInstant(at);
     if (!t.ok()) return Status::InvalidArgument("at: " + t.status().message());
@@ -200,7 +204,8 @@ Result<TokenRequest> TokenRequestFromJson(const json& body) {
   if (!req.jobs.empty() && *role != Role::kTrigger && *role != Role::kRead) {
     return Status::InvalidArgument("a jobs glob only applies to the read and trigger roles");
   }
-  if (req.jobs.size() > 256) return Status::InvalidArgument("the jobs glob is longer than 256 characters");
+  if (req.jobs.size() > 256)
+    return Status::InvalidArgument("the jobs glob is longer than 256 characters");
   if (*role == Role::kAgent && req.agent.empty()) {
     return Status::InvalidArgument("an agent token is bound to one agent: \"agent\" is required");
   }

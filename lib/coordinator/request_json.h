@@ -4,9 +4,8 @@
 // functions, any thread; the handlers in api_agent.cc and api_write.cc call them.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +26,7 @@ struct HeartbeatRequest {
 };
 
 struct TriggerRequest {
-  std::string idempotency_key;  // "" = none; at most kMaxIdempotencyKey bytes
+  std::string idempotency_key;                // "" = none; at most kMaxIdempotencyKey bytes
   std::map<std::string, std::string> params;  // "params" (or, from older clients, "env")
   // A deferred run: "at" (RFC 3339) or "in" (a duration such as "2h"), not both. The Api
   // checks them against its clock (kMaxDefer).
@@ -44,8 +43,8 @@ struct DrainRequest {
 struct TokenRequest {
   std::string role_name = "read";  // as sent; parses to `role`
   Role role = Role::kRead;
-  std::string jobs;  // read and trigger roles: a glob of job names, "" = all
-  std::string name;  // "" = "<role>-token", or "agent-<agent>"
+  std::string jobs;   // read and trigger roles: a glob of job names, "" = all
+  std::string name;   // "" = "<role>-token", or "agent-<agent>"
   std::string agent;  // agent role: the agent name it is bound to (required)
   std::map<std::string, std::string> labels;  // agent and join roles: allowed labels (globs)
   std::optional<int64_t> expires_in_ms;       // from creation; nullopt = never
@@ -67,7 +66,8 @@ Result<ResultReport> ResultReportFromJson(const nlohmann::json& body);
 inline constexpr size_t kMaxResultBatch = 1000;
 Result<std::vector<nlohmann::json>> ResultBatchFromJson(const nlohmann::json& body);
 // The author is the caller's token name, or "AUTHOR (token NAME)" when the body names one.
-Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body, const std::string& token_name);
+Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body,
+                                          const std::string& token_name);
 Result<TriggerRequest> TriggerRequestFromJson(const nlohmann::json& body);
 Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
 Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);

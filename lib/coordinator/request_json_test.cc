@@ -74,8 +74,8 @@ TEST(RequestJsonTest, TheEndOfAnAttemptsOutputIsABoundedCountAndMayBeMissing) {
   EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":null})"))->output_seq, std::nullopt);
   EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":0})"))->output_seq, 0);
   EXPECT_EQ(ResultReportFromJson(Parse(head + R"(,"output_seq":17})"))->output_seq, 17);
-  for (const char* bad : {R"(-1)", R"(1000000001)", R"(9223372036854775807)", R"(1e300)",
-                          R"("5")", R"(2.5)", R"(true)", R"({"seq":1})"}) {
+  for (const char* bad : {R"(-1)", R"(1000000001)", R"(9223372036854775807)", R"(1e300)", R"("5")",
+                          R"(2.5)", R"(true)", R"({"seq":1})"}) {
     Result<ResultReport> r = ResultReportFromJson(Parse(head + R"(,"output_seq":)" + bad + "}"));
     EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument) << bad;
     EXPECT_NE(r.status().message().find("output_seq"), std::string::npos) << bad;
@@ -85,21 +85,23 @@ TEST(RequestJsonTest, TheEndOfAnAttemptsOutputIsABoundedCountAndMayBeMissing) {
 TEST(RequestJsonTest, BooleansAndFractionsAreNotIntegers) {
   EXPECT_EQ(ClaimRequestFromJson(Parse(R"({"agent":"a","free":true})")).status().message(),
             "field \"free\" has the wrong type");
-  EXPECT_EQ(HeartbeatRequestFromJson(
-                Parse(R"({"agent":"a","leases":[{"run":1,"shard":0.5,"token":1}]})"))
-                .status()
-                .message(),
-            "field \"shard\" has the wrong type");
-  EXPECT_FALSE(ResultReportFromJson(Parse(
-                   R"({"agent":"a","run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited","exit_code":false})"))
-                   .ok());
+  EXPECT_EQ(
+      HeartbeatRequestFromJson(Parse(R"({"agent":"a","leases":[{"run":1,"shard":0.5,"token":1}]})"))
+          .status()
+          .message(),
+      "field \"shard\" has the wrong type");
+  EXPECT_FALSE(
+      ResultReportFromJson(
+          Parse(
+              R"({"agent":"a","run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited","exit_code":false})"))
+          .ok());
   EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":1})")).ok());
 }
 
 TEST(RequestJsonTest, DeeplyNestedLeasesAreRejectedWithoutRecursing) {
   const int depth = 200'000;
-  json body = Parse(R"({"agent":"a","leases":)" + std::string(depth, '[') +
-                    std::string(depth, ']') + "}");
+  json body =
+      Parse(R"({"agent":"a","leases":)" + std::string(depth, '[') + std::string(depth, ']') + "}");
   Result<HeartbeatRequest> r = HeartbeatRequestFromJson(body);
   EXPECT_EQ(r.status().message(), "leases[] must be objects");
 }
@@ -149,7 +151,8 @@ TEST(RequestJsonTest, TokenJobsGlobOnlyForTheReadAndTriggerRoles) {
 }
 
 TEST(RequestJsonTest, ResultBatchIsAnArrayOfObjectsWithALimit) {
-  Result<std::vector<json>> ok = ResultBatchFromJson(json::parse(R"({"results":[{"run":1},{"run":2}]})"));
+  Result<std::vector<json>> ok =
+      ResultBatchFromJson(json::parse(R"({"results":[{"run":1},{"run":2}]})"));
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->size(), 2u);
   EXPECT_FALSE(ResultBatchFromJson(json::parse(R"({"results":{}})")).ok());

@@ -143,8 +143,8 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
     rec.note = "broadcast: no eligible agent was connected";
   }
   // kConflict: this instant has its run already (fired before a restart); the turn goes on.
-  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); },
-                                    Status::Code::kConflict);
+  if (Status s =
+          ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); }, Status::Code::kConflict);
       !s.ok()) {
     return s;
   }
@@ -173,8 +173,8 @@ Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::st
   rec.trace_id = NewTraceId();
   rec.note = note;
   rec.shard_total = 0;
-  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); },
-                                    Status::Code::kConflict);
+  if (Status s =
+          ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); }, Status::Code::kConflict);
       !s.ok()) {
     return s;
   }
@@ -309,10 +309,8 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     case ResultVerdict::kReleaseAndAnswerEnded:
       dispatcher_->Release(r.key, "released");
       return shard.state;
-    case ResultVerdict::kAnswerEnded:
-      return shard.state;
-    case ResultVerdict::kAnswerAgain:
-      return answered_.at(r.key).state;
+    case ResultVerdict::kAnswerEnded: return shard.state;
+    case ResultVerdict::kAnswerAgain: return answered_.at(r.key).state;
     case ResultVerdict::kRefuseStale:
       // CheckToken refuses it, counts the stale token and writes the event.
       if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
@@ -329,8 +327,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
                                       {"current", shard.token}});
       return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
                               " but the shard is at attempt " + std::to_string(shard.attempt));
-    case ResultVerdict::kAccept:
-      break;
+    case ResultVerdict::kAccept: break;
   }
   if (r.output_seq && *r.output_seq > 0) {
     // Readers of the run's output wait for this chunk (api_read.cc), and the agent may still
@@ -367,15 +364,15 @@ RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r
       break;
     case ResultAction::kRetry: {
       int64_t delay = BackoffMs(*run.spec, shard.attempt);
-      log::Info("shard failed; retrying", {{"job", run.rec.job}, {"run", run.rec.id},
-                                           {"shard", shard.index}, {"attempt", shard.attempt},
+      log::Info("shard failed; retrying", {{"job", run.rec.job},
+                                           {"run", run.rec.id},
+                                           {"shard", shard.index},
+                                           {"attempt", shard.attempt},
                                            {"delay_ms", delay}});
       Requeue(run, shard, now + delay);
       break;
     }
-    case ResultAction::kEnd:
-      EndAttempt(run, shard, d.state, now);
-      break;
+    case ResultAction::kEnd: EndAttempt(run, shard, d.state, now); break;
   }
   return d.state;
 }
@@ -425,9 +422,8 @@ Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token, const st
   }
   if (shard == nullptr) return Status::NotFound("no such run or shard");
   if (shard->attempt == attempt) return Status::Ok();
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " +
-                          std::to_string(key.index) + ": that lease is not of attempt " +
-                          std::to_string(attempt));
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+                          ": that lease is not of attempt " + std::to_string(attempt));
 }
 
 void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {
@@ -491,7 +487,8 @@ void RunBook::MaybeFinish(OpenRun& run) {
   int64_t now = ctx_->NowMs();
   run.rec.state = state;
   run.rec.finished_ms = now;
-  ctx_->batch->Stage([&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
+  ctx_->batch->Stage(
+      [&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
     job->last_state = state;
     job->last_finished_ms = now;
@@ -558,10 +555,16 @@ void RunBook::OnDeadlineTimer() {
     if (it == open_.end()) continue;
     ShardRecord& shard = it->second.rec.shards.at(static_cast<size_t>(key.index));
     if (shard.state != RunState::kRunning) continue;
-    log::Warn("shard past its timeout without a result; failing it",
-              {{"job", it->second.rec.job}, {"run", key.run}, {"shard", key.index},
-               {"agent", shard.agent}});
-    ResultReport r{key, shard.attempt, shard.token, shard.agent, Outcome::kTimedOut, std::nullopt,
+    log::Warn("shard past its timeout without a result; failing it", {{"job", it->second.rec.job},
+                                                                      {"run", key.run},
+                                                                      {"shard", key.index},
+                                                                      {"agent", shard.agent}});
+    ResultReport r{key,
+                   shard.attempt,
+                   shard.token,
+                   shard.agent,
+                   Outcome::kTimedOut,
+                   std::nullopt,
                    "no result from the agent within the timeout (coordinator backstop)"};
     if (Result<RunState> ended = OnResult(r); !ended.ok()) {
       log::Error("cannot fail a shard past its timeout",

@@ -5,12 +5,12 @@
 // Finished runs live only in the store. Loop thread only; owned by the Coordinator.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <uv.h>
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 

@@ -82,9 +82,8 @@ void Scheduler::RunDue() {
   // instant would be fired, refused and reloaded in a hot loop. It fires late, not never.
   if (ctx_->batch->RetryDelayMs() > 0) return Arm();
   int64_t now = ctx_->NowMs();
-  wheel_.Advance(now, [this](uint64_t id, int64_t at) {
-    due_.emplace_back(static_cast<int64_t>(id), at);
-  });
+  wheel_.Advance(
+      now, [this](uint64_t id, int64_t at) { due_.emplace_back(static_cast<int64_t>(id), at); });
   while (!early_.empty() && early_.begin()->first <= now) {
     due_.emplace_back(early_.begin()->second, early_.begin()->first);
     early_.erase(early_.begin());
@@ -158,7 +157,8 @@ void Scheduler::FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms) 
   for (int64_t instant : d.fire) FireOne(job, instant, now);
   std::optional<int64_t> t;
   if (job.open_runs == 0) {
-    if (Result<std::shared_ptr<const Schedule>> s = jobs_->ScheduleOf(job); s.ok()) t = Next(**s, now);
+    if (Result<std::shared_ptr<const Schedule>> s = jobs_->ScheduleOf(job); s.ok())
+      t = Next(**s, now);
   }
   job.next_fire_ms = t;
   ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
@@ -192,7 +192,8 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
   row.reason = why;
   row.at_ms = now;
   ctx_->metrics->missed_total += static_cast<uint64_t>(row.count);
-  log::Warn("instants missed", {{"job", job.name}, {"count", row.count},
+  log::Warn("instants missed", {{"job", job.name},
+                                {"count", row.count},
                                 {"first", FormatUtc(FromUnixMs(row.first_ms))},
                                 {"reason", why}});
   ctx_->batch->Stage([&] { return ctx_->store->InsertMiss(row); });
@@ -219,15 +220,15 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
     }
     case OverlapAction::kCancelAndFire:
       for (int64_t run : book_->OpenRunsOf(job.id)) {
-        if (Status s = book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
+        if (Status s =
+                book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
             !s.ok()) {
           log::Warn("cannot cancel the run being replaced",
                     {{"job", job.name}, {"run", run}, {"error", s.ToString()}});
         }
       }
       break;
-    case OverlapAction::kFire:
-      break;
+    case OverlapAction::kFire: break;
   }
   Result<RunRecord> run = book_->Create(job, RunReason::kSchedule, instant, "", "");
   if (!run.ok()) {

@@ -10,9 +10,9 @@
 
 #include <uv.h>
 
-#include <memory>
 #include <deque>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "coordinator/context.h"

@@ -137,8 +137,8 @@ TEST_F(WriteBatchWriteTest, AWriteThatSucceedsGivesItsValueAndCommits) {
 // undone: the rest of the turn commits.
 TEST_F(WriteBatchWriteTest, AnExpectedFailureUndoesOnlyThatWrite) {
   batch_->Stage([&] { return store_->SetCounter("token", 3); });
-  Status conflict = batch_->Write([] { return Status::Conflict("already fired"); },
-                                  Status::Code::kConflict);
+  Status conflict =
+      batch_->Write([] { return Status::Conflict("already fired"); }, Status::Code::kConflict);
   EXPECT_EQ(conflict.code(), Status::Code::kConflict);
   EXPECT_TRUE(Commit().ok());
   EXPECT_EQ(reloads_, 0);

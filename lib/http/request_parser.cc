@@ -53,9 +53,8 @@ Status ParseTarget(bool is_connect, Request* r) {
   };
   r->path = "/";
   // A NUL in the path would cut it short in any C API further down, so it is refused.
-  if ((url.field_set & (1 << UF_PATH)) != 0 &&
-      (!PercentDecode(field(UF_PATH), false, &r->path) ||
-       r->path.find('\0') != std::string::npos)) {
+  if ((url.field_set & (1 << UF_PATH)) != 0 && (!PercentDecode(field(UF_PATH), false, &r->path) ||
+                                                r->path.find('\0') != std::string::npos)) {
     return Status::InvalidArgument("malformed percent-encoding in path");
   }
   if ((url.field_set & (1 << UF_QUERY)) != 0 && !ParseQuery(field(UF_QUERY), &r->query))
@@ -143,9 +142,7 @@ size_t RequestParser::Feed(std::string_view data) {
     State before = state_;
     size_t n = 0;
     switch (state_) {
-      case State::kIdle:
-        state_ = State::kHead;
-        [[fallthrough]];
+      case State::kIdle: state_ = State::kHead; [[fallthrough]];
       case State::kHead: n = FeedHead(rest); break;
       case State::kBody: n = FeedBody(rest); break;
       case State::kComplete:

@@ -31,8 +31,8 @@ struct Request {
   std::map<std::string, std::string> query;    // decoded, '+' as space; last repeat wins
   std::map<std::string, std::string> headers;  // keys lower-case; repeated headers joined by ", "
   std::string body;
-  int http_minor = 1;       // HTTP/1.<minor>; only major version 1 is accepted
-  bool keep_alive = true;   // false after "Connection: close" or HTTP/1.0 without keep-alive
+  int http_minor = 1;      // HTTP/1.<minor>; only major version 1 is accepted
+  bool keep_alive = true;  // false after "Connection: close" or HTTP/1.0 without keep-alive
   // Set by HttpServer, never parsed from the request: the name in the client certificate
   // verified at the TLS handshake (see http/tls.h); "" over plain HTTP or without mTLS.
   std::string peer_name;
@@ -100,13 +100,13 @@ class RequestParser {
   http_parser parser_;
   State state_ = State::kIdle;
   Request request_;
-  std::string field_;             // header name being assembled (lower-cased)
-  std::string value_;             // its value so far
-  bool in_value_ = false;         // the last header callback was a value
-  bool headers_done_ = false;     // set by OnHeadersComplete (parser paused there)
-  bool message_done_ = false;     // set by OnMessageComplete (parser paused there)
-  size_t head_bytes_ = 0;         // bytes of the current request's head consumed so far
-  size_t max_body_ = 0;           // this request's body limit, chosen in FinishHead
+  std::string field_;          // header name being assembled (lower-cased)
+  std::string value_;          // its value so far
+  bool in_value_ = false;      // the last header callback was a value
+  bool headers_done_ = false;  // set by OnHeadersComplete (parser paused there)
+  bool message_done_ = false;  // set by OnMessageComplete (parser paused there)
+  size_t head_bytes_ = 0;      // bytes of the current request's head consumed so far
+  size_t max_body_ = 0;        // this request's body limit, chosen in FinishHead
   Status error_;
   int error_http_status_ = 0;
 };

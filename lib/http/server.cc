@@ -35,8 +35,8 @@ constexpr int kListenBacklog = 511;
 
 struct Framing {
   int http_minor = 1;
-  bool close = false;          // end the connection after this response
-  bool head_request = false;   // HEAD: headers only
+  bool close = false;         // end the connection after this response
+  bool head_request = false;  // HEAD: headers only
 };
 
 struct WriteOp {
@@ -187,10 +187,10 @@ class Connection {
   bool peer_eof_ = false;
   bool processing_ = false;  // inside ProcessInput: a nested call leaves the work to it
   bool continue_sent_ = false;
-  std::string client_;                 // the address this connection counts against
-  bool counted_ = false;               // in the server's per-client connection count
-  size_t body_reserved_ = 0;           // declared body bytes of the current request
-  std::optional<Response> refusal_;    // set by OnHead: answer this, read no body
+  std::string client_;               // the address this connection counts against
+  bool counted_ = false;             // in the server's per-client connection count
+  size_t body_reserved_ = 0;         // declared body bytes of the current request
+  std::optional<Response> refusal_;  // set by OnHead: answer this, read no body
 };
 
 bool Connection::Start(uv_stream_t* listener) {
@@ -270,8 +270,10 @@ void Connection::FailTls() {
   framing_ = Framing{1, true, false};
   std::string out = tls_->TakeOutput();
   if (tls_->refusal() == TlsSession::Refusal::kPlainHttp) {
-    out = Serialize(Response{400, "application/json",
-                             ErrorBody(400, "this port speaks TLS: use an https:// URL"), {}},
+    out = Serialize(Response{400,
+                             "application/json",
+                             ErrorBody(400, "this port speaks TLS: use an https:// URL"),
+                             {}},
                     framing_);
   }
   if (out.empty()) return CloseNow();
@@ -448,8 +450,7 @@ void Connection::OnWriteDone(int status) {
 }
 
 void Connection::Drain() {
-  if (phase_ == Phase::kClosed || phase_ == Phase::kDraining || phase_ == Phase::kLingering)
-    return;
+  if (phase_ == Phase::kClosed || phase_ == Phase::kDraining || phase_ == Phase::kLingering) return;
   phase_ = Phase::kDraining;
   input_.clear();
   if (writes_in_flight_ == 0) return StartLinger();
@@ -524,14 +525,14 @@ void Connection::UpdateTimer() {
   if (next == Deadline::kNone) {
     uv_timer_stop(&timer_);
   } else if (restart) {
-    uv_timer_start(&timer_, [](uv_timer_t* t) { From(t->data)->CloseNow(); }, ms, 0);
+    uv_timer_start(
+        &timer_, [](uv_timer_t* t) { From(t->data)->CloseNow(); }, ms, 0);
   }
 }
 
 Responder::~Responder() {
   if (connection_ != nullptr) {
-    Send(Response{500, "application/json", ErrorBody(500, "the handler dropped the request"),
-                  {}});
+    Send(Response{500, "application/json", ErrorBody(500, "the handler dropped the request"), {}});
   }
 }
 
@@ -599,16 +600,15 @@ Status HttpServer::Listen(const std::string& host, int port) {
     return rc == UV_EADDRINUSE ? Status::Unavailable(message) : Status::Io(message);
   }
   port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+                                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return Status::Ok();
 }
 
 void HttpServer::StopAccepting() {
   if (!listener_open_ || listener_closing_) return;
   listener_closing_ = true;
-  uv_close(reinterpret_cast<uv_handle_t*>(&listener_), [](uv_handle_t* h) {
-    static_cast<HttpServer*>(h->data)->OnListenerClosed();
-  });
+  uv_close(reinterpret_cast<uv_handle_t*>(&listener_),
+           [](uv_handle_t* h) { static_cast<HttpServer*>(h->data)->OnListenerClosed(); });
 }
 
 void HttpServer::OnListenerClosed() {

@@ -153,7 +153,7 @@ class HttpServer {
   ParserLimits parser_limits_;
   Handler handler_;
   uv_tcp_t listener_;
-  bool listener_open_ = false;    // uv_tcp_init ran and the close callback has not
+  bool listener_open_ = false;  // uv_tcp_init ran and the close callback has not
   bool listener_closing_ = false;
   int port_ = 0;
   bool closing_ = false;  // Close() began
@@ -161,7 +161,7 @@ class HttpServer {
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::unordered_map<std::string, ClientUse> clients_;  // entries with a count above zero
   size_t body_bytes_ = 0;                               // the sum of clients_' body_bytes
-  std::vector<char> read_buffer_;  // shared by all connections: each read is consumed at once
+  std::vector<char> read_buffer_;    // shared by all connections: each read is consumed at once
   std::shared_ptr<TlsContext> tls_;  // null: plain HTTP
 };
 

@@ -206,17 +206,20 @@ class HttpServerTest : public ::testing::Test {
   void Run(std::function<void()> client) {
     async_.data = this;
     ASSERT_EQ(0, uv_async_init(&loop_, &async_, [](uv_async_t* a) {
-      static_cast<HttpServerTest*>(a->data)->RunPosted();
-    }));
+                static_cast<HttpServerTest*>(a->data)->RunPosted();
+              }));
     watchdog_.data = this;
     uv_timer_init(&loop_, &watchdog_);
-    uv_timer_start(&watchdog_, [](uv_timer_t* t) {
-      auto* self = static_cast<HttpServerTest*>(t->data);
-      ADD_FAILURE() << "watchdog: the test did not finish in time";
-      self->loop_done_ = true;
-      self->CloseServer();  // unblocks a client waiting for EOF
-      self->MaybeStop();
-    }, 20'000, 0);
+    uv_timer_start(
+        &watchdog_,
+        [](uv_timer_t* t) {
+          auto* self = static_cast<HttpServerTest*>(t->data);
+          ADD_FAILURE() << "watchdog: the test did not finish in time";
+          self->loop_done_ = true;
+          self->CloseServer();  // unblocks a client waiting for EOF
+          self->MaybeStop();
+        },
+        20'000, 0);
     std::thread thread([this, client] {
       client();
       Post([this] {
@@ -255,12 +258,15 @@ class HttpServerTest : public ::testing::Test {
     auto* p = new Pending{{}, std::move(fn)};
     uv_timer_init(&loop_, &p->timer);
     p->timer.data = p;
-    uv_timer_start(&p->timer, [](uv_timer_t* t) {
-      auto* pending = static_cast<Pending*>(t->data);
-      pending->fn();
-      uv_close(reinterpret_cast<uv_handle_t*>(t),
-               [](uv_handle_t* h) { delete static_cast<Pending*>(h->data); });
-    }, ms, 0);
+    uv_timer_start(
+        &p->timer,
+        [](uv_timer_t* t) {
+          auto* pending = static_cast<Pending*>(t->data);
+          pending->fn();
+          uv_close(reinterpret_cast<uv_handle_t*>(t),
+                   [](uv_handle_t* h) { delete static_cast<Pending*>(h->data); });
+        },
+        ms, 0);
   }
 
   uv_loop_t loop_;
@@ -318,8 +324,8 @@ TEST_F(HttpServerTest, GetRoundTripDecodesPathAndQuery) {
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].method, "GET");
   EXPECT_EQ(seen[0].target, "/v1/runs/a%20b?limit=3&name=x%2By+z&flag");
-  EXPECT_EQ(seen[0].query, (std::map<std::string, std::string>{
-                               {"flag", ""}, {"limit", "3"}, {"name", "x+y z"}}));
+  EXPECT_EQ(seen[0].query,
+            (std::map<std::string, std::string>{{"flag", ""}, {"limit", "3"}, {"name", "x+y z"}}));
   EXPECT_EQ(seen[0].Header("host"), "127.0.0.1:" + std::to_string(server_->port()));
 }
 
@@ -463,8 +469,9 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   std::string got;
   Run([&] {
     RawClient c(server_->port());
-    c.Send("GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"
-           "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n");
+    c.Send(
+        "GET /a HTTP/1.1\r\n\r\nGET /b HTTP/1.1\r\n\r\n"
+        "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n");
     EXPECT_TRUE(c.ReadUntilEof(&got));
   });
   size_t a = got.find("body/a"), b = got.find("body/b"), c = got.find("body/c");
@@ -496,7 +503,8 @@ TEST_F(HttpServerTest, BodyOverThePerRequestLimitIs413) {
   });
   EXPECT_EQ(small_limit.status, 413);
   EXPECT_NE(small_limit.body.find("{\"error\":\"payload_too_large\",\"message\":\""),
-            std::string::npos) << small_limit.body;
+            std::string::npos)
+      << small_limit.body;
   EXPECT_NE(small_limit.headers.find("Connection: close"), std::string::npos);
   EXPECT_EQ(big_limit.status, 200);
   EXPECT_EQ(big_limit.body, "4096");
@@ -571,7 +579,8 @@ TEST_F(HttpServerTest, MalformedRequestIs400AndTheConnectionCloses) {
   EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
   EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos);
   EXPECT_NE(got.find("\r\n\r\n{\"error\":\"bad_request\",\"message\":\"malformed request: "),
-            std::string::npos) << got;
+            std::string::npos)
+      << got;
   EXPECT_EQ(handled_, 0);
 }
 
@@ -874,10 +883,10 @@ TEST_F(HttpServerTest, ListenRejectsAHostName) {
 }
 
 TEST_F(HttpServerTest, ListensOnAnIpv6Literal) {
-  server_ = std::make_unique<HttpServer>(&loop_, Limits{},
-                                         [](Request&&, std::shared_ptr<Responder> r) {
-                                           r->Send({200, "text/plain", "v6", {}});
-                                         });
+  server_ =
+      std::make_unique<HttpServer>(&loop_, Limits{}, [](Request&&, std::shared_ptr<Responder> r) {
+        r->Send({200, "text/plain", "v6", {}});
+      });
   Status s = server_->Listen("::1", 0);
   if (!s.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << s.ToString();
   CurlReply reply;

@@ -77,8 +77,8 @@ Result<SSL_CTX*> TlsContext::Build(const TlsFiles& files) {
     return s;
   };
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   SSL_CTX_set_session_id_context(ctx, kSessionIdContext, sizeof kSessionIdContext - 1);
   if (SSL_CTX_use_certificate_chain_file(ctx, files.cert.c_str()) != 1)
     return fail(LoadError("TLS certificate", files.cert));
@@ -129,8 +129,8 @@ Status TlsSession::Feed(std::string_view cipher, std::string* plain, bool* peer_
   ERR_clear_error();
   // A TLS record starts with a content type byte (0x14 to 0x17); a letter is the method of a
   // plain HTTP request sent to this port by mistake. Tell it apart so the caller can say so.
-  if (!handshake_done_ && !cipher.empty() && BIO_number_written(in_) == 0 &&
-      cipher[0] >= 'A' && cipher[0] <= 'Z') {
+  if (!handshake_done_ && !cipher.empty() && BIO_number_written(in_) == 0 && cipher[0] >= 'A' &&
+      cipher[0] <= 'Z') {
     refusal_ = Refusal::kPlainHttp;
     return Status::InvalidArgument("plain HTTP request on a TLS port");
   }
@@ -232,8 +232,8 @@ std::string CertificateName(X509* cert) {
     if (n > 0) name.assign(reinterpret_cast<const char*>(utf8), static_cast<size_t>(n));
     OPENSSL_free(utf8);
   } else {
-    auto* sans = static_cast<GENERAL_NAMES*>(
-        X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+    auto* sans =
+        static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
     for (int i = 0; sans != nullptr && i < sk_GENERAL_NAME_num(sans); ++i) {
       const GENERAL_NAME* gn = sk_GENERAL_NAME_value(sans, i);
       if (gn->type != GEN_DNS) continue;

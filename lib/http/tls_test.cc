@@ -417,8 +417,8 @@ class TlsServerTest : public ::testing::Test {
   void Run(std::function<void()> client) {
     done_.data = this;
     ASSERT_EQ(0, uv_async_init(&loop_, &done_, [](uv_async_t* a) {
-      static_cast<TlsServerTest*>(a->data)->OnClientDone();
-    }));
+                static_cast<TlsServerTest*>(a->data)->OnClientDone();
+              }));
     uv_timer_init(&loop_, &poll_);
     poll_.data = this;
     std::thread thread([this, client] {
@@ -439,14 +439,17 @@ class TlsServerTest : public ::testing::Test {
   void OnClientDone() {
     uv_close(reinterpret_cast<uv_handle_t*>(&done_), nullptr);
     deadline_ = uv_now(&loop_) + 10'000;
-    uv_timer_start(&poll_, [](uv_timer_t* t) {
-      auto* self = static_cast<TlsServerTest*>(t->data);
-      bool timed_out = uv_now(&self->loop_) > self->deadline_;
-      if (self->server_->connections() != 0 && !timed_out) return;
-      EXPECT_FALSE(timed_out) << "connections still open: " << self->server_->connections();
-      uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
-      self->server_->Close([] {});
-    }, 0, 10);
+    uv_timer_start(
+        &poll_,
+        [](uv_timer_t* t) {
+          auto* self = static_cast<TlsServerTest*>(t->data);
+          bool timed_out = uv_now(&self->loop_) > self->deadline_;
+          if (self->server_->connections() != 0 && !timed_out) return;
+          EXPECT_FALSE(timed_out) << "connections still open: " << self->server_->connections();
+          uv_close(reinterpret_cast<uv_handle_t*>(t), nullptr);
+          self->server_->Close([] {});
+        },
+        0, 10);
   }
 
   uv_async_t done_;
@@ -577,10 +580,12 @@ TEST_F(TlsServerTest, HandshakeRequestAndLargeResponseInSmallPieces) {
 TEST_F(TlsServerTest, ReloadedCertificateIsServedToNewConnections) {
   std::string dir = g_pki + "/served";
   ASSERT_EQ(0, std::system(("mkdir -p " + dir + " && cp " + Pki("coordinator.crt") + " " +
-                            Pki("coordinator.key") + " " + dir).c_str()));
+                            Pki("coordinator.key") + " " + dir)
+                               .c_str()));
   StartServer({dir + "/coordinator.crt", dir + "/coordinator.key", ""});
   // Same key, a new certificate for the same names from the same CA.
-  std::string reissue = "cd " + g_pki + " && openssl x509 -req -in coordinator.csr -CA ca.crt"
+  std::string reissue = "cd " + g_pki +
+                        " && openssl x509 -req -in coordinator.csr -CA ca.crt"
                         " -CAkey ca.key -CAcreateserial -days 30 -extfile server.ext -out " +
                         dir + "/coordinator.crt >/dev/null 2>&1";
   ASSERT_EQ(0, std::system(reissue.c_str()));

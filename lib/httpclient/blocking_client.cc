@@ -113,11 +113,12 @@ Status Transfer::Apply(CURL* easy) {
   // curl's sockets are not close-on-exec; without this every process agentd starts would
   // inherit its connections to the coordinator, keep them open after agentd dies (hiding the
   // death from the coordinator) and could even write to them.
-  set(CURLOPT_SOCKOPTFUNCTION, +[](void*, curl_socket_t fd, curlsocktype) -> int {
-    int flags = fcntl(fd, F_GETFD);
-    return flags >= 0 && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == 0 ? CURL_SOCKOPT_OK
-                                                                      : CURL_SOCKOPT_ERROR;
-  });
+  set(
+      CURLOPT_SOCKOPTFUNCTION, +[](void*, curl_socket_t fd, curlsocktype) -> int {
+        int flags = fcntl(fd, F_GETFD);
+        return flags >= 0 && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == 0 ? CURL_SOCKOPT_OK
+                                                                         : CURL_SOCKOPT_ERROR;
+      });
   set(CURLOPT_FOLLOWLOCATION, 0L);
   set(CURLOPT_TIMEOUT_MS, timeout_ms_);
   set(CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms_);
@@ -196,10 +197,8 @@ Status Transfer::ErrorStatus(CURL* easy, CURLcode code) const {
   }
   switch (code) {
     case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-      return Status::InvalidArgument("bad URL " + url_ + ": " + detail);
-    case CURLE_OUT_OF_MEMORY:
-      return Status::Internal(Describe() + ": " + detail);
+    case CURLE_URL_MALFORMAT: return Status::InvalidArgument("bad URL " + url_ + ": " + detail);
+    case CURLE_OUT_OF_MEMORY: return Status::Internal(Describe() + ": " + detail);
     case CURLE_SSL_CACERT_BADFILE:
       return Status::InvalidArgument("TLS: cannot use CA file " + tls_.ca_file + " for " + url_ +
                                      ": " + detail);
@@ -207,23 +206,21 @@ Status Transfer::ErrorStatus(CURL* easy, CURLcode code) const {
       return Status::InvalidArgument("TLS: cannot use client certificate " + tls_.client_cert +
                                      " (key " + tls_.client_key + ") for " + url_ + ": " + detail);
     case CURLE_PEER_FAILED_VERIFICATION:
-      return Status::Unavailable(
-          "TLS: cannot verify the certificate of " + url_ + ": " + detail +
-          (tls_.ca_file.empty() ? " (set the CA that signed it with ca_file or --ca-file)"
-                                : " (is " + tls_.ca_file + " the CA that signed it?)"));
+      return Status::Unavailable("TLS: cannot verify the certificate of " + url_ + ": " + detail +
+                                 (tls_.ca_file.empty()
+                                      ? " (set the CA that signed it with ca_file or --ca-file)"
+                                      : " (is " + tls_.ca_file + " the CA that signed it?)"));
     case CURLE_SSL_CONNECT_ERROR:
       return Status::Unavailable("TLS handshake with " + url_ + " failed: " + detail +
                                  TlsHint(detail));
-    default:
-      break;
+    default: break;
   }
   // Under TLS 1.3 a server that refuses the client's certificate says so after the client
   // finished its handshake, so curl sees it on the first read.
   if (detail.find("alert certificate required") != std::string::npos ||
       detail.find("alert unknown ca") != std::string::npos ||
       detail.find("alert bad certificate") != std::string::npos) {
-    return Status::Unavailable("TLS: " + url_ + " refused the client: " + detail +
-                               TlsHint(detail));
+    return Status::Unavailable("TLS: " + url_ + " refused the client: " + detail + TlsHint(detail));
   }
   if (IsConnectError(code)) return Status::Unavailable("cannot reach " + url_ + ": " + detail);
   return Status::Unavailable(Describe() + " failed: " + detail);

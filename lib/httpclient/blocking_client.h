@@ -86,8 +86,7 @@ namespace internal {
 // the transfer ends, so it never moves. Used by both clients; not part of the API.
 class Transfer {
  public:
-  Transfer(std::string url, std::string_view token, const RequestOptions& options,
-           TlsOptions tls);
+  Transfer(std::string url, std::string_view token, const RequestOptions& options, TlsOptions tls);
   ~Transfer();
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;

@@ -18,8 +18,7 @@ int64_t BackoffDelayMs(const BackoffPolicy& policy, int64_t doublings, Random& r
   int64_t ceiling = BackoffCeilingMs(policy, doublings);
   if (ceiling <= 0) return std::max<int64_t>(ceiling, 0);
   switch (policy.jitter) {
-    case Jitter::kNone:
-      return ceiling;
+    case Jitter::kNone: return ceiling;
     case Jitter::kFull:
       return static_cast<int64_t>(random.Next() % (static_cast<uint64_t>(ceiling) + 1));
     case Jitter::kUpperHalf:

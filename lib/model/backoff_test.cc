@@ -50,7 +50,9 @@ TEST_P(BackoffCeilingTest, Is) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, BackoffCeilingTest, ::testing::ValuesIn(kCeilings),
-                         [](const ::testing::TestParamInfo<CeilingCase>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<CeilingCase>& i) {
+                           return i.param.name;
+                         });
 
 struct DelayCase {
   const char* name;

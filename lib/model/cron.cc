@@ -181,9 +181,10 @@ Status CronParser::ParseHash(FieldKind kind, std::string_view item, Bits& bits) 
       return Error("\"" + std::string(item) + "\": expected H(a-b)");
     }
     if (Status s = ParseValue(kind, rest.substr(1, dash - 1), &lo); !s.ok()) return s;
-    if (Status s = ParseValue(kind, rest.substr(dash + 1, close - dash - 1), &hi); !s.ok()) return s;
-    if (lo > hi) return Error("range " + std::to_string(lo) + "-" + std::to_string(hi) +
-                              " is reversed");
+    if (Status s = ParseValue(kind, rest.substr(dash + 1, close - dash - 1), &hi); !s.ok())
+      return s;
+    if (lo > hi)
+      return Error("range " + std::to_string(lo) + "-" + std::to_string(hi) + " is reversed");
     rest = rest.substr(close + 1);
   }
   int step = 0;
@@ -284,8 +285,8 @@ Status CronParser::ParseItem(FieldKind kind, std::string_view item, Bits& bits) 
   }
   if (kind == FieldKind::kDom || kind == FieldKind::kDow) {
     bool handled = false;
-    Status s = kind == FieldKind::kDom ? ParseDomSpecial(item, &handled)
-                                       : ParseDowSpecial(item, &handled);
+    Status s =
+        kind == FieldKind::kDom ? ParseDomSpecial(item, &handled) : ParseDowSpecial(item, &handled);
     if (!s.ok() || handled) return s;
   }
   std::string_view range = item;
@@ -294,8 +295,8 @@ Status CronParser::ParseItem(FieldKind kind, std::string_view item, Bits& bits) 
   if (size_t slash = item.find('/'); slash != std::string_view::npos) {
     std::string_view st = item.substr(slash + 1);
     if (!AllDigits(st)) return Error("step \"" + std::string(st) + "\" is not a number");
-    if (st.size() > 6) return Error("step " + std::string(st) + " is larger than the field (" +
-                                    RangeText() + ")");
+    if (st.size() > 6)
+      return Error("step " + std::string(st) + " is larger than the field (" + RangeText() + ")");
     step = std::stoi(std::string(st));
     if (step == 0) return Error("step must be at least 1");
     if (step > info_.max - info_.min) {
@@ -316,9 +317,9 @@ Status CronParser::ParseItem(FieldKind kind, std::string_view item, Bits& bits) 
     const bool cron_dow = kind == FieldKind::kDow && options_.dialect == Dialect::kCron;
     if (lo > hi && cron_dow && hi == 0) hi = 7;
     if (lo > hi) {
-      return Error("range " + std::string(range) + " is reversed (write the smaller value first" +
-                   (cron_dow ? "; only a range that ends on Sunday wraps round, as in sat-sun)"
-                             : ")"));
+      return Error(
+          "range " + std::string(range) + " is reversed (write the smaller value first" +
+          (cron_dow ? "; only a range that ends on Sunday wraps round, as in sat-sun)" : ")"));
     }
   } else {
     if (Status s = ParseValue(kind, range, &lo); !s.ok()) return s;
@@ -344,9 +345,8 @@ Status CronParser::ParseField(FieldKind kind, int position, std::string_view tex
     size_t start = 0;
     while (true) {
       size_t comma = text.find(',', start);
-      std::string_view item = text.substr(start, comma == std::string_view::npos
-                                                     ? std::string_view::npos
-                                                     : comma - start);
+      std::string_view item = text.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
       if (Status s = ParseItem(kind, item, bits); !s.ok()) return s;
       if (comma == std::string_view::npos) break;
       start = comma + 1;
@@ -403,8 +403,8 @@ Status CronParser::ParseAll(std::string_view expr) {
              FieldKind::kDow};
     out_.seconds_ = 1;  // second 0
   } else {
-    kinds = {FieldKind::kSecond, FieldKind::kMinute, FieldKind::kHour, FieldKind::kDom,
-             FieldKind::kMonth,  FieldKind::kDow};
+    kinds = {FieldKind::kSecond, FieldKind::kMinute, FieldKind::kHour,
+             FieldKind::kDom,    FieldKind::kMonth,  FieldKind::kDow};
     if (n == 7) kinds.push_back(FieldKind::kYear);
   }
   for (size_t k = 0; k < n; ++k) {
@@ -416,9 +416,9 @@ Status CronParser::ParseAll(std::string_view expr) {
     bool dom_q = fields[minute_at + 2] == "?";
     bool dow_q = fields[minute_at + 4] == "?";
     if (dom_q == dow_q) {
-      return Status::InvalidArgument(
-          "quartz dialect: exactly one of day-of-month (field " + std::to_string(minute_at + 3) +
-          ") and day-of-week (field " + std::to_string(minute_at + 5) + ") must be \"?\"");
+      return Status::InvalidArgument("quartz dialect: exactly one of day-of-month (field " +
+                                     std::to_string(minute_at + 3) + ") and day-of-week (field " +
+                                     std::to_string(minute_at + 5) + ") must be \"?\"");
     }
   }
   return Status::Ok();
@@ -455,8 +455,10 @@ uint32_t CronExpr::DayMask(int year, unsigned month) const {
     if (day > dim) continue;
     int w = weekday_of(day);
     // Nearest weekday without leaving the month (Quartz's W).
-    if (w == 6) day = day == 1 ? day + 2 : day - 1;
-    else if (w == 0) day = day == dim ? day - 2 : day + 1;
+    if (w == 6)
+      day = day == 1 ? day + 2 : day - 1;
+    else if (w == 0)
+      day = day == dim ? day - 2 : day + 1;
     dom |= 1u << (day - 1);
   }
 

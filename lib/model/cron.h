@@ -50,13 +50,13 @@ class CronExpr {
 
  private:
   struct DaySpec {
-    uint32_t dom = 0;           // bit d (1-31): day d
+    uint32_t dom = 0;              // bit d (1-31): day d
     uint32_t dom_before_last = 0;  // bit n: L-n (n = 0 is L)
-    uint32_t dom_weekday = 0;   // bit d: nearest weekday to day d (dW)
-    bool last_weekday = false;  // LW
-    uint8_t dow = 0;            // bit w (0 = Sunday)
-    uint8_t dow_last = 0;       // bit w: last weekday w of the month (wL)
-    uint64_t dow_nth = 0;       // bit w*5+(k-1): k-th weekday w (w#k)
+    uint32_t dom_weekday = 0;      // bit d: nearest weekday to day d (dW)
+    bool last_weekday = false;     // LW
+    uint8_t dow = 0;               // bit w (0 = Sunday)
+    uint8_t dow_last = 0;          // bit w: last weekday w of the month (wL)
+    uint64_t dow_nth = 0;          // bit w*5+(k-1): k-th weekday w (w#k)
     bool dom_restricted = false;
     bool dow_restricted = false;
   };

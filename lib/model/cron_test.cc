@@ -164,8 +164,10 @@ TEST(CronExprTest, EveryIsFixedRateFromTheAnchor) {
 }
 
 TEST(CronExprTest, CronTzPrefixSetsTheZone) {
-  V v = NextFires({.expr = "CRON_TZ=Asia/Tokyo 0 9 * * *", .from = "2024-01-01T00:00:00Z",
-                   .zone = "Europe/Berlin", .count = 1});
+  V v = NextFires({.expr = "CRON_TZ=Asia/Tokyo 0 9 * * *",
+                   .from = "2024-01-01T00:00:00Z",
+                   .zone = "Europe/Berlin",
+                   .count = 1});
   EXPECT_EQ(v, (V{"2024-01-02T09:00:00+09:00"}));
 }
 
@@ -238,16 +240,18 @@ TEST(QuartzTest, NthWeekdayOfMonth) {
 }
 
 TEST(HashTest, StableForANameAndWithinItsRange) {
-  V a = NextFires({.expr = "H H * * *", .from = "2024-01-01T00:00:00Z", .count = 3,
-                   .name = "backup"});
-  V b = NextFires({.expr = "H H * * *", .from = "2024-01-01T00:00:00Z", .count = 3,
-                   .name = "backup"});
+  V a = NextFires(
+      {.expr = "H H * * *", .from = "2024-01-01T00:00:00Z", .count = 3, .name = "backup"});
+  V b = NextFires(
+      {.expr = "H H * * *", .from = "2024-01-01T00:00:00Z", .count = 3, .name = "backup"});
   EXPECT_EQ(a, b);
   ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a[0].substr(11), a[1].substr(11));  // same time every day
   std::set<std::string> times;
   for (int i = 0; i < 50; ++i) {
-    V v = NextFires({.expr = "H H(0-5) * * *", .from = "2024-01-01T00:00:00Z", .count = 1,
+    V v = NextFires({.expr = "H H(0-5) * * *",
+                     .from = "2024-01-01T00:00:00Z",
+                     .count = 1,
                      .name = "job-" + std::to_string(i)});
     ASSERT_EQ(v.size(), 1u);
     int hour = std::stoi(v[0].substr(11, 2));
@@ -258,14 +262,14 @@ TEST(HashTest, StableForANameAndWithinItsRange) {
 }
 
 TEST(HashTest, HashedStepKeepsThePeriod) {
-  V v = NextFires({.expr = "H/15 * * * *", .from = "2023-12-31T23:59:00Z", .count = 4,
-                   .name = "poll"});
+  V v = NextFires(
+      {.expr = "H/15 * * * *", .from = "2023-12-31T23:59:00Z", .count = 4, .name = "poll"});
   ASSERT_EQ(v.size(), 4u);
   int m0 = std::stoi(v[0].substr(14, 2));
   EXPECT_LT(m0, 15);
   EXPECT_EQ(std::stoi(v[1].substr(14, 2)), (m0 + 15) % 60);
-  V r = NextFires({.expr = "H(0-29)/10 * * * *", .from = "2023-12-31T23:59:00Z", .count = 3,
-                   .name = "poll"});
+  V r = NextFires(
+      {.expr = "H(0-29)/10 * * * *", .from = "2023-12-31T23:59:00Z", .count = 3, .name = "poll"});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_LT(std::stoi(r[0].substr(14, 2)), 10);
   EXPECT_LT(std::stoi(r[2].substr(14, 2)), 30);

@@ -14,10 +14,9 @@ constexpr std::string_view kReserved[] = {"JOB_NAME",          "JOB_RUN_ID",  "J
 // What ld.so and glibc read at start-up beyond the LD_ prefix: the names glibc itself drops
 // for set-user-id programs (sysdeps/generic/unsecvars.h), less TMPDIR and TZDIR, which only
 // say where a program keeps its files.
-constexpr std::string_view kLoader[] = {"GCONV_PATH",  "GETCONF_DIR", "GLIBC_TUNABLES",
-                                        "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-                                        "MALLOC_TRACE", "NIS_PATH",   "NLSPATH",
-                                        "RESOLV_HOST_CONF", "RES_OPTIONS"};
+constexpr std::string_view kLoader[] = {
+    "GCONV_PATH",   "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES",      "LOCALDOMAIN", "LOCPATH",
+    "MALLOC_TRACE", "NIS_PATH",    "NLSPATH",        "RESOLV_HOST_CONF", "RES_OPTIONS"};
 
 // A trigger may not change who the user is or where programs are found.
 constexpr std::string_view kIdentity[] = {"PATH", "HOME", "SHELL", "USER", "LOGNAME"};
@@ -80,8 +79,7 @@ Result<std::map<std::string, std::string>> ResolveParams(
       std::string shown = name.size() > 64 ? name.substr(0, 64) + "..." : name;
       return Status::InvalidArgument(
           "parameter \"" + shown + "\" is not declared by the job" +
-          (declared.empty() ? " (it declares none: add it to the job's params in jobs.toml)"
-                            : ""));
+          (declared.empty() ? " (it declares none: add it to the job's params in jobs.toml)" : ""));
     }
     if (value.size() > static_cast<size_t>(it->second.max_length)) {
       return Status::InvalidArgument("parameter \"" + name + "\" is " +

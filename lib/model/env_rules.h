@@ -32,8 +32,8 @@ std::string EnvNameProblem(std::string_view name);
 // One declared trigger parameter of a job (jobs.toml `params`).
 struct Param {
   std::optional<std::string> default_value;  // set for scheduled runs and when not given
-  bool required = false;                      // a trigger must give it (no default then)
-  int max_length = 1024;                      // bytes
+  bool required = false;                     // a trigger must give it (no default then)
+  int max_length = 1024;                     // bytes
   bool operator==(const Param&) const = default;
 };
 inline constexpr int kMaxParamLength = 65536;

@@ -9,8 +9,8 @@ namespace {
 
 TEST(EnvRulesTest, LoaderNamesAreRefusedWhateverTheirSpelling) {
   for (const char* name : {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "LD_DEBUG_OUTPUT", "LD_",
-                           "LD_ANYTHING_NEW", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH",
-                           "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "MALLOC_TRACE"}) {
+                           "LD_ANYTHING_NEW", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH",
+                           "HOSTALIASES", "RES_OPTIONS", "MALLOC_TRACE"}) {
     EXPECT_TRUE(IsLoaderEnvName(name)) << name;
     EXPECT_NE(EnvNameProblem(name).find("dynamic loader"), std::string::npos) << name;
   }
@@ -76,8 +76,8 @@ TEST(ShardEnvTest, JobEnvThenRunValuesThenDefaults) {
   Job job;
   job.env = {{"REPORT_DIR", "/srv"}, {"VERSION", "from-env"}};
   job.params = {{"VERSION", {"latest", false, 64}}, {"REGION", {std::nullopt, false, 64}}};
-  EXPECT_EQ(ShardEnv(job, {}), (std::map<std::string, std::string>{{"REPORT_DIR", "/srv"},
-                                                                   {"VERSION", "latest"}}));
+  EXPECT_EQ(ShardEnv(job, {}),
+            (std::map<std::string, std::string>{{"REPORT_DIR", "/srv"}, {"VERSION", "latest"}}));
   EXPECT_EQ(ShardEnv(job, {{"VERSION", "1.2"}, {"REGION", "eu"}}),
             (std::map<std::string, std::string>{
                 {"REPORT_DIR", "/srv"}, {"VERSION", "1.2"}, {"REGION", "eu"}}));

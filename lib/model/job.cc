@@ -13,14 +13,13 @@ constexpr EnumNames<Route, 6> kRoutes{{
     {Route::kFailover, "failover"},
     {Route::kBroadcast, "broadcast"},
 }};
-constexpr EnumNames<Overlap, 3> kOverlaps{{
-    {Overlap::kForbid, "forbid"}, {Overlap::kAllow, "allow"}, {Overlap::kReplace, "replace"}}};
-constexpr EnumNames<Misfire, 3> kMisfires{{
-    {Misfire::kFireOnce, "fire-once"}, {Misfire::kSkip, "skip"}, {Misfire::kFireAll, "fire-all"}}};
-constexpr EnumNames<OnLost, 2> kOnLost{{
-    {OnLost::kRerun, "rerun"}, {OnLost::kFail, "fail"}}};
-constexpr EnumNames<Backoff, 2> kBackoffs{{
-    {Backoff::kExponential, "exponential"}, {Backoff::kFixed, "fixed"}}};
+constexpr EnumNames<Overlap, 3> kOverlaps{
+    {{Overlap::kForbid, "forbid"}, {Overlap::kAllow, "allow"}, {Overlap::kReplace, "replace"}}};
+constexpr EnumNames<Misfire, 3> kMisfires{
+    {{Misfire::kFireOnce, "fire-once"}, {Misfire::kSkip, "skip"}, {Misfire::kFireAll, "fire-all"}}};
+constexpr EnumNames<OnLost, 2> kOnLost{{{OnLost::kRerun, "rerun"}, {OnLost::kFail, "fail"}}};
+constexpr EnumNames<Backoff, 2> kBackoffs{
+    {{Backoff::kExponential, "exponential"}, {Backoff::kFixed, "fixed"}}};
 
 }  // namespace
 

@@ -60,7 +60,7 @@ struct Job {
   std::string schedule;   // as written; parsed by Schedule
   int64_t anchor_ms = 0;  // @every fires at anchor + k * period (Unix ms; 0 = the epoch)
   Dialect dialect = Dialect::kCron;
-  std::string timezone;   // IANA; "" = UTC
+  std::string timezone;              // IANA; "" = UTC
   std::vector<std::string> command;  // argv; exactly one of command and shell is set
   std::string shell;                 // run with /bin/sh -c
   std::vector<LabelSelector> on;     // all must match an agent's labels

@@ -29,9 +29,7 @@ MisfireDecision DecideMisfire(Misfire policy, int misfire_cap, const DueInstants
       }
       d.reason = "misfire=fire-once: folded into one run";
       break;
-    case Misfire::kSkip:
-      d.reason = "misfire=skip";
-      break;
+    case Misfire::kSkip: d.reason = "misfire=skip"; break;
     case Misfire::kFireAll: {
       size_t n = std::min(d.missed.size(), static_cast<size_t>(std::max(misfire_cap, 0)));
       d.fire.insert(d.fire.begin(), d.missed.begin(), d.missed.begin() + static_cast<long>(n));

@@ -9,9 +9,9 @@
 namespace jobctl {
 
 enum class OverlapAction {
-  kFire,              // create the run
-  kSkip,              // record the instant as a skipped run ("overlap=forbid: ...")
-  kCancelAndFire,     // cancel every open run of the job, then create the run
+  kFire,           // create the run
+  kSkip,           // record the instant as a skipped run ("overlap=forbid: ...")
+  kCancelAndFire,  // cancel every open run of the job, then create the run
 };
 
 OverlapAction DecideOverlap(Overlap policy, int open_runs);

@@ -40,7 +40,9 @@ TEST_P(OverlapTest, Decides) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, OverlapTest, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<OverlapCase>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<OverlapCase>& i) {
+                           return i.param.name;
+                         });
 
 }  // namespace
 }  // namespace jobctl

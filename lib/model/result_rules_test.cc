@@ -23,49 +23,67 @@ void PrintTo(const JudgeCase& c, std::ostream* os) { *os << c.name; }
 // Field order: run_open, holder_ended, lease_held, ended_by_result, answered, current_attempt.
 const JudgeCase kJudgements[] = {
     // StaleTokensAreRefused, ResultBatchAnswersEachResultAsIfItCameAlone.
-    {"TheHoldersResultForTheRunningAttemptIsTaken", {true, false, true, false, false, true},
+    {"TheHoldersResultForTheRunningAttemptIsTaken",
+     {true, false, true, false, false, true},
      ResultVerdict::kAccept},
-    {"ATokenThatWasNeverGrantedIsStale", {true, false, false, false, false, false},
+    {"ATokenThatWasNeverGrantedIsStale",
+     {true, false, false, false, false, false},
      ResultVerdict::kRefuseStale},
-    {"ARepeatAfterTheRunFinishedGetsTheSameState", {false, true, false, true, false, false},
+    {"ARepeatAfterTheRunFinishedGetsTheSameState",
+     {false, true, false, true, false, false},
      ResultVerdict::kAnswerEnded},
-    {"ARepeatWhileOtherShardsStillRunGetsTheSameState", {true, true, false, true, true, false},
+    {"ARepeatWhileOtherShardsStillRunGetsTheSameState",
+     {true, true, false, true, true, false},
      ResultVerdict::kAnswerEnded},
     // HeartbeatCrossingAResultIsFinishedNotStale: a failed attempt waiting for its retry.
-    {"ARepeatOfAFailureBeingRetriedGetsTheSameAnswer", {true, false, false, false, true, false},
+    {"ARepeatOfAFailureBeingRetriedGetsTheSameAnswer",
+     {true, false, false, false, true, false},
      ResultVerdict::kAnswerAgain},
     {"ARepeatOfAFailureWhoseRetryRunsElsewhereGetsTheSameAnswer",
-     {true, false, false, false, true, false}, ResultVerdict::kAnswerAgain},
+     {true, false, false, false, true, false},
+     ResultVerdict::kAnswerAgain},
     // A lost lease reported by its holder, then re-run or ended lost (on_lost).
-    {"ARepeatOfAReportedLostLeaseGetsTheSameAnswer", {true, true, false, false, true, false},
+    {"ARepeatOfAReportedLostLeaseGetsTheSameAnswer",
+     {true, true, false, false, true, false},
      ResultVerdict::kAnswerAgain},
     // ExpiredLeaseGoesToTheOtherAgent...: the old holder's late result.
     {"AResultAfterTheLeaseExpiredAndTheShardRunsElsewhereIsStale",
-     {true, false, false, false, false, false}, ResultVerdict::kRefuseStale},
+     {true, false, false, false, false, false},
+     ResultVerdict::kRefuseStale},
     // OnLostFailEndsTheRunLostInsteadOfRerunningIt: the run ended lost.
     {"ALateSuccessAfterTheLeaseExpiredAndTheRunEndedLostIsStale",
-     {false, true, false, false, false, false}, ResultVerdict::kRefuseStale},
-    {"ALateResultAfterTheLeaseExpiredWhileTheRunIsOpenIsStale",
-     {true, true, false, false, false, false}, ResultVerdict::kRefuseStale},
-    // ForgedResultRenewalAndOutputForAnotherAgentsShardAreRefused...
-    {"AResultFromAnAgentNotHoldingTheShardIsStale", {true, false, false, false, false, true},
+     {false, true, false, false, false, false},
      ResultVerdict::kRefuseStale},
-    {"AResultFromAnotherAgentForAFinishedRunIsStale", {false, false, false, false, false, false},
+    {"ALateResultAfterTheLeaseExpiredWhileTheRunIsOpenIsStale",
+     {true, true, false, false, false, false},
+     ResultVerdict::kRefuseStale},
+    // ForgedResultRenewalAndOutputForAnotherAgentsShardAreRefused...
+    {"AResultFromAnAgentNotHoldingTheShardIsStale",
+     {true, false, false, false, false, true},
+     ResultVerdict::kRefuseStale},
+    {"AResultFromAnotherAgentForAFinishedRunIsStale",
+     {false, false, false, false, false, false},
      ResultVerdict::kRefuseStale},
     // CancelRevokesTheLeaseAtTheNextHeartbeatAndTheRunIsNotRetried.
     {"TheHolderOfACanceledShardIsAnsweredCanceledAndItsLeaseEnds",
-     {true, true, true, false, false, false}, ResultVerdict::kReleaseAndAnswerEnded},
+     {true, true, true, false, false, false},
+     ResultVerdict::kReleaseAndAnswerEnded},
     {"TheHolderOfACanceledShardOfAFinishedRunIsAnsweredAndItsLeaseEnds",
-     {false, true, true, false, false, false}, ResultVerdict::kReleaseAndAnswerEnded},
-    {"ACanceledShardsHolderWhoseLeaseExpiredIsStale", {false, true, false, false, false, false},
+     {false, true, true, false, false, false},
+     ResultVerdict::kReleaseAndAnswerEnded},
+    {"ACanceledShardsHolderWhoseLeaseExpiredIsStale",
+     {false, true, false, false, false, false},
      ResultVerdict::kRefuseStale},
-    {"ALiveLeaseOnARunThatEndedOtherwiseIsRefused", {false, false, true, false, false, false},
+    {"ALiveLeaseOnARunThatEndedOtherwiseIsRefused",
+     {false, false, true, false, false, false},
      ResultVerdict::kRefuseRunEnded},
-    {"AResultForAnotherAttemptUnderALiveLeaseIsRefused", {true, false, true, false, false, false},
+    {"AResultForAnotherAttemptUnderALiveLeaseIsRefused",
+     {true, false, true, false, false, false},
      ResultVerdict::kRefuseWrongAttempt},
     // The coordinator's timeout backstop reports for the holder.
     {"TheTimeoutBackstopsResultForTheRunningAttemptIsTaken",
-     {true, false, true, false, false, true}, ResultVerdict::kAccept},
+     {true, false, true, false, false, true},
+     ResultVerdict::kAccept},
 };
 
 class ResultJudgeTest : public ::testing::TestWithParam<JudgeCase> {};
@@ -89,7 +107,7 @@ bool Covers(const ResultRule& r, const ResultFacts& f) {
 // running attempt of an open run, not yet answered, is ever taken.
 TEST(ResultRulesTest, EveryCombinationOfFactsHasARowAndOnlyALiveCurrentAttemptIsTaken) {
   for (int bits = 0; bits < 64; ++bits) {
-    ResultFacts f{bool(bits & 1), bool(bits & 2), bool(bits & 4),
+    ResultFacts f{bool(bits & 1), bool(bits & 2),  bool(bits & 4),
                   bool(bits & 8), bool(bits & 16), bool(bits & 32)};
     bool covered = false;
     for (const ResultRule& r : ResultRules()) covered = covered || Covers(r, f);
@@ -124,8 +142,8 @@ void PrintTo(const DisposeCase& c, std::ostream* os) { *os << c.name; }
 const DisposeCase kDispositions[] = {
     {"ExitZeroSucceeds", Outcome::kExited, 0, 1, 0, OnLost::kRerun, 2, ResultAction::kEnd,
      RunState::kSucceeded},
-    {"ExitZeroOnARetrySucceeds", Outcome::kExited, 0, 2, 0, OnLost::kRerun, 2,
-     ResultAction::kEnd, RunState::kSucceeded},
+    {"ExitZeroOnARetrySucceeds", Outcome::kExited, 0, 2, 0, OnLost::kRerun, 2, ResultAction::kEnd,
+     RunState::kSucceeded},
     // FailedShardIsRetriedWithBackoffThenTheRunFails: max = 2, three attempts.
     {"AFailedFirstAttemptIsRetried", Outcome::kExited, 1, 1, 0, OnLost::kRerun, 2,
      ResultAction::kRetry, RunState::kFailed},
@@ -141,12 +159,12 @@ const DisposeCase kDispositions[] = {
      ResultAction::kRetry, RunState::kFailed},
     {"ATimedOutAttemptIsRetried", Outcome::kTimedOut, std::nullopt, 1, 0, OnLost::kRerun, 1,
      ResultAction::kRetry, RunState::kTimedOut},
-    {"ATimedOutLastAttemptEndsTimedOut", Outcome::kTimedOut, std::nullopt, 2, 0,
-     OnLost::kRerun, 1, ResultAction::kEnd, RunState::kTimedOut},
+    {"ATimedOutLastAttemptEndsTimedOut", Outcome::kTimedOut, std::nullopt, 2, 0, OnLost::kRerun, 1,
+     ResultAction::kEnd, RunState::kTimedOut},
     {"AShardThatCouldNotBeSpawnedIsRetried", Outcome::kSpawnFailed, std::nullopt, 1, 0,
      OnLost::kRerun, 1, ResultAction::kRetry, RunState::kFailed},
-    {"ARefusalByTheAgentsPolicyIsNotRetried", Outcome::kPolicy, std::nullopt, 1, 0,
-     OnLost::kRerun, 3, ResultAction::kEnd, RunState::kFailed},
+    {"ARefusalByTheAgentsPolicyIsNotRetried", Outcome::kPolicy, std::nullopt, 1, 0, OnLost::kRerun,
+     3, ResultAction::kEnd, RunState::kFailed},
     {"ACanceledAttemptIsNotRetried", Outcome::kCanceled, std::nullopt, 1, 0, OnLost::kRerun, 3,
      ResultAction::kEnd, RunState::kCanceled},
     // KillNineOfAnAgentMidShardRerunsItElsewhere..., OnLostFailEndsTheRunLost...
@@ -154,8 +172,8 @@ const DisposeCase kDispositions[] = {
      ResultAction::kRerunLost, RunState::kLost},
     {"ALostLeaseIsRerunAFifthTime", Outcome::kLeaseLost, std::nullopt, 5, 4, OnLost::kRerun, 0,
      ResultAction::kRerunLost, RunState::kLost},
-    {"ALostLeaseIsNotRerunASixthTime", Outcome::kLeaseLost, std::nullopt, 6, 5, OnLost::kRerun,
-     0, ResultAction::kEnd, RunState::kLost},
+    {"ALostLeaseIsNotRerunASixthTime", Outcome::kLeaseLost, std::nullopt, 6, 5, OnLost::kRerun, 0,
+     ResultAction::kEnd, RunState::kLost},
     {"ALostLeaseWithOnLostFailEndsTheShardLost", Outcome::kLeaseLost, std::nullopt, 1, 0,
      OnLost::kFail, 2, ResultAction::kEnd, RunState::kLost},
     {"ALostLeaseIsNotARetryEvenWithRetriesLeft", Outcome::kLeaseLost, std::nullopt, 1, 5,
@@ -178,7 +196,9 @@ TEST_P(ResultDisposeTest, Does) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, ResultDisposeTest, ::testing::ValuesIn(kDispositions),
-                         [](const ::testing::TestParamInfo<DisposeCase>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<DisposeCase>& i) {
+                           return i.param.name;
+                         });
 
 struct EndedCase {
   const char* name;

@@ -37,24 +37,21 @@ uint64_t RendezvousHash(std::string_view job, int index, std::string_view agent)
 namespace {
 
 // Orders the eligible agents (indices into `agents`) as the route prefers them.
-void Order(const ShardToRoute& shard, std::span<const AgentView> agents,
-           uint64_t round_robin_turn, Random& random, std::vector<size_t>& eligible) {
+void Order(const ShardToRoute& shard, std::span<const AgentView> agents, uint64_t round_robin_turn,
+           Random& random, std::vector<size_t>& eligible) {
   auto hash = [&](size_t i) { return RendezvousHash(shard.job, shard.index, agents[i].name); };
   switch (shard.route) {
     case Route::kHash:
       std::sort(eligible.begin(), eligible.end(),
                 [&](size_t x, size_t y) { return hash(x) > hash(y); });
       break;
-    case Route::kFailover:
-      break;  // in name order: the first healthy agent wins
+    case Route::kFailover: break;  // in name order: the first healthy agent wins
     case Route::kRoundRobin: {
       size_t start = round_robin_turn % eligible.size();
       std::rotate(eligible.begin(), eligible.begin() + static_cast<long>(start), eligible.end());
       break;
     }
-    case Route::kRandom:
-      std::shuffle(eligible.begin(), eligible.end(), random);
-      break;
+    case Route::kRandom: std::shuffle(eligible.begin(), eligible.end(), random); break;
     case Route::kSpread:
     case Route::kBroadcast: {
       // Least busy first, and shards of one run on different agents where possible; ties
@@ -69,8 +66,8 @@ void Order(const ShardToRoute& shard, std::span<const AgentView> agents,
       ranked.reserve(eligible.size());
       for (size_t i : eligible) {
         const AgentView& a = agents[i];
-        ranked.push_back({a.held_in_run, a.held * 1000 / static_cast<size_t>(std::max(a.slots, 1)),
-                          hash(i), i});
+        ranked.push_back(
+            {a.held_in_run, a.held * 1000 / static_cast<size_t>(std::max(a.slots, 1)), hash(i), i});
       }
       std::sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
         return std::tie(x.same_run, x.busy) != std::tie(y.same_run, y.busy)

@@ -59,74 +59,227 @@ const std::vector<AgentSpec> kAbc = {{.name = "a"}, {.name = "b"}, {.name = "c"}
 
 const RouteCase kCases[] = {
     // FailoverUsesTheFirstAgentByNameUntilItIsGoneAndAgainWhenItIsBack.
-    {"FailoverTakesTheFirstAgentByName", Route::kFailover, {}, "", 0, 0,
-     {{.name = "alpha"}, {.name = "bravo"}, {.name = "charlie"}}, RouteVerdict::kGrant, "alpha"},
-    {"FailoverPassesOverAnAgentNoLongerAlive", Route::kFailover, {}, "", 0, 0,
+    {"FailoverTakesTheFirstAgentByName",
+     Route::kFailover,
+     {},
+     "",
+     0,
+     0,
+     {{.name = "alpha"}, {.name = "bravo"}, {.name = "charlie"}},
+     RouteVerdict::kGrant,
+     "alpha"},
+    {"FailoverPassesOverAnAgentNoLongerAlive",
+     Route::kFailover,
+     {},
+     "",
+     0,
+     0,
      {{.name = "alpha", .alive = false}, {.name = "bravo"}, {.name = "charlie"}},
-     RouteVerdict::kGrant, "bravo"},
-    {"FailoverHoldsTheShardForTheFirstAgentWhileItHasNoRoom", Route::kFailover, {}, "", 299, 0,
-     {{.name = "alpha", .free = 0}, {.name = "bravo"}}, RouteVerdict::kHold, ""},
-    {"FailoverGivesTheShardToTheNextAgentAfterTheHold", Route::kFailover, {}, "", 300, 0,
-     {{.name = "alpha", .free = 0}, {.name = "bravo"}}, RouteVerdict::kGrant, "bravo"},
+     RouteVerdict::kGrant,
+     "bravo"},
+    {"FailoverHoldsTheShardForTheFirstAgentWhileItHasNoRoom",
+     Route::kFailover,
+     {},
+     "",
+     299,
+     0,
+     {{.name = "alpha", .free = 0}, {.name = "bravo"}},
+     RouteVerdict::kHold,
+     ""},
+    {"FailoverGivesTheShardToTheNextAgentAfterTheHold",
+     Route::kFailover,
+     {},
+     "",
+     300,
+     0,
+     {{.name = "alpha", .free = 0}, {.name = "bravo"}},
+     RouteVerdict::kGrant,
+     "bravo"},
     // RoundRobinTakesTheAgentsInTurnFromRunToRun.
-    {"RoundRobinTurnZeroIsTheFirstAgent", Route::kRoundRobin, {}, "", 0, 0, kAbc,
-     RouteVerdict::kGrant, "a"},
-    {"RoundRobinTurnOneIsTheSecondAgent", Route::kRoundRobin, {}, "", 0, 1, kAbc,
-     RouteVerdict::kGrant, "b"},
-    {"RoundRobinTurnTwoIsTheThirdAgent", Route::kRoundRobin, {}, "", 0, 2, kAbc,
-     RouteVerdict::kGrant, "c"},
-    {"RoundRobinTurnThreeWrapsToTheFirstAgent", Route::kRoundRobin, {}, "", 0, 3, kAbc,
-     RouteVerdict::kGrant, "a"},
-    {"RoundRobinTakesTurnsAmongEligibleAgentsOnly", Route::kRoundRobin, {}, "", 0, 1,
-     {{.name = "a"}, {.name = "b", .draining = true}, {.name = "c"}}, RouteVerdict::kGrant, "c"},
-    // BroadcastRunsOneShardOnEachEligibleAgentAtFireTime, FailedBroadcastShardIsRetriedOnItsOwnAgent.
-    {"ABroadcastShardGoesToItsOwnAgent", Route::kBroadcast, {}, "b", 0, 0, kAbc,
-     RouteVerdict::kGrant, "b"},
-    {"ABroadcastShardWaitsForItsOwnAgentHoweverLong", Route::kBroadcast, {}, "b", 60'000, 0,
-     {{.name = "a"}, {.name = "b", .free = 0}, {.name = "c"}}, RouteVerdict::kWait, ""},
-    {"ABroadcastShardOfAnAgentThatIsGoneWaits", Route::kBroadcast, {}, "z", 60'000, 0, kAbc,
-     RouteVerdict::kWait, ""},
+    {"RoundRobinTurnZeroIsTheFirstAgent",
+     Route::kRoundRobin,
+     {},
+     "",
+     0,
+     0,
+     kAbc,
+     RouteVerdict::kGrant,
+     "a"},
+    {"RoundRobinTurnOneIsTheSecondAgent",
+     Route::kRoundRobin,
+     {},
+     "",
+     0,
+     1,
+     kAbc,
+     RouteVerdict::kGrant,
+     "b"},
+    {"RoundRobinTurnTwoIsTheThirdAgent",
+     Route::kRoundRobin,
+     {},
+     "",
+     0,
+     2,
+     kAbc,
+     RouteVerdict::kGrant,
+     "c"},
+    {"RoundRobinTurnThreeWrapsToTheFirstAgent",
+     Route::kRoundRobin,
+     {},
+     "",
+     0,
+     3,
+     kAbc,
+     RouteVerdict::kGrant,
+     "a"},
+    {"RoundRobinTakesTurnsAmongEligibleAgentsOnly",
+     Route::kRoundRobin,
+     {},
+     "",
+     0,
+     1,
+     {{.name = "a"}, {.name = "b", .draining = true}, {.name = "c"}},
+     RouteVerdict::kGrant,
+     "c"},
+    // BroadcastRunsOneShardOnEachEligibleAgentAtFireTime,
+    // FailedBroadcastShardIsRetriedOnItsOwnAgent.
+    {"ABroadcastShardGoesToItsOwnAgent",
+     Route::kBroadcast,
+     {},
+     "b",
+     0,
+     0,
+     kAbc,
+     RouteVerdict::kGrant,
+     "b"},
+    {"ABroadcastShardWaitsForItsOwnAgentHoweverLong",
+     Route::kBroadcast,
+     {},
+     "b",
+     60'000,
+     0,
+     {{.name = "a"}, {.name = "b", .free = 0}, {.name = "c"}},
+     RouteVerdict::kWait,
+     ""},
+    {"ABroadcastShardOfAnAgentThatIsGoneWaits",
+     Route::kBroadcast,
+     {},
+     "z",
+     60'000,
+     0,
+     kAbc,
+     RouteVerdict::kWait,
+     ""},
     // ShardsGoOnlyToAgentsMatchingEverySelector.
-    {"ShardsGoOnlyToAgentsMatchingEverySelector", Route::kSpread,
-     {{"role", "web"}, {"env", "test", true}}, "", 1000, 0,
+    {"ShardsGoOnlyToAgentsMatchingEverySelector",
+     Route::kSpread,
+     {{"role", "web"}, {"env", "test", true}},
+     "",
+     1000,
+     0,
      {{.name = "db", .labels = {{"role", "db"}}, .free = 4},
       {.name = "web-1", .labels = {{"role", "web"}}},
       {.name = "web-test", .labels = {{"role", "web"}, {"env", "test"}}, .free = 4}},
-     RouteVerdict::kGrant, "web-1"},
-    {"MatchingAgentsWithoutRoomLeaveTheShardPendingWhileOthersHaveRoom", Route::kSpread,
-     {{"role", "web"}, {"env", "test", true}}, "", 1000, 0,
+     RouteVerdict::kGrant,
+     "web-1"},
+    {"MatchingAgentsWithoutRoomLeaveTheShardPendingWhileOthersHaveRoom",
+     Route::kSpread,
+     {{"role", "web"}, {"env", "test", true}},
+     "",
+     1000,
+     0,
      {{.name = "db", .labels = {{"role", "db"}}, .free = 4},
       {.name = "web-1", .labels = {{"role", "web"}}, .free = 0},
       {.name = "web-test", .labels = {{"role", "web"}, {"env", "test"}}, .free = 4}},
-     RouteVerdict::kWait, ""},
+     RouteVerdict::kWait,
+     ""},
     // JobNobodyMatchesStaysPendingUntilAMatchingAgentArrives.
-    {"AJobNobodyMatchesWaits", Route::kSpread, {{"gpu", "yes"}}, "", 1000, 0,
-     {{.name = "cpu-1", .labels = {{"gpu", "no"}}}, {.name = "cpu-2"}}, RouteVerdict::kWait, ""},
-    {"AJobNobodyMatchesGoesToTheMatchingAgentThatArrives", Route::kSpread, {{"gpu", "yes"}}, "",
-     1000, 0,
-     {{.name = "cpu-1", .labels = {{"gpu", "no"}}}, {.name = "cpu-2"},
+    {"AJobNobodyMatchesWaits",
+     Route::kSpread,
+     {{"gpu", "yes"}},
+     "",
+     1000,
+     0,
+     {{.name = "cpu-1", .labels = {{"gpu", "no"}}}, {.name = "cpu-2"}},
+     RouteVerdict::kWait,
+     ""},
+    {"AJobNobodyMatchesGoesToTheMatchingAgentThatArrives",
+     Route::kSpread,
+     {{"gpu", "yes"}},
+     "",
+     1000,
+     0,
+     {{.name = "cpu-1", .labels = {{"gpu", "no"}}},
+      {.name = "cpu-2"},
       {.name = "gpu-1", .labels = {{"gpu", "yes"}}}},
-     RouteVerdict::kGrant, "gpu-1"},
+     RouteVerdict::kGrant,
+     "gpu-1"},
     // RandomPicksAmongMatchingAgentsOnly.
-    {"RandomPicksTheOnlyMatchingAgent", Route::kRandom, {{"role", "web"}}, "", 0, 0,
+    {"RandomPicksTheOnlyMatchingAgent",
+     Route::kRandom,
+     {{"role", "web"}},
+     "",
+     0,
+     0,
      {{.name = "db", .labels = {{"role", "db"}}}, {.name = "web-1", .labels = {{"role", "web"}}}},
-     RouteVerdict::kGrant, "web-1"},
-    {"ADrainingAgentGetsNothing", Route::kSpread, {}, "", 1000, 0,
-     {{.name = "a", .draining = true}}, RouteVerdict::kWait, ""},
-    {"AnAgentNotHeardWithinATtlGetsNothing", Route::kSpread, {}, "", 1000, 0,
-     {{.name = "a", .alive = false}}, RouteVerdict::kWait, ""},
+     RouteVerdict::kGrant,
+     "web-1"},
+    {"ADrainingAgentGetsNothing",
+     Route::kSpread,
+     {},
+     "",
+     1000,
+     0,
+     {{.name = "a", .draining = true}},
+     RouteVerdict::kWait,
+     ""},
+    {"AnAgentNotHeardWithinATtlGetsNothing",
+     Route::kSpread,
+     {},
+     "",
+     1000,
+     0,
+     {{.name = "a", .alive = false}},
+     RouteVerdict::kWait,
+     ""},
     {"NoAgentAtAllWaits", Route::kHash, {}, "", 1000, 0, {}, RouteVerdict::kWait, ""},
-    {"EligibleAgentsWithoutRoomPastTheHoldWait", Route::kSpread, {}, "", 1000, 0,
-     {{.name = "a", .free = 0}, {.name = "b", .free = 0}}, RouteVerdict::kWait, ""},
+    {"EligibleAgentsWithoutRoomPastTheHoldWait",
+     Route::kSpread,
+     {},
+     "",
+     1000,
+     0,
+     {{.name = "a", .free = 0}, {.name = "b", .free = 0}},
+     RouteVerdict::kWait,
+     ""},
     // Spread's order: fewest shards of this run, then fewest shards per slot.
-    {"SpreadPrefersAnAgentWithoutAShardOfThisRun", Route::kSpread, {}, "", 0, 0,
+    {"SpreadPrefersAnAgentWithoutAShardOfThisRun",
+     Route::kSpread,
+     {},
+     "",
+     0,
+     0,
      {{.name = "a", .held = 1, .held_in_run = 1}, {.name = "b", .held = 3}},
-     RouteVerdict::kGrant, "b"},
-    {"SpreadPrefersTheAgentWithFewerShardsPerSlot", Route::kSpread, {}, "", 0, 0,
+     RouteVerdict::kGrant,
+     "b"},
+    {"SpreadPrefersTheAgentWithFewerShardsPerSlot",
+     Route::kSpread,
+     {},
+     "",
+     0,
+     0,
      {{.name = "a", .slots = 1, .held = 1}, {.name = "b", .slots = 4, .held = 1}},
-     RouteVerdict::kGrant, "b"},
-    {"SpreadHoldsTheShardForItsPreferredAgentWithoutRoom", Route::kSpread, {}, "", 100, 0,
-     {{.name = "a", .free = 0}, {.name = "b", .held = 1}}, RouteVerdict::kHold, ""},
+     RouteVerdict::kGrant,
+     "b"},
+    {"SpreadHoldsTheShardForItsPreferredAgentWithoutRoom",
+     Route::kSpread,
+     {},
+     "",
+     100,
+     0,
+     {{.name = "a", .free = 0}, {.name = "b", .held = 1}},
+     RouteVerdict::kHold,
+     ""},
 };
 
 class RouteTest : public ::testing::TestWithParam<RouteCase> {};
@@ -135,8 +288,13 @@ TEST_P(RouteTest, Picks) {
   const RouteCase& c = GetParam();
   std::vector<AgentView> views = Views(c.agents);
   FakeRandom random;
-  RouteChoice choice = PickAgent({.job = "j", .run = 1, .index = 0, .on = c.on, .route = c.route,
-                                  .bound_agent = c.bound, .waited_ms = c.waited_ms},
+  RouteChoice choice = PickAgent({.job = "j",
+                                  .run = 1,
+                                  .index = 0,
+                                  .on = c.on,
+                                  .route = c.route,
+                                  .bound_agent = c.bound,
+                                  .waited_ms = c.waited_ms},
                                  views, c.turn, random);
   ASSERT_EQ(static_cast<int>(choice.verdict), static_cast<int>(c.verdict));
   if (c.verdict == RouteVerdict::kGrant) {
@@ -165,8 +323,8 @@ AgentSpec* Find(std::vector<AgentSpec>& agents, const std::string& name) {
 }
 
 TEST(RouteScenarioTest, SpreadPutsEachShardOfARunOnADifferentAgent) {
-  std::vector<AgentSpec> agents = {{.name = "a", .free = 3}, {.name = "b", .free = 3},
-                                   {.name = "c", .free = 3}};
+  std::vector<AgentSpec> agents = {
+      {.name = "a", .free = 3}, {.name = "b", .free = 3}, {.name = "c", .free = 3}};
   std::set<std::string> used;
   for (int index = 0; index < 3; ++index) {
     std::string to = Placed(Route::kSpread, agents, index);
@@ -181,8 +339,10 @@ TEST(RouteScenarioTest, SpreadPutsEachShardOfARunOnADifferentAgent) {
 }
 
 TEST(RouteScenarioTest, SpreadAndHashPlaceEachShardOnTheSameAgentRunAfterRun) {
-  std::vector<AgentSpec> agents = {{.name = "a", .free = 4}, {.name = "b", .free = 4},
-                                   {.name = "c", .free = 4}, {.name = "d", .free = 4}};
+  std::vector<AgentSpec> agents = {{.name = "a", .free = 4},
+                                   {.name = "b", .free = 4},
+                                   {.name = "c", .free = 4},
+                                   {.name = "d", .free = 4}};
   for (Route route : {Route::kSpread, Route::kHash}) {
     for (int index = 0; index < 4; ++index) {
       std::string first = Placed(route, agents, index);
@@ -197,8 +357,8 @@ TEST(RouteScenarioTest, SpreadAndHashPlaceEachShardOnTheSameAgentRunAfterRun) {
 // RouteAroundBusyAgent: a one-shard job's agent, then that agent busy with another job's
 // shard, then idle again.
 TEST(RouteScenarioTest, SpreadMovesARunOffItsAgentWhileThatAgentIsBusierAndBackAfter) {
-  std::vector<AgentSpec> agents = {{.name = "a", .free = 2}, {.name = "b", .free = 2},
-                                   {.name = "c", .free = 2}};
+  std::vector<AgentSpec> agents = {
+      {.name = "a", .free = 2}, {.name = "b", .free = 2}, {.name = "c", .free = 2}};
   std::string idle = Placed(Route::kSpread, agents);
   ASSERT_NE(idle, "");
   Find(agents, idle)->held = 1;
@@ -212,8 +372,8 @@ TEST(RouteScenarioTest, SpreadMovesARunOffItsAgentWhileThatAgentIsBusierAndBackA
 }
 
 TEST(RouteScenarioTest, HashKeepsARunOnItsAgentEvenWhileThatAgentIsBusier) {
-  std::vector<AgentSpec> agents = {{.name = "a", .free = 2}, {.name = "b", .free = 2},
-                                   {.name = "c", .free = 2}};
+  std::vector<AgentSpec> agents = {
+      {.name = "a", .free = 2}, {.name = "b", .free = 2}, {.name = "c", .free = 2}};
   std::string idle = Placed(Route::kHash, agents);
   ASSERT_NE(idle, "");
   Find(agents, idle)->held = 1;
@@ -239,16 +399,17 @@ TEST(RouteScenarioTest, RandomPicksAmongMatchingAgentsOnlyWithTheInjectedSource)
   std::map<std::string, int> count;
   for (uint64_t seed = 0; seed < 15; ++seed) {
     FakeRandom random({seed * 0x9E3779B97F4A7C15ull, ~seed * 0xBF58476D1CE4E5B9ull});
-    RouteChoice c = PickAgent({.job = "dice", .run = 1, .on = on, .route = Route::kRandom}, views,
-                              0, random);
+    RouteChoice c =
+        PickAgent({.job = "dice", .run = 1, .on = on, .route = Route::kRandom}, views, 0, random);
     ASSERT_EQ(static_cast<int>(c.verdict), static_cast<int>(RouteVerdict::kGrant));
     ++count[std::string(views[c.agent].name)];
     EXPECT_GT(random.calls(), 0u) << "the random route drew nothing from its source";
     // The same draws, the same agent.
     FakeRandom again({seed * 0x9E3779B97F4A7C15ull, ~seed * 0xBF58476D1CE4E5B9ull});
-    EXPECT_EQ(PickAgent({.job = "dice", .run = 1, .on = on, .route = Route::kRandom}, views, 0,
-                        again).agent,
-              c.agent);
+    EXPECT_EQ(
+        PickAgent({.job = "dice", .run = 1, .on = on, .route = Route::kRandom}, views, 0, again)
+            .agent,
+        c.agent);
   }
   EXPECT_EQ(count.count("db"), 0u);
   EXPECT_GE(count.size(), 2u) << "15 different draws all chose " << count.begin()->first;
@@ -281,8 +442,10 @@ const LabelCase kLabels[] = {
     {"NotEqualExcludesThatValue", {{"env", "test", true}}, {{"env", "test"}}, false},
     {"NotEqualAdmitsAnotherValue", {{"env", "test", true}}, {{"env", "prod"}}, true},
     {"NotEqualAdmitsAnAgentWithoutTheLabel", {{"env", "test", true}}, {}, true},
-    {"EverySelectorMustHold", {{"role", "web"}, {"env", "test", true}},
-     {{"role", "web"}, {"env", "test"}}, false},
+    {"EverySelectorMustHold",
+     {{"role", "web"}, {"env", "test", true}},
+     {{"role", "web"}, {"env", "test"}},
+     false},
 };
 
 class LabelMatchTest : public ::testing::TestWithParam<LabelCase> {};

@@ -5,8 +5,9 @@
 namespace jobctl {
 namespace {
 
-constexpr EnumNames<RunReason, 3> kReasons{{
-    {RunReason::kSchedule, "schedule"}, {RunReason::kManual, "manual"}, {RunReason::kRetry, "retry"}}};
+constexpr EnumNames<RunReason, 3> kReasons{{{RunReason::kSchedule, "schedule"},
+                                            {RunReason::kManual, "manual"},
+                                            {RunReason::kRetry, "retry"}}};
 constexpr EnumNames<RunState, 8> kStates{{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},

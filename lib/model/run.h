@@ -12,7 +12,16 @@
 namespace jobctl {
 
 enum class RunReason { kSchedule, kManual, kRetry };
-enum class RunState { kPending, kRunning, kSucceeded, kFailed, kTimedOut, kCanceled, kSkipped, kLost };
+enum class RunState {
+  kPending,
+  kRunning,
+  kSucceeded,
+  kFailed,
+  kTimedOut,
+  kCanceled,
+  kSkipped,
+  kLost
+};
 // A shard's state; its terminal states mirror the run's.
 using ShardState = RunState;
 

@@ -44,7 +44,8 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 // T): that local time in `zone`; a time repeated by a fall-back is its first pass, a time in
 // a spring-forward gap is an error.
 Result<int64_t> ParseAt(std::string_view arg, const Zone& zone) {
-  if (arg.empty()) return Status::InvalidArgument("@at needs an instant, e.g. @at 2026-12-01T03:00:00Z");
+  if (arg.empty())
+    return Status::InvalidArgument("@at needs an instant, e.g. @at 2026-12-01T03:00:00Z");
   if (Result<WallTime> exact = ParseInstant(arg); exact.ok()) return ToUnixMs(*exact);
   std::string local(arg);
   if (local.size() > 10 && local[10] == ' ') local[10] = 'T';
@@ -90,8 +91,9 @@ std::optional<std::string_view> ExpandMacro(std::string_view macro) {
 
 Result<Schedule> Schedule::Parse(const ScheduleSpec& spec) {
   const std::string quoted = "schedule \"" + std::string(spec.expr) + "\"";
-  auto fail = [&quoted](const Status& s) { return Status::InvalidArgument(quoted + ": " +
-                                                                          s.message()); };
+  auto fail = [&quoted](const Status& s) {
+    return Status::InvalidArgument(quoted + ": " + s.message());
+  };
   std::string_view text = Trim(spec.expr);
   std::string_view zone_name = spec.timezone;
   std::string_view zone_prefix;
@@ -114,7 +116,8 @@ Result<Schedule> Schedule::Parse(const ScheduleSpec& spec) {
     std::string_view arg = space == std::string_view::npos ? "" : Trim(text.substr(space));
     if (word == "@every") {
       Result<Millis> period = ParseDuration(arg);
-      if (!period.ok()) return fail(Status::InvalidArgument("@every: " + period.status().message()));
+      if (!period.ok())
+        return fail(Status::InvalidArgument("@every: " + period.status().message()));
       if (period->count() < kMinEvery) {
         return fail(Status::InvalidArgument("@every: the period must be at least 1s"));
       }

@@ -32,7 +32,7 @@ struct ScheduleSpec {
   Dialect dialect = Dialect::kCron;
   std::string_view timezone = {};  // IANA zone; "" = UTC. A CRON_TZ= prefix overrides it.
   std::string_view hash_key = {};  // the job name, for H
-  WallTime anchor{};              // @every fires at anchor + k * period (default: the epoch)
+  WallTime anchor{};               // @every fires at anchor + k * period (default: the epoch)
 };
 
 class Schedule {

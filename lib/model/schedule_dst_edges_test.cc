@@ -94,8 +94,7 @@ TEST(ScheduleDstEdgesTest, NewYorkGap) {
       {kNy, "30 2,3 * * *", kNyGapInstantBefore,
        "2024-03-10T03:00:00-04:00 2024-03-10T03:30:00-04:00"},
       {kNy, "30 2,3 * * *", kNyGapAt, "2024-03-10T03:30:00-04:00 2024-03-11T02:30:00-04:00"},
-      {kNy, "30 2,3 * * *", kNyGapJustAfter,
-       "2024-03-10T03:30:00-04:00 2024-03-11T02:30:00-04:00"},
+      {kNy, "30 2,3 * * *", kNyGapJustAfter, "2024-03-10T03:30:00-04:00 2024-03-11T02:30:00-04:00"},
       {kNy, "30 2,3 * * *", kNyGapAfter, "2024-03-11T02:30:00-04:00 2024-03-11T03:30:00-04:00"},
       // A time at the gap's end exists and fires once, at the same instant.
       {kNy, "0 3 * * *", kNyGapInstantBefore,
@@ -137,8 +136,7 @@ TEST(ScheduleDstEdgesTest, LordHoweHalfHourGap) {
       {kLh, "0,15 2 * * *", kLhGapInstantBefore,
        "2024-10-06T02:30:00+11:00 2024-10-07T02:00:00+11:00"},
       {kLh, "0,15 2 * * *", kLhGapAt, "2024-10-07T02:00:00+11:00 2024-10-07T02:15:00+11:00"},
-      {kLh, "15,45 2 * * *", kLhGapBefore,
-       "2024-10-06T02:30:00+11:00 2024-10-06T02:45:00+11:00"},
+      {kLh, "15,45 2 * * *", kLhGapBefore, "2024-10-06T02:30:00+11:00 2024-10-06T02:45:00+11:00"},
       {kLh, "15,45 2 * * *", kLhGapInstantBefore,
        "2024-10-06T02:30:00+11:00 2024-10-06T02:45:00+11:00"},
       {kLh, "15,45 2 * * *", kLhGapAt, "2024-10-06T02:45:00+11:00 2024-10-07T02:15:00+11:00"},
@@ -218,8 +216,7 @@ TEST(ScheduleDstEdgesTest, NewYorkFold) {
   ExpectEdges({
       // Rule 3: a repeated time fires in the first pass only.
       {kNy, "30 1 * * *", kNyFoldBefore, "2024-11-03T01:30:00-04:00 2024-11-04T01:30:00-05:00"},
-      {kNy, "30 1 * * *", kNyFoldFirstPass,
-       "2024-11-03T01:30:00-04:00 2024-11-04T01:30:00-05:00"},
+      {kNy, "30 1 * * *", kNyFoldFirstPass, "2024-11-03T01:30:00-04:00 2024-11-04T01:30:00-05:00"},
       {kNy, "30 1 * * *", kNyFoldInstantBefore, "2024-11-04T01:30:00-05:00"},
       {kNy, "30 1 * * *", kNyFoldAt, "2024-11-04T01:30:00-05:00"},
       {kNy, "30 1 * * *", kNyFoldSecondPass, "2024-11-04T01:30:00-05:00"},
@@ -271,8 +268,7 @@ constexpr char kLhFoldAfter[] = "2024-04-07T02:00:00+10:30";
 TEST(ScheduleDstEdgesTest, LordHoweHalfHourFold) {
   ExpectEdges({
       {kLh, "45 1 * * *", kLhFoldBefore, "2024-04-07T01:45:00+11:00 2024-04-08T01:45:00+10:30"},
-      {kLh, "45 1 * * *", kLhFoldFirstPass,
-       "2024-04-07T01:45:00+11:00 2024-04-08T01:45:00+10:30"},
+      {kLh, "45 1 * * *", kLhFoldFirstPass, "2024-04-07T01:45:00+11:00 2024-04-08T01:45:00+10:30"},
       {kLh, "45 1 * * *", kLhFoldInstantBefore, "2024-04-08T01:45:00+10:30"},
       {kLh, "45 1 * * *", kLhFoldAt, "2024-04-08T01:45:00+10:30"},
       {kLh, "45 1 * * *", kLhFoldSecondPass, "2024-04-08T01:45:00+10:30"},
@@ -403,10 +399,10 @@ TEST(ScheduleDstEdgesTest, CronieLoopAgreesFromEveryStartAroundTheChange) {
       {"Pacific/Chatham", 1712412000},      // 2024-04-06T14:00:00Z, fold
   };
   const char* const kExprs[] = {
-      "0 * * * *",   "15 * * * *",   "30 * * * *",     "45 * * * *",    "*/15 * * * *",
-      "* * * * *",   "0 1 * * *",    "30 1 * * *",     "45 1 * * *",    "0 2 * * *",
-      "15 2 * * *",  "30 2 * * *",   "45 2 * * *",     "50 2 * * *",    "0 3 * * *",
-      "30 3 * * *",  "45 3 * * *",   "0,30 1-3 * * *", "*/10 1-3 * * *", "* 2 * * *",
+      "0 * * * *",    "15 * * * *",     "30 * * * *",     "45 * * * *",     "*/15 * * * *",
+      "* * * * *",    "0 1 * * *",      "30 1 * * *",     "45 1 * * *",     "0 2 * * *",
+      "15 2 * * *",   "30 2 * * *",     "45 2 * * *",     "50 2 * * *",     "0 3 * * *",
+      "30 3 * * *",   "45 3 * * *",     "0,30 1-3 * * *", "*/10 1-3 * * *", "* 2 * * *",
       "10 1-4 * * *", "0 0-23/2 * * *",
   };
   for (const auto& change : kChanges) {

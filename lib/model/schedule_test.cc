@@ -94,7 +94,8 @@ TEST(ScheduleTest, DelayIsTheTimeFromARunsEndToTheNextFire) {
   EXPECT_EQ(s->kind(), Schedule::Kind::kDelay);
   ASSERT_TRUE(s->delay().has_value());
   EXPECT_EQ(s->delay()->count(), 600'000);
-  EXPECT_EQ(FormatUtc(*s->Next(*ParseInstant("2026-01-01T00:00:07.5Z"))), "2026-01-01T00:10:07.500Z");
+  EXPECT_EQ(FormatUtc(*s->Next(*ParseInstant("2026-01-01T00:00:07.5Z"))),
+            "2026-01-01T00:10:07.500Z");
   for (const char* bad : {"@delay", "@delay 500ms", "@delay 367d", "@delay soon"}) {
     Result<Schedule> b = Schedule::Parse({bad});
     ASSERT_FALSE(b.ok()) << bad;

@@ -46,8 +46,10 @@ std::string FormatLocal(WallTime t) {
 
 Result<WallTime> ParseInstant(std::string_view text) {
   auto bad = [&] {
-    return Status::InvalidArgument("expected an instant like 2024-03-10T07:00:00Z or "
-                                   "2024-03-10T02:00:00-05:00, got \"" + std::string(text) + "\"");
+    return Status::InvalidArgument(
+        "expected an instant like 2024-03-10T07:00:00Z or "
+        "2024-03-10T02:00:00-05:00, got \"" +
+        std::string(text) + "\"");
   };
   if (!text.empty() && text[0] == '@') {
     char* end = nullptr;

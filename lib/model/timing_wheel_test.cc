@@ -372,18 +372,12 @@ class Reference {
 int64_t RandomDue(std::mt19937_64& rng, int64_t now) {
   auto below = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); };
   switch (rng() % 6) {
-    case 0:
-      return now - below(kHour);  // overdue
-    case 1:
-      return now;
-    case 2:
-      return now + 1 + below(300);  // level 0 and the first cascades
-    case 3:
-      return now + below(kHour);
-    case 4:
-      return now + below(3 * kDay);
-    default:
-      return now + below(10 * kYear);
+    case 0: return now - below(kHour);  // overdue
+    case 1: return now;
+    case 2: return now + 1 + below(300);  // level 0 and the first cascades
+    case 3: return now + below(kHour);
+    case 4: return now + below(3 * kDay);
+    default: return now + below(10 * kYear);
   }
 }
 

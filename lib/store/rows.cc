@@ -3,8 +3,8 @@
 namespace jobctl::store {
 
 JobTiming JobTiming::Of(const Job& job) {
-  return {job.schedule, job.dialect, job.timezone, job.anchor_ms, job.enabled,
-          job.misfire,  job.overlap, job.misfire_cap};
+  return {job.schedule, job.dialect, job.timezone, job.anchor_ms,
+          job.enabled,  job.misfire, job.overlap,  job.misfire_cap};
 }
 
 }  // namespace jobctl::store

@@ -62,9 +62,9 @@ Result<LogStore::AppendResult> SqliteLogStore::Append(const LogChunk& c) {
     // marker instead of the bytes, once per run.
     LogChunk marker = c;
     marker.stream = LogStream::kMarker;
-    marker.data = truncated ? std::string() :
-        "[jobctl: output truncated: the run reached its log cap of " +
-        std::to_string(run_cap_bytes_) + " bytes]\n";
+    marker.data = truncated ? std::string()
+                            : "[jobctl: output truncated: the run reached its log cap of " +
+                                  std::to_string(run_cap_bytes_) + " bytes]\n";
     Result<bool> stored = InsertChunk(marker);
     if (!stored.ok()) return stored.status();
     if (!*stored) return AppendResult::kDuplicate;

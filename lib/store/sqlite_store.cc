@@ -34,15 +34,17 @@ std::string JobQuery(const char* more) {
 
 // A shard row as ReadShard reads it: columns 0 to 12.
 std::string ShardQuery(const char* where_and_order) {
-  return std::string("SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
-                     "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
+  return std::string(
+             "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
+             "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
          where_and_order;
 }
 
 // Events newest first within ids [?1, ?2) and at or after ?3 ms, at most ?6 of them.
 std::string EventQuery(const char* filter) {
-  return std::string("SELECT id, at_ms, kind, actor, token_id, subject, detail FROM events "
-                     "WHERE id >= ?1 AND id < ?2 AND at_ms >= ?3 ") +
+  return std::string(
+             "SELECT id, at_ms, kind, actor, token_id, subject, detail FROM events "
+             "WHERE id >= ?1 AND id < ?2 AND at_ms >= ?3 ") +
          filter + "ORDER BY id DESC LIMIT ?6";
 }
 
@@ -221,8 +223,8 @@ Result<int64_t> SqliteStore::InsertJob(const JobRow& row, int64_t at_ms) {
   return sqlite3_last_insert_rowid(db_.handle());
 }
 
-Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json,
-                                  const JobTiming& timing, int64_t revision, int64_t at_ms) {
+Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
+                                  int64_t revision, int64_t at_ms) {
   static const Sql kSql{
       "UPDATE jobs SET spec = ?2, active = 1, revision = ?3, updated_ms = ?4, schedule = ?5, "
       "dialect = ?6, timezone = ?7, anchor_ms = ?8, enabled = ?9, misfire = ?10, overlap = ?11, "
@@ -233,8 +235,7 @@ Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json,
 }
 
 Status SqliteStore::DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) {
-  static const Sql kSql{
-      "UPDATE jobs SET active = 0, revision = ?2, updated_ms = ?3 WHERE id = ?1"};
+  static const Sql kSql{"UPDATE jobs SET active = 0, revision = ?2, updated_ms = ?3 WHERE id = ?1"};
   return db_.Use(kSql).Bind(1, id).Bind(2, revision).Bind(3, at_ms).ExecExpectingChanges(1);
 }
 
@@ -379,10 +380,10 @@ Result<std::optional<int64_t>> SqliteStore::FindRunByKey(int64_t job_id, const s
 Result<std::vector<RunRecord>> SqliteStore::ListRuns(const RunFilter& f) {
   // Every filter is optional: "?n IS NULL OR ..." keeps it one prepared statement, an unset
   // filter being an unbound (NULL) parameter.
-  static const Sql kSql{RunQuery(
-      "WHERE (?1 IS NULL OR r.job_id = ?1) AND (?2 IS NULL OR r.state = ?2) "
-      "AND (?3 IS NULL OR r.created_ms >= ?3) AND (?4 IS NULL OR r.id < ?4) "
-      "ORDER BY r.id DESC LIMIT ?5")};
+  static const Sql kSql{
+      RunQuery("WHERE (?1 IS NULL OR r.job_id = ?1) AND (?2 IS NULL OR r.state = ?2) "
+               "AND (?3 IS NULL OR r.created_ms >= ?3) AND (?4 IS NULL OR r.id < ?4) "
+               "ORDER BY r.id DESC LIMIT ?5")};
   std::vector<RunRecord> runs;
   {
     auto use = db_.Use(kSql);
@@ -437,8 +438,7 @@ Result<std::vector<MissRow>> SqliteStore::ListMisses(int64_t job_id, int64_t sin
   return out;
 }
 
-Status SqliteStore::ForEachLastResult(
-    const std::function<void(int64_t, RunState, int64_t)>& fn) {
+Status SqliteStore::ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) {
   static const Sql kSql{
       "SELECT r.job_id, r.state, r.finished_ms FROM runs r "
       "JOIN (SELECT job_id, MAX(id) AS id FROM runs WHERE finished_ms IS NOT NULL "
@@ -455,8 +455,14 @@ Status SqliteStore::PutOutputEnd(const OutputEndRow& e) {
       "INSERT INTO output_ends(run_id, shard, attempt, last_seq, agent, token) "
       "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(run_id, shard, attempt) DO UPDATE SET "
       "last_seq = excluded.last_seq, agent = excluded.agent, token = excluded.token"};
-  return db_.Use(kSql).Bind(1, e.run_id).Bind(2, e.shard).Bind(3, e.attempt).Bind(4, e.last_seq)
-      .Bind(5, e.agent).Bind(6, e.token).Exec();
+  return db_.Use(kSql)
+      .Bind(1, e.run_id)
+      .Bind(2, e.shard)
+      .Bind(3, e.attempt)
+      .Bind(4, e.last_seq)
+      .Bind(5, e.agent)
+      .Bind(6, e.token)
+      .Exec();
 }
 
 Result<std::optional<OutputEndRow>> SqliteStore::GetOutputEnd(int64_t run_id, int shard,
@@ -480,8 +486,8 @@ Result<std::vector<OutputEndRow>> SqliteStore::OutputEnds(int64_t run_id) {
   use.Bind(1, run_id);
   std::vector<OutputEndRow> out;
   while (use.Step()) {
-    out.push_back({run_id, static_cast<int>(use.Int(0)), static_cast<int>(use.Int(1)),
-                   use.Int(2), use.Text(3), use.Int(4)});
+    out.push_back({run_id, static_cast<int>(use.Int(0)), static_cast<int>(use.Int(1)), use.Int(2),
+                   use.Text(3), use.Int(4)});
   }
   if (!use.status().ok()) return use.status();
   return out;
@@ -492,7 +498,11 @@ Status SqliteStore::PutLease(const LeaseRow& l) {
       "INSERT INTO leases(key, holder, token, granted_ms) VALUES(?1, ?2, ?3, ?4) "
       "ON CONFLICT(key) DO UPDATE SET holder = excluded.holder, token = excluded.token, "
       "granted_ms = excluded.granted_ms"};
-  return db_.Use(kSql).Bind(1, l.key).Bind(2, l.holder).Bind(3, l.token).Bind(4, l.granted_ms)
+  return db_.Use(kSql)
+      .Bind(1, l.key)
+      .Bind(2, l.holder)
+      .Bind(3, l.token)
+      .Bind(4, l.granted_ms)
       .Exec();
 }
 
@@ -578,8 +588,8 @@ Status SqliteStore::ForEachToken(const std::function<void(TokenRow&&)>& fn) {
       "FROM tokens ORDER BY id"};
   auto use = db_.Use(kSql);
   while (use.Step()) {
-    fn({use.Int(0), use.Text(1), use.Text(2), use.Text(3), use.Text(4), use.Int(5),
-        use.OptInt(6), use.Text(7), use.Text(8), use.OptInt(9)});
+    fn({use.Int(0), use.Text(1), use.Text(2), use.Text(3), use.Text(4), use.Int(5), use.OptInt(6),
+        use.Text(7), use.Text(8), use.OptInt(9)});
   }
   return use.status();
 }
@@ -615,10 +625,7 @@ Result<std::vector<EventRow>> SqliteStore::ListEvents(const EventFilter& f) {
     low = use.Step() ? use.Int(0) : INT64_MAX;
     if (!use.status().ok()) return use.status();
   }
-  const Sql& sql = f.kind && f.actor ? kByKindActor
-                   : f.kind          ? kByKind
-                   : f.actor         ? kByActor
-                                     : kAll;
+  const Sql& sql = f.kind && f.actor ? kByKindActor : f.kind ? kByKind : f.actor ? kByActor : kAll;
   auto use = db_.Use(sql);
   use.Bind(1, low).Bind(2, f.before_id.value_or(INT64_MAX)).Bind(3, f.since_ms.value_or(0));
   if (f.kind) use.Bind(4, *f.kind);

@@ -56,8 +56,7 @@ class SqliteStore final : public Store {
   Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) override;
 
   Status PutOutputEnd(const OutputEndRow& end) override;
-  Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard,
-                                                   int attempt) override;
+  Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard, int attempt) override;
   Result<std::vector<OutputEndRow>> OutputEnds(int64_t run_id) override;
 
   Status PutLease(const LeaseRow& lease) override;

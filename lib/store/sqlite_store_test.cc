@@ -59,7 +59,8 @@ INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated
    "anchor_ms":1500,"enabled":true,"misfire":"skip","overlap":"allow","misfire_cap":100}',
    0, 1, NULL, 1, 1),
  (3, 'broken', 'not json', 1, 0, 7000, 1, 1);
-)sql").ok());
+)sql")
+                    .ok());
   }
   Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
   ASSERT_TRUE(store.ok()) << store.status().ToString();

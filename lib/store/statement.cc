@@ -58,8 +58,8 @@ Statement::Use& Statement::Use::Bind(int i, int64_t v) {
 
 Statement::Use& Statement::Use::Bind(int i, std::string_view v) {
   if (!bind_status_.ok()) return *this;
-  int rc = sqlite3_bind_text64(s_->stmt_.get(), i, v.data(), v.size(), SQLITE_TRANSIENT,
-                               SQLITE_UTF8);
+  int rc =
+      sqlite3_bind_text64(s_->stmt_.get(), i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK && bind_status_.ok()) bind_status_ = SqliteStatus(rc, s_->db_, "bind");
   return *this;
 }
@@ -168,7 +168,8 @@ Status Database::Exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     // "COMMIT: database or disk is full", with SQLite's own detail when it says more.
     std::string what(sql);
-    if (err != nullptr && std::string_view(err) != sqlite3_errstr(rc)) what += std::string(": ") + err;
+    if (err != nullptr && std::string_view(err) != sqlite3_errstr(rc))
+      what += std::string(": ") + err;
     sqlite3_free(err);
     return SqliteStatus(rc, nullptr, what);
   }
@@ -187,9 +188,9 @@ void Database::Rollback() {
 Status Database::Open(const std::string& path, const std::vector<Migration>& migrations,
                       int page_size) {
   if (Status s = RestrictToOwner(path); !s.ok()) return s;
-  int rc = sqlite3_open_v2(path.c_str(), &db_,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) return SqliteStatus(rc, db_, "open " + path);
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, 5000);

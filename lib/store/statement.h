@@ -108,14 +108,13 @@ class Database {
   // applies the migrations newer than PRAGMA user_version, each in its own transaction.
   // A database newer than the newest migration is refused. `page_size` (0: SQLite's 4096)
   // applies to a new file only: an existing one keeps the page size it was created with.
-  Status Open(const std::string& path, const std::vector<Migration>& migrations,
-              int page_size = 0);
+  Status Open(const std::string& path, const std::vector<Migration>& migrations, int page_size = 0);
   sqlite3* handle() const { return db_; }
   // One execution of `sql` (which must outlive this Database: declare it static), prepared
   // on first use. A failed prepare is the Use's status and is tried again next time.
   Statement::Use Use(const Sql& sql);
   Status Exec(std::string_view sql);  // for pragmas and fixed statements
-  Status Begin();                    // BEGIN IMMEDIATE
+  Status Begin();                     // BEGIN IMMEDIATE
   Status Commit();
   void Rollback();
   bool in_transaction() const { return db_ != nullptr && !sqlite3_get_autocommit(db_); }

@@ -72,8 +72,8 @@ class Store {
   virtual Status InsertRun(RunRecord& run) = 0;
   virtual Status InsertMiss(const MissRow& miss) = 0;
   // An empty note keeps the one stored. kNotFound when there is no such run.
-  virtual Status UpdateRunState(int64_t run_id, RunState state,
-                                std::optional<int64_t> finished_ms, const std::string& note) = 0;
+  virtual Status UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
+                                const std::string& note) = 0;
   virtual Status UpdateShard(const ShardRecord& shard) = 0;  // kNotFound when there is none
 
   virtual Result<std::optional<RunRecord>> GetRun(int64_t id) = 0;  // with shards and job name

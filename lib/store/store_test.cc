@@ -312,11 +312,10 @@ TEST_P(StoreTest, TheCurrentRevisionIsTheNewestAndNoneBeforeTheFirstApply) {
 }
 
 TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) {
-  JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0, true,
-                   Misfire::kSkip, Overlap::kAllow, 3};
+  JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0,
+                   true,          Misfire::kSkip, Overlap::kAllow, 3};
   ASSERT_TRUE(store_->Begin().ok());
-  Result<int64_t> id =
-      store_->InsertJob({0, "five", "{}", true, false, 1000, 1, timing}, 1);
+  Result<int64_t> id = store_->InsertJob({0, "five", "{}", true, false, 1000, 1, timing}, 1);
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(store_->Commit().ok());
   Result<JobRow> row = store_->GetJob(*id);
@@ -324,7 +323,7 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
   EXPECT_EQ(row->timing, timing);
   EXPECT_EQ(row->spec_json, "{}");
 
-  JobTiming changed{"@every 1h", Dialect::kCron, "", 42, false,
+  JobTiming changed{"@every 1h",       Dialect::kCron,    "", 42, false,
                     Misfire::kFireAll, Overlap::kReplace, 9};
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->DeactivateJob(*id, 2, 2).ok());
@@ -513,14 +512,22 @@ TEST_P(StoreTest, AgentsAreReplacedByNameListedByNameAndDeletedOnce) {
 
 TEST_P(StoreTest, TokensRoundTripAreUniqueByHashAndAreRevokedOnce) {
   TokenRow admin{.name = "alice", .role = "admin", .hash = "aa", .created_ms = 1000};
-  TokenRow trigger{.name = "ci", .role = "trigger", .jobs = "deploy-*", .hash = "bb",
-                   .created_ms = 1001, .expires_ms = 90'000};
-  TokenRow agent{.name = "agent-web-1", .role = "agent", .hash = "cc", .created_ms = 1002,
-                 .agent = "web-1", .labels_json = "{\"zone\":\"a*\"}"};
-  TokenRow agent2{.name = "agent-web-1b", .role = "agent", .hash = "dd", .created_ms = 1003,
-                  .agent = "web-1"};
-  TokenRow other{.name = "agent-web-2", .role = "agent", .hash = "ee", .created_ms = 1004,
-                 .agent = "web-2"};
+  TokenRow trigger{.name = "ci",
+                   .role = "trigger",
+                   .jobs = "deploy-*",
+                   .hash = "bb",
+                   .created_ms = 1001,
+                   .expires_ms = 90'000};
+  TokenRow agent{.name = "agent-web-1",
+                 .role = "agent",
+                 .hash = "cc",
+                 .created_ms = 1002,
+                 .agent = "web-1",
+                 .labels_json = "{\"zone\":\"a*\"}"};
+  TokenRow agent2{
+      .name = "agent-web-1b", .role = "agent", .hash = "dd", .created_ms = 1003, .agent = "web-1"};
+  TokenRow other{
+      .name = "agent-web-2", .role = "agent", .hash = "ee", .created_ms = 1004, .agent = "web-2"};
   ASSERT_TRUE(store_->Begin().ok());
   std::vector<int64_t> ids;
   for (const TokenRow* t : {&admin, &trigger, &agent, &agent2, &other}) {
@@ -560,8 +567,12 @@ TEST_P(StoreTest, EventsAreListedNewestFirstByActionActorTimeAndPage) {
   const char* kinds[] = {"apply", "trigger", "trigger", "cancel", "trigger", "auth-failure"};
   const char* actors[] = {"alice", "ci", "alice", "alice", "ci", ""};
   for (int i = 0; i < 6; ++i) {
-    EventRow e{0, 1000 * (i + 1), kinds[i], actors[i],
-               *actors[i] ? std::optional<int64_t>(i + 10) : std::nullopt, "s" + std::to_string(i),
+    EventRow e{0,
+               1000 * (i + 1),
+               kinds[i],
+               actors[i],
+               *actors[i] ? std::optional<int64_t>(i + 10) : std::nullopt,
+               "s" + std::to_string(i),
                "d"};
     ASSERT_TRUE(store_->InsertEvent(e).ok());
   }
@@ -647,8 +658,13 @@ TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {
       {.run_id = 7, .shard = 0, .seq = 1, .stream = LogStream::kStdout, .at_ms = 10, .data = "o0"},
       {.run_id = 7, .shard = 1, .seq = 1, .stream = LogStream::kStderr, .at_ms = 11, .data = "e1"},
       {.run_id = 8, .shard = 0, .seq = 1, .data = "other run"},
-      {.run_id = 7, .shard = 0, .attempt = 2, .seq = 1, .stream = LogStream::kStderr,
-       .at_ms = 12, .data = binary},
+      {.run_id = 7,
+       .shard = 0,
+       .attempt = 2,
+       .seq = 1,
+       .stream = LogStream::kStderr,
+       .at_ms = 12,
+       .data = binary},
   };
   for (const LogChunk& c : chunks) {
     EXPECT_EQ(*logs->Append(c), LogStore::AppendResult::kStored);
@@ -678,7 +694,8 @@ TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {
   EXPECT_EQ((*all)[2].attempt, 2);
   EXPECT_EQ((*all)[2].at_ms, 12);
   EXPECT_EQ((*all)[2].stream, LogStream::kStderr);
-  EXPECT_EQ(data({.run_id = 7, .after_id = (*all)[0].id}), (std::vector<std::string>{"e1", binary}));
+  EXPECT_EQ(data({.run_id = 7, .after_id = (*all)[0].id}),
+            (std::vector<std::string>{"e1", binary}));
   EXPECT_EQ(*logs->RunBytes(7), 8);
   EXPECT_EQ(*logs->RunBytes(9), 0);
 }

@@ -8,12 +8,14 @@ Timer::Timer(uv_loop_t* loop) { uv_timer_init(loop, &box_->handle); }
 
 void Timer::Once(uint64_t delay_ms, std::function<void()> fn) {
   box_->fn = std::move(fn);
-  uv_timer_start(&box_->handle, [](uv_timer_t* t) { CallbackOf(t)(); }, delay_ms, 0);
+  uv_timer_start(
+      &box_->handle, [](uv_timer_t* t) { CallbackOf(t)(); }, delay_ms, 0);
 }
 
 void Timer::Every(uint64_t every_ms, std::function<void()> fn) {
   box_->fn = std::move(fn);
-  uv_timer_start(&box_->handle, [](uv_timer_t* t) { CallbackOf(t)(); }, every_ms, every_ms);
+  uv_timer_start(
+      &box_->handle, [](uv_timer_t* t) { CallbackOf(t)(); }, every_ms, every_ms);
 }
 
 void Timer::Stop() { uv_timer_stop(&box_->handle); }
@@ -40,7 +42,8 @@ Signal::Signal(uv_loop_t* loop) { uv_signal_init(loop, &box_->handle); }
 
 void Signal::Start(int signum, std::function<void(int)> fn) {
   box_->fn = std::move(fn);
-  uv_signal_start(&box_->handle, [](uv_signal_t* h, int sig) { CallbackOf(h)(sig); }, signum);
+  uv_signal_start(
+      &box_->handle, [](uv_signal_t* h, int sig) { CallbackOf(h)(sig); }, signum);
 }
 
 void Signal::Stop() { uv_signal_stop(&box_->handle); }

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string_view>
 
 #include "base/status.h"

@@ -8,7 +8,8 @@ namespace jobctl::wire {
 namespace {
 
 std::string Nested(int levels, char open, char close) {
-  return std::string(static_cast<size_t>(levels), open) + std::string(static_cast<size_t>(levels), close);
+  return std::string(static_cast<size_t>(levels), open) +
+         std::string(static_cast<size_t>(levels), close);
 }
 
 TEST(BoundedJsonTest, ParsesJsonAtTheDepthLimit) {

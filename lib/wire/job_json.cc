@@ -71,12 +71,14 @@ Status Get(const json& j, const char* key, T* out) {
 }
 
 template <typename E>
-Status GetEnum(const json& j, const char* key, std::optional<E> (*parse)(std::string_view), E* out) {
+Status GetEnum(const json& j, const char* key, std::optional<E> (*parse)(std::string_view),
+               E* out) {
   std::string text;
   if (Status s = Get(j, key, &text); !s.ok()) return s;
   if (text.empty()) return Status::Ok();
   std::optional<E> v = parse(text);
-  if (!v) return Status::InvalidArgument(std::string("job.") + key + ": unknown value \"" + text + "\"");
+  if (!v)
+    return Status::InvalidArgument(std::string("job.") + key + ": unknown value \"" + text + "\"");
   *out = *v;
   return Status::Ok();
 }
@@ -88,7 +90,8 @@ Status GetParams(const json& j, std::map<std::string, Param>* out) {
   if (it == j.end() || it->is_null()) return Status::Ok();
   if (!it->is_object()) return Status::InvalidArgument("job.params: expected an object");
   for (auto p = it->begin(); p != it->end(); ++p) {
-    if (!p.value().is_object()) return Status::InvalidArgument("job.params." + p.key() + ": expected an object");
+    if (!p.value().is_object())
+      return Status::InvalidArgument("job.params." + p.key() + ": expected an object");
     Param param;
     const json& v = p.value();
     if (v.contains("default") && !v["default"].is_null()) {

@@ -5,11 +5,10 @@
 // thread.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 #include <utility>
 

@@ -60,7 +60,8 @@ Result<std::vector<LogRecord>> ParseLogBatch(std::string_view body) {
         !TakeNumber(&head, &length) || !head.empty()) {
       return Bad(index, "expected \"<seq> <stream> <at_ms> <length>\" with numbers");
     }
-    if (static_cast<uint64_t>(length) > body.size()) return Bad(index, "body ends inside the chunk");
+    if (static_cast<uint64_t>(length) > body.size())
+      return Bad(index, "body ends inside the chunk");
     if (!records.empty() && r.seq <= records.back().seq) return Bad(index, "seqs must ascend");
     r.data = body.substr(0, static_cast<size_t>(length));
     body.remove_prefix(static_cast<size_t>(length));

@@ -35,7 +35,7 @@ struct LogRecord {
   int64_t seq = 0;
   std::string_view stream;  // "stdout", "stderr" or "marker"
   int64_t at_ms = 0;
-  std::string_view data;    // points into the body
+  std::string_view data;  // points into the body
 };
 
 void AppendLogRecord(std::string* body, int64_t seq, std::string_view stream, int64_t at_ms,

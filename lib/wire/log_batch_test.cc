@@ -34,14 +34,14 @@ TEST(LogBatchTest, HeaderOfTheLargestNumbersFitsTheLimit) {
 TEST(LogBatchTest, MalformedBatchesAreRefusedWhole) {
   auto refused = [](std::string_view body) { return !ParseLogBatch(body).ok(); };
   EXPECT_TRUE(refused(""));
-  EXPECT_TRUE(refused("1 stdout 0 5\nabc"));            // ends inside the chunk
-  EXPECT_TRUE(refused("1 stdin 0 0\n"));                // unknown stream
-  EXPECT_TRUE(refused("0 stdout 0 0\n"));               // seq from 1
+  EXPECT_TRUE(refused("1 stdout 0 5\nabc"));  // ends inside the chunk
+  EXPECT_TRUE(refused("1 stdin 0 0\n"));      // unknown stream
+  EXPECT_TRUE(refused("0 stdout 0 0\n"));     // seq from 1
   EXPECT_TRUE(refused("-1 stdout 0 0\n"));
   EXPECT_TRUE(refused("1 stdout -5 0\n"));
-  EXPECT_TRUE(refused("1 stdout 0 0"));                 // no newline
-  EXPECT_TRUE(refused("1  stdout 0 0\n"));              // two spaces
-  EXPECT_TRUE(refused("1 stdout 0 0 \n"));              // trailing space
+  EXPECT_TRUE(refused("1 stdout 0 0"));     // no newline
+  EXPECT_TRUE(refused("1  stdout 0 0\n"));  // two spaces
+  EXPECT_TRUE(refused("1 stdout 0 0 \n"));  // trailing space
   EXPECT_TRUE(refused("1 stdout 0 0x10\n"));
   EXPECT_TRUE(refused("2 stdout 0 0\n1 stdout 0 0\n"));  // seqs must ascend
   EXPECT_TRUE(refused("2 stdout 0 0\n2 stdout 0 0\n"));

@@ -81,8 +81,10 @@ void CheckFixedDelayJob(const std::string& name, const JobView& job,
     if (t >= end) continue;
     ++*instants_checked;
     size_t n = per_instant.count(t) ? static_cast<size_t>(per_instant[t]) : 0;
-    for (const store::MissRow& m : s.misses) n += m.job_id == job.id && m.first_ms <= t && t <= m.last_ms;
-    if (n == 0) r->Fail("I1", JobAt(name, t) + ": announced and due, but neither a run nor a recorded miss");
+    for (const store::MissRow& m : s.misses)
+      n += m.job_id == job.id && m.first_ms <= t && t <= m.last_ms;
+    if (n == 0)
+      r->Fail("I1", JobAt(name, t) + ": announced and due, but neither a run nor a recorded miss");
   }
 }
 
@@ -175,7 +177,8 @@ void CheckTriggers(const History& h, const StoreView& s, const CheckOptions& o, 
       CheckFixedDelayJob(name, job, announced[name], last_wall, s, r, &instants);
       if (job.active && !job.paused && job.spec.enabled && job.next_fire_ms &&
           *job.next_fire_ms < last_wall - o.behind_slack_ms) {
-        r->Fail("I1", JobAt(name, *job.next_fire_ms) + ": still not fired at the coordinator's last event");
+        r->Fail("I1", JobAt(name, *job.next_fire_ms) +
+                          ": still not fired at the coordinator's last event");
       }
       continue;
     }

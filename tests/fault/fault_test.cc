@@ -48,26 +48,25 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
   for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
   c.WaitForAgents(3);
   const std::string every = "schedule = \"* * * * * *\"\n";
-  c.coord().Apply("[[job]]\nname = \"once\"\n" + every +
-                  "misfire = \"fire-once\"\noverlap = \"allow\"\n"
-                  "shards = 2\n" +
-                  c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
-                  "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
-                  "[[job]]\nname = \"all\"\n" + every +
-                  "misfire = \"fire-all\"\nmisfire_cap = 2\n"
-                  "overlap = \"allow\"\n" +
-                  c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every +
-                  "overlap = \"forbid\"\n" + c.ProbeJob({4, 1500, 0}) +
-                  "[[job]]\nname = \"fragile\"\n" + every +
-                  "on_lost = \"fail\"\noverlap = \"allow\"\n"
-                  "shards = 3\n" +
-                  c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
-                  "overlap = \"allow\"\n"
-                  "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
-                  c.ProbeJob({2, 50, 3}) + "[[job]]\nname = \"jittered\"\n" + every +
-                  "overlap = \"allow\"\njitter = \"1500ms\"\n" + c.ProbeJob({2, 100, 0}) +
-                  "[[job]]\nname = \"delayed\"\nschedule = \"@delay 1s\"\n" +
-                  c.ProbeJob({2, 300, 0}));
+  c.coord().Apply(
+      "[[job]]\nname = \"once\"\n" + every +
+      "misfire = \"fire-once\"\noverlap = \"allow\"\n"
+      "shards = 2\n" +
+      c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
+      "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
+      "[[job]]\nname = \"all\"\n" + every +
+      "misfire = \"fire-all\"\nmisfire_cap = 2\n"
+      "overlap = \"allow\"\n" +
+      c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every + "overlap = \"forbid\"\n" +
+      c.ProbeJob({4, 1500, 0}) + "[[job]]\nname = \"fragile\"\n" + every +
+      "on_lost = \"fail\"\noverlap = \"allow\"\n"
+      "shards = 3\n" +
+      c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
+      "overlap = \"allow\"\n"
+      "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
+      c.ProbeJob({2, 50, 3}) + "[[job]]\nname = \"jittered\"\n" + every +
+      "overlap = \"allow\"\njitter = \"1500ms\"\n" + c.ProbeJob({2, 100, 0}) +
+      "[[job]]\nname = \"delayed\"\nschedule = \"@delay 1s\"\n" + c.ProbeJob({2, 300, 0}));
 
   std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
@@ -84,8 +83,8 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
     started_ns = MonotonicNs();
     c.coord().Start();
   }
-  ASSERT_TRUE(c.Quiesce({"once", "skip", "all", "forbid", "fragile", "flaky", "jittered", "delayed"},
-                        seconds(60)));
+  ASSERT_TRUE(c.Quiesce(
+      {"once", "skip", "all", "forbid", "fragile", "flaky", "jittered", "delayed"}, seconds(60)));
   c.StopAll();
   Report r = c.Check({});
   std::cout << "coordinator kill -9 cycles: " << kCycles << "\n" << r.ToString();

@@ -42,8 +42,8 @@ Status ParseEvents(const std::string& text, const std::string& name, History* in
       size_t next = i + 1;
       while (next < lines.size() && lines[next].empty()) ++next;
       nlohmann::json after = next < lines.size() ? parse(lines[next]) : nlohmann::json();
-      bool torn = next == lines.size() ||
-                  (!after.is_null() && after.value("pid", int64_t{0}) != last_pid);
+      bool torn =
+          next == lines.size() || (!after.is_null() && after.value("pid", int64_t{0}) != last_pid);
       if (torn) {
         ++into->torn_lines;
         continue;

@@ -7,10 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "agentd/assignment.h"
 #include "coordinator/request_json.h"
@@ -41,8 +40,8 @@ void CheckClaim(const json& body) {
   // The agent's name may be left out (the credential says it); labels are bounded.
   Check(r->labels.size() <= coord::kMaxLabels);
   // The shape agentd's Claimer sends.
-  json sent = {{"agent", r->agent},     {"labels", r->labels},   {"slots", r->slots},
-               {"free", r->free},       {"version", r->version}, {"wait_ms", r->wait_ms}};
+  json sent = {{"agent", r->agent}, {"labels", r->labels},   {"slots", r->slots},
+               {"free", r->free},   {"version", r->version}, {"wait_ms", r->wait_ms}};
   coord::ClaimRequest back = Again(&coord::ClaimRequestFromJson, sent);
   Check(back.agent == r->agent && back.labels == r->labels && back.slots == r->slots &&
         back.free == r->free && back.version == r->version && back.wait_ms == r->wait_ms);
@@ -59,7 +58,8 @@ void CheckHeartbeat(const json& body) {
     leases.push_back({{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}});
   }
   coord::HeartbeatRequest back =
-      Again(&coord::HeartbeatRequestFromJson, {{"agent", r->agent}, {"free", r->free}, {"leases", leases}});
+      Again(&coord::HeartbeatRequestFromJson,
+            {{"agent", r->agent}, {"free", r->free}, {"leases", leases}});
   Check(back.agent == r->agent && back.free == r->free && back.leases.size() == r->leases.size());
   for (size_t i = 0; i < back.leases.size(); ++i) {
     Check(back.leases[i].key == r->leases[i].key && back.leases[i].token == r->leases[i].token);

@@ -7,11 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "agentd/assignment.h"
 
@@ -88,7 +87,8 @@ void CheckResult(std::string_view text) {
     Check(!r.status().message().empty());
     return;
   }
-  Result<ShardResult> back = jobctl::agentd::ResultFromJson(jobctl::agentd::ResultToJson(*r, "fuzz"));
+  Result<ShardResult> back =
+      jobctl::agentd::ResultFromJson(jobctl::agentd::ResultToJson(*r, "fuzz"));
   Check(back.ok() && Same(*back, *r));
 }
 

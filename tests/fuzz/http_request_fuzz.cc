@@ -84,9 +84,9 @@ Outcome Run(std::string_view data, std::string_view sizes) {
 }
 
 bool SameRequest(const Request& a, const Request& b) {
-  return a.method == b.method && a.target == b.target && a.path == b.path &&
-         a.query == b.query && a.headers == b.headers && a.body == b.body &&
-         a.http_minor == b.http_minor && a.keep_alive == b.keep_alive;
+  return a.method == b.method && a.target == b.target && a.path == b.path && a.query == b.query &&
+         a.headers == b.headers && a.body == b.body && a.http_minor == b.http_minor &&
+         a.keep_alive == b.keep_alive;
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ void CheckSafe(const std::string& out, SgrPolicy sgr) {
       continue;
     }
     if (c < 0x80) {
-      Check(c >= 0x20 || c == '\n' || c == '\t' || (c == '\r' && i + 1 < out.size() && out[i + 1] == '\n'));
+      Check(c >= 0x20 || c == '\n' || c == '\t' ||
+            (c == '\r' && i + 1 < out.size() && out[i + 1] == '\n'));
       Check(c != 0x7f);
       ++i;
       continue;
@@ -54,7 +55,10 @@ void CheckSafe(const std::string& out, SgrPolicy sgr) {
     }
     Check(!(cp >= 0x80 && cp <= 0x9f) && !(cp >= 0x202a && cp <= 0x202e) &&
           !(cp >= 0x2066 && cp <= 0x2069) && cp != 0x200e && cp != 0x200f && cp != 0x061c);
-    Check(!(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff && cp >= (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u));
+    Check(!(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff &&
+          cp >= (len == 2   ? 0x80u
+                 : len == 3 ? 0x800u
+                            : 0x10000u));
     i += len;
   }
 }

@@ -50,13 +50,19 @@ class AgentTest : public ::testing::Test {
     return *agents_.back();
   }
   void WaitForAgents(size_t n) {
-    ASSERT_TRUE(Coordinator::Eventually([&] {
-      size_t connected = 0;
-      for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
-      return connected >= n;
-    }, seconds(20))) << coord_->GetJson("/v1/agents").dump();
+    ASSERT_TRUE(Coordinator::Eventually(
+        [&] {
+          size_t connected = 0;
+          for (const auto& a : coord_->GetJson("/v1/agents"))
+            connected += a["connected"].get<bool>();
+          return connected >= n;
+        },
+        seconds(20)))
+        << coord_->GetJson("/v1/agents").dump();
   }
-  json Trigger(const std::string& job) { return coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object()); }
+  json Trigger(const std::string& job) {
+    return coord_->PostJson("/v1/jobs/" + job + "/trigger", json::object());
+  }
   json WaitRun(int64_t id, seconds timeout = seconds(60)) { return coord_->WaitRun(id, timeout); }
   // All output of a run for one shard and stream, in order.
   std::string Output(int64_t run, int shard, const std::string& stream, int attempt = 0) {
@@ -107,8 +113,9 @@ TEST_F(AgentTest, JobsInheritNothingButStdio) {
   // itself would show the directory being read, and a freshly started child may still be
   // reading its libraries and locale). Only 0, 1 and 2 may be there: the agent's sockets,
   // pipes and files must not leak into jobs.
-  coord_->Apply("[[job]]\nname = \"fds\"\nschedule = \"@yearly\"\n"
-                "shell = 'ls /proc/$$/fd'\n");
+  coord_->Apply(
+      "[[job]]\nname = \"fds\"\nschedule = \"@yearly\"\n"
+      "shell = 'ls /proc/$$/fd'\n");
   int64_t id = Trigger("fds")["id"];
   json done = WaitRun(id);
   ASSERT_EQ(done["state"], "succeeded") << done.dump();
@@ -120,8 +127,10 @@ TEST_F(AgentTest, TenMebibytesOfRandomBytesArriveByteExactAndStderrApart) {
   AddAgent("a");
   WaitForAgents(1);
   std::string copy = dir_.path() + "/sent.bin";
-  coord_->Apply("[[job]]\nname = \"bulk\"\nschedule = \"@yearly\"\n"
-                "shell = \"head -c 10485760 /dev/urandom | tee " + copy + "; echo oops >&2\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"bulk\"\nschedule = \"@yearly\"\n"
+      "shell = \"head -c 10485760 /dev/urandom | tee " +
+      copy + "; echo oops >&2\"\n");
   int64_t id = Trigger("bulk")["id"];
   json done = WaitRun(id, seconds(120));
   ASSERT_EQ(done["state"], "succeeded") << done.dump();
@@ -137,23 +146,29 @@ TEST_F(AgentTest, KillNineOfAnAgentMidShardRerunsItElsewhereWithinTtlPlusHeartbe
   StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
   AddAgent("a");
   WaitForAgents(1);
-  coord_->Apply("[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
-                "shell = \"echo attempt $JOB_ATTEMPT; sleep 30\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+      "shell = \"echo attempt $JOB_ATTEMPT; sleep 30\"\n");
   int64_t id = Trigger("long")["id"];
   json first;
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    first = coord_->GetJson("/v1/runs/" + std::to_string(id));
-    return first["shards"][0]["state"] == "running";
-  }, seconds(10)));
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        first = coord_->GetJson("/v1/runs/" + std::to_string(id));
+        return first["shards"][0]["state"] == "running";
+      },
+      seconds(10)));
   AddAgent("b");
   WaitForAgents(2);
   agents_[0]->process().Signal(SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   json now;
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    now = coord_->GetJson("/v1/runs/" + std::to_string(id));
-    return now["shards"][0]["agent"] == "b" && now["shards"][0]["state"] == "running";
-  }, seconds(10))) << now.dump();
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        now = coord_->GetJson("/v1/runs/" + std::to_string(id));
+        return now["shards"][0]["agent"] == "b" && now["shards"][0]["state"] == "running";
+      },
+      seconds(10)))
+      << now.dump();
   EXPECT_LE(std::chrono::steady_clock::now() - killed, seconds(3 + 1 + 1));
   EXPECT_EQ(now["shards"][0]["attempt"], 2);
   // The dead agent's token is refused if anything still arrives with it.
@@ -169,19 +184,25 @@ TEST_F(AgentTest, StoppedAgentIsFencedAndNothingItSendsAfterIsAccepted) {
   AddAgent("a");
   WaitForAgents(1);
   std::string pidfile = dir_.path() + "/pid";
-  coord_->Apply("[[job]]\nname = \"ticker\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
-                "shell = \"echo $$ > " + pidfile + "-$JOB_ATTEMPT; i=0; while [ $i -lt 600 ]; do "
-                "echo tick $i; i=$((i+1)); sleep 0.05; done\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"ticker\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+      "shell = \"echo $$ > " +
+      pidfile +
+      "-$JOB_ATTEMPT; i=0; while [ $i -lt 600 ]; do "
+      "echo tick $i; i=$((i+1)); sleep 0.05; done\"\n");
   int64_t id = Trigger("ticker")["id"];
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !ReadFile(pidfile + "-1").empty(); }, seconds(10)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !ReadFile(pidfile + "-1").empty(); }, seconds(10)));
   AddAgent("b");
   WaitForAgents(2);
   agents_[0]->process().Signal(SIGSTOP);
   // Past the TTL the shard goes to b.
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    json r = coord_->GetJson("/v1/runs/" + std::to_string(id));
-    return r["shards"][0]["agent"] == "b";
-  }, seconds(10)));
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        json r = coord_->GetJson("/v1/runs/" + std::to_string(id));
+        return r["shards"][0]["agent"] == "b";
+      },
+      seconds(10)));
   std::string attempt1 = Output(id, 0, "stdout", 1);
   agents_[0]->process().Signal(SIGCONT);
   // The stopped agent's own deadline has passed: it kills its process group at once.
@@ -198,11 +219,12 @@ TEST_F(AgentTest, CoordinatorDownTwentySecondsWhileAJobPrintsLosesNoByte) {
   StartCoordinator("lease_ttl = \"60s\"\nheartbeat = \"5s\"\n");
   AddAgent("a");
   WaitForAgents(1);
-  coord_->Apply("[[job]]\nname = \"printer\"\nschedule = \"@yearly\"\n"
-                "shell = \"i=1; while [ $i -le 300 ]; do echo line $i; i=$((i+1)); sleep 0.1; done\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"printer\"\nschedule = \"@yearly\"\n"
+      "shell = \"i=1; while [ $i -le 300 ]; do echo line $i; i=$((i+1)); sleep 0.1; done\"\n");
   int64_t id = Trigger("printer")["id"];
-  ASSERT_TRUE(Coordinator::Eventually([&] { return Output(id, 0, "stdout").find("line 20\n") != std::string::npos; },
-                                      seconds(20)));
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return Output(id, 0, "stdout").find("line 20\n") != std::string::npos; }, seconds(20)));
   coord_->Kill9();
   std::this_thread::sleep_for(seconds(20));  // the outage under test
   coord_->Start();
@@ -218,9 +240,10 @@ TEST_F(AgentTest, TimeoutKillsTheProcessTreeEvenWhenAGrandchildHoldsThePipes) {
   AddAgent("a");
   WaitForAgents(1);
   std::string pids = dir_.path() + "/pids";
-  coord_->Apply("[[job]]\nname = \"stuck\"\nschedule = \"@yearly\"\ntimeout = \"1s\"\nkill_grace = \"1s\"\n"
-                "shell = \"sleep 1000 & echo $! >> " + pids + "; setsid sh -c 'echo $$ >> " + pids +
-                "; exec sleep 1000' & sleep 1000\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"stuck\"\nschedule = \"@yearly\"\ntimeout = \"1s\"\nkill_grace = \"1s\"\n"
+      "shell = \"sleep 1000 & echo $! >> " +
+      pids + "; setsid sh -c 'echo $$ >> " + pids + "; exec sleep 1000' & sleep 1000\"\n");
   auto start = std::chrono::steady_clock::now();
   int64_t id = Trigger("stuck")["id"];
   json done = WaitRun(id, seconds(30));
@@ -240,16 +263,18 @@ TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
   const char* user = "jobctl-test";
   if (getpwnam(user) == nullptr) {
     ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
-                          "--shell /bin/sh jobctl-test"), 0);
+                          "--shell /bin/sh jobctl-test"),
+              0);
   }
   struct passwd* pw = getpwnam(user);
   ASSERT_NE(pw, nullptr);
   StartCoordinator();
   AddAgent("a", {}, "allow_run_as = [\"jobctl-test\"]\n");
   WaitForAgents(1);
-  coord_->Apply("[[job]]\nname = \"as-user\"\nschedule = \"@yearly\"\nrun_as = \"jobctl-test\"\n"
-                "shell = 'echo \"$(id -u) $(id -g) $HOME $USER $LOGNAME\"'\n"
-                "[[job]]\nname = \"as-root\"\nschedule = \"@yearly\"\nrun_as = \"root\"\nshell = \"id\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"as-user\"\nschedule = \"@yearly\"\nrun_as = \"jobctl-test\"\n"
+      "shell = 'echo \"$(id -u) $(id -g) $HOME $USER $LOGNAME\"'\n"
+      "[[job]]\nname = \"as-root\"\nschedule = \"@yearly\"\nrun_as = \"root\"\nshell = \"id\"\n");
   int64_t id = Trigger("as-user")["id"];
   json done = WaitRun(id);
   ASSERT_EQ(done["state"], "succeeded") << done.dump();
@@ -271,10 +296,11 @@ TEST_F(AgentTest, SecretsAreReadOnTheAgentHostAndNeverReachTheCoordinator) {
   StartCoordinator();
   AddAgent("a", {}, "secrets_dir = \"" + dir_.path() + "/secrets\"\n");
   WaitForAgents(1);
-  coord_->Apply("[[job]]\nname = \"db\"\nschedule = \"@yearly\"\n"
-                "shell = 'echo \"pw=$DB_PASSWORD\"'\nsecrets = { DB_PASSWORD = \"db-password\" }\n"
-                "[[job]]\nname = \"missing\"\nschedule = \"@yearly\"\nshell = \"echo ran\"\n"
-                "secrets = { API_KEY = \"api-key\" }\n");
+  coord_->Apply(
+      "[[job]]\nname = \"db\"\nschedule = \"@yearly\"\n"
+      "shell = 'echo \"pw=$DB_PASSWORD\"'\nsecrets = { DB_PASSWORD = \"db-password\" }\n"
+      "[[job]]\nname = \"missing\"\nschedule = \"@yearly\"\nshell = \"echo ran\"\n"
+      "secrets = { API_KEY = \"api-key\" }\n");
   int64_t id = Trigger("db")["id"];
   json done = WaitRun(id);
   ASSERT_EQ(done["state"], "succeeded") << done.dump();
@@ -289,7 +315,8 @@ TEST_F(AgentTest, SecretsAreReadOnTheAgentHostAndNeverReachTheCoordinator) {
   EXPECT_EQ(failed["state"], "failed") << failed.dump();
   EXPECT_EQ(failed["shards"][0]["outcome"], "spawn_failed");
   EXPECT_NE(failed["shards"][0]["message"].get<std::string>().find("secret API_KEY"),
-            std::string::npos) << failed.dump();
+            std::string::npos)
+      << failed.dump();
   EXPECT_EQ(Output(missing, 0, "stdout"), "");
 }
 
@@ -300,8 +327,10 @@ TEST_F(AgentTest, AnIdleAgentOnlyHoldsItsLongPoll) {
   double claims = coord_->Metric("jobctl_claims_total");
   double beats = coord_->Metric("jobctl_heartbeats_total");
   std::this_thread::sleep_for(seconds(6));  // the idle period being measured
-  EXPECT_LE(coord_->Metric("jobctl_claims_total") - claims, 1) << "claims should be long-polls, not a loop";
-  EXPECT_LE(coord_->Metric("jobctl_heartbeats_total") - beats, 2) << "an idle agent holds no leases";
+  EXPECT_LE(coord_->Metric("jobctl_claims_total") - claims, 1)
+      << "claims should be long-polls, not a loop";
+  EXPECT_LE(coord_->Metric("jobctl_heartbeats_total") - beats, 2)
+      << "an idle agent holds no leases";
 }
 
 TEST_F(AgentTest, AgentdEnrolsOnceWithTheJoinTokenAndKeepsItsOwnCredential) {
@@ -316,7 +345,7 @@ TEST_F(AgentTest, AgentdEnrolsOnceWithTheJoinTokenAndKeepsItsOwnCredential) {
   AgentProcess& a = AddAgent("a");
   WaitForAgents(1);
   std::string credential = a.state_dir() + "/credential";
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(credential.c_str(), &st), 0) << "agentd kept no credential";
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(agent_tokens("a"), 1);
@@ -343,7 +372,8 @@ TEST_F(AgentTest, AgentdEnrolsOnceWithTheJoinTokenAndKeepsItsOwnCredential) {
 TEST_F(AgentTest, AgentdRunsWithAnAdminMadeAgentTokenAndRefusesAnotherAgentsName) {
   StartCoordinator();
   http::HttpResponse made = coord_->Request(
-      "POST", "/v1/tokens", json{{"role", "agent"}, {"agent", "web-1"}, {"labels", {{"role", "web"}}}}.dump());
+      "POST", "/v1/tokens",
+      json{{"role", "agent"}, {"agent", "web-1"}, {"labels", {{"role", "web"}}}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
   std::string token = json::parse(made.body)["token"];
   agents_.push_back(std::make_unique<AgentProcess>(*coord_, dir_, "web-1",
@@ -352,8 +382,9 @@ TEST_F(AgentTest, AgentdRunsWithAnAdminMadeAgentTokenAndRefusesAnotherAgentsName
   WaitForAgents(1);
   EXPECT_NE(::access((agents_.back()->state_dir() + "/credential").c_str(), F_OK), 0)
       << "an agent token needs no enrolment";
-  coord_->Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\non = [\"role=web\"]\n"
-                "shell = \"echo hi\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\non = [\"role=web\"]\n"
+      "shell = \"echo hi\"\n");
   int64_t id = Trigger("hello")["id"];
   json run = WaitRun(id, seconds(30));
   EXPECT_EQ(run["state"], "succeeded");

@@ -1,8 +1,8 @@
 // jobctl against a real coordinator and agent, as sysadmins and CI use it.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <csignal>
+#include <nlohmann/json.hpp>
 
 #include "testlib/cluster.h"
 
@@ -18,15 +18,21 @@ class CliE2eTest : public ::testing::Test {
     coord_ = std::make_unique<Coordinator>(dir_);
     coord_->Start();
     agent_ = std::make_unique<AgentProcess>(*coord_, dir_, "host-1");
-    ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); }, seconds(20)));
-    env_ = {{"JOBCTL_COORDINATOR", coord_->url()}, {"JOBCTL_TOKEN", coord_->admin_token()},
-            {"HOME", dir_.path()}, {"NO_COLOR", "1"}};
+    ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); },
+                                        seconds(20)));
+    env_ = {{"JOBCTL_COORDINATOR", coord_->url()},
+            {"JOBCTL_TOKEN", coord_->admin_token()},
+            {"HOME", dir_.path()},
+            {"NO_COLOR", "1"}};
   }
   void TearDown() override {
     if (!HasFailure()) return;
-    std::cerr << "---- coordinator ----\n" << coord_->Logs() << "---- agent ----\n" << agent_->Logs();
+    std::cerr << "---- coordinator ----\n"
+              << coord_->Logs() << "---- agent ----\n"
+              << agent_->Logs();
   }
-  ProcessResult Jobctl(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
+  ProcessResult Jobctl(std::vector<std::string> args,
+                       std::map<std::string, std::string> extra = {}) {
     args.insert(args.begin(), JOBCTL_BIN);
     RunOptions o;
     o.env = env_;
@@ -81,7 +87,8 @@ TEST_F(CliE2eTest, TriggerWaitExitsWithTheJobsResultAndFollowPrintsItsOutput) {
   EXPECT_EQ(three.exit_code, 0) << three.err;
   for (int i = 0; i < 3; ++i) {
     EXPECT_NE(three.out.find("[shard " + std::to_string(i) + "] part " + std::to_string(i) + "\n"),
-              std::string::npos) << three.out;
+              std::string::npos)
+        << three.out;
   }
   // Without --wait: just the run id.
   ProcessResult id = Jobctl({"trigger", "ok"});
@@ -117,8 +124,9 @@ TEST_F(CliE2eTest, ApplyDiffPullRoundTripTheFileByteExact) {
   EXPECT_EQ(diff.exit_code, 1);
   EXPECT_NE(diff.out.find("shards: 3 -> 4"), std::string::npos) << diff.out;
   // Someone else applies meanwhile: our apply is refused with who did it.
-  coord_->PostJson("/v1/jobfile", {{"text", kJobs + std::string("\n# touched\n")}, {"base_revision", -1},
-                                   {"author", "alice"}});
+  coord_->PostJson(
+      "/v1/jobfile",
+      {{"text", kJobs + std::string("\n# touched\n")}, {"base_revision", -1}, {"author", "alice"}});
   ProcessResult stale = Jobctl({"apply"});
   EXPECT_EQ(stale.exit_code, 75);
   EXPECT_NE(stale.err.find("alice"), std::string::npos) << stale.err;
@@ -163,7 +171,8 @@ TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
 // how to cancel it on stderr; `runs` lists it pending; `cancel` ends it before it starts.
 // Bad --at/--in values are usage errors (64) naming the option.
 TEST_F(CliE2eTest, TriggerInDefersARunThatCanBeListedAndCanceledBeforeItStarts) {
-  dir_.Write("jobs.toml", "[[job]]\nname = \"reindex\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"reindex\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
   ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
   ProcessResult later = Jobctl({"trigger", "reindex", "--in", "2h"});
   ASSERT_EQ(later.exit_code, 0) << later.err;
@@ -204,7 +213,9 @@ TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
   // Paused across at least two fire times (one a second).
   auto paused_at = std::chrono::system_clock::now();
   ASSERT_TRUE(Coordinator::Eventually(
-      [&] { return std::chrono::system_clock::now() >= paused_at + std::chrono::milliseconds(2500); },
+      [&] {
+        return std::chrono::system_clock::now() >= paused_at + std::chrono::milliseconds(2500);
+      },
       seconds(10)));
   ASSERT_EQ(Jobctl({"resume", "tick"}).exit_code, 0);
   json api;
@@ -231,7 +242,8 @@ TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
   EXPECT_EQ(table.out.rfind("FIRST MISSED  ", 0), 0u) << table.out;
   EXPECT_NE(table.out.find("misfire=skip"), std::string::npos) << table.out;
   std::string total = std::to_string(count) + " fire times missed in " +
-                      std::to_string(listed.size()) + " range" + (listed.size() == 1 ? "" : "s") + "\n";
+                      std::to_string(listed.size()) + " range" + (listed.size() == 1 ? "" : "s") +
+                      "\n";
   EXPECT_NE(table.out.find(total), std::string::npos) << table.out;
 
   // Unknown job, bad --since, and a token that may read other jobs only.
@@ -239,8 +251,9 @@ TEST_F(CliE2eTest, MissesListsTheFireTimesAJobMissedWhilePaused) {
   EXPECT_EQ(unknown.exit_code, 65);
   EXPECT_EQ(unknown.err, "jobctl: misses nope: no such job: nope\n");
   EXPECT_EQ(Jobctl({"misses", "tick", "--since", "soon"}).exit_code, 64);
-  http::HttpResponse made = coord_->Request(
-      "POST", "/v1/tokens", json{{"role", "read"}, {"name", "calm-reader"}, {"jobs", "calm*"}}.dump());
+  http::HttpResponse made =
+      coord_->Request("POST", "/v1/tokens",
+                      json{{"role", "read"}, {"name", "calm-reader"}, {"jobs", "calm*"}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
   std::string scoped = json::parse(made.body)["token"];
   ProcessResult denied = Jobctl({"misses", "tick"}, {{"JOBCTL_TOKEN", scoped}});
@@ -261,12 +274,14 @@ class CliInterruptTest : public CliE2eTest {
   // The id of the newest run of `long` once it is running and is not `after`.
   int64_t RunningRun(int64_t after) {
     int64_t id = -1;
-    EXPECT_TRUE(Coordinator::Eventually([&] {
-      json runs = coord_->Runs("long", 1);
-      if (runs.empty() || runs[0]["id"] == after || runs[0]["state"] != "running") return false;
-      id = runs[0]["id"].get<int64_t>();
-      return true;
-    }, seconds(20)));
+    EXPECT_TRUE(Coordinator::Eventually(
+        [&] {
+          json runs = coord_->Runs("long", 1);
+          if (runs.empty() || runs[0]["id"] == after || runs[0]["state"] != "running") return false;
+          id = runs[0]["id"].get<int64_t>();
+          return true;
+        },
+        seconds(20)));
     return id;
   }
   std::string State(int64_t run) {
@@ -274,13 +289,15 @@ class CliInterruptTest : public CliE2eTest {
   }
   // The run's processes are gone: no shard is still running.
   void ExpectStopped(int64_t run) {
-    EXPECT_TRUE(Coordinator::Eventually([&] {
-      json got = coord_->GetJson("/v1/runs/" + std::to_string(run));
-      for (const json& sh : got["shards"]) {
-        if (sh["state"] == "running") return false;
-      }
-      return true;
-    }, seconds(30)));
+    EXPECT_TRUE(Coordinator::Eventually(
+        [&] {
+          json got = coord_->GetJson("/v1/runs/" + std::to_string(run));
+          for (const json& sh : got["shards"]) {
+            if (sh["state"] == "running") return false;
+          }
+          return true;
+        },
+        seconds(30)));
   }
 };
 
@@ -297,9 +314,9 @@ TEST_F(CliInterruptTest, TriggerWaitDetachesOnCtrlCAndTheRunGoesOn) {
   cli->Signal(SIGINT);
   EXPECT_EQ(cli->Wait(seconds(30)), 130);
   std::string r = std::to_string(run);
-  EXPECT_EQ(ReadFile(cli->log_path()),
-            "jobctl: trigger long: interrupted; run " + r + " goes on. Follow it with: jobctl logs -f " +
-                r + "; cancel it with: jobctl cancel " + r + "\n");
+  EXPECT_EQ(ReadFile(cli->log_path()), "jobctl: trigger long: interrupted; run " + r +
+                                           " goes on. Follow it with: jobctl logs -f " + r +
+                                           "; cancel it with: jobctl cancel " + r + "\n");
   EXPECT_EQ(State(run), "running");
   coord_->PostJson("/v1/runs/" + r + "/cancel", json::object());
   ExpectStopped(run);
@@ -308,7 +325,8 @@ TEST_F(CliInterruptTest, TriggerWaitDetachesOnCtrlCAndTheRunGoesOn) {
 TEST_F(CliInterruptTest, TriggerWaitWithCancelOnInterruptCancelsTheRun) {
   dir_.Write("jobs.toml", kLongJob);
   ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
-  std::unique_ptr<Daemon> cli = Start("cancel", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  std::unique_ptr<Daemon> cli =
+      Start("cancel", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
   int64_t run = RunningRun(-1);
   ASSERT_GT(run, 0);
   cli->Signal(SIGINT);
@@ -336,19 +354,24 @@ TEST_F(CliInterruptTest, TriggerWaitWithCancelOnInterruptCancelsTheRun) {
 TEST_F(CliInterruptTest, ARefusedCancelOnInterruptSaysSoAndExitsWithItsCode) {
   dir_.Write("jobs.toml", kLongJob);
   ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
-  http::HttpResponse made = coord_->Request(
-      "POST", "/v1/tokens", json{{"role", "trigger"}, {"name", "ci"}}.dump());
+  http::HttpResponse made =
+      coord_->Request("POST", "/v1/tokens", json{{"role", "trigger"}, {"name", "ci"}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
   env_["JOBCTL_TOKEN"] = json::parse(made.body)["token"];
-  std::unique_ptr<Daemon> cli = Start("refused", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
+  std::unique_ptr<Daemon> cli =
+      Start("refused", {"trigger", "long", "--wait", "--cancel-on-interrupt"});
   int64_t run = RunningRun(-1);
   ASSERT_GT(run, 0);
   cli->Signal(SIGINT);
   EXPECT_EQ(cli->Wait(seconds(30)), 77);
   std::string out = ReadFile(cli->log_path());
   EXPECT_EQ(out.rfind("jobctl: trigger long: interrupted; run " + std::to_string(run) +
-                          " was NOT canceled and goes on: ", 0), 0u) << out;
-  EXPECT_NE(out.find("Cancel it with: jobctl cancel " + std::to_string(run)), std::string::npos) << out;
+                          " was NOT canceled and goes on: ",
+                      0),
+            0u)
+      << out;
+  EXPECT_NE(out.find("Cancel it with: jobctl cancel " + std::to_string(run)), std::string::npos)
+      << out;
   EXPECT_EQ(State(run), "running");
   coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
   ExpectStopped(run);

@@ -1,8 +1,8 @@
 // jobctl run as a user runs it: real binary, real files, exit codes and output checked.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
 
 #include "testlib/subprocess.h"
 
@@ -34,25 +34,25 @@ TEST(CliScheduleNextTest, Issue19_GapFiresWhenTheSearchStartsTheSecondBeforeIt) 
 
 TEST(CliScheduleNextTest, Issue19_DayOfWeekRangesWrapToSunday) {
   for (const char* expr : {"0 0 * * sat-sun", "0 0 * * 6-0"}) {
-    ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3",
-                              "--", expr});
+    ProcessResult r =
+        Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3", "--", expr});
     EXPECT_EQ(r.exit_code, 0) << expr << ": " << r.err;
-    EXPECT_EQ(r.out, "2024-01-06T00:00:00Z\n2024-01-07T00:00:00Z\n2024-01-13T00:00:00Z\n")
-        << expr;
+    EXPECT_EQ(r.out, "2024-01-06T00:00:00Z\n2024-01-07T00:00:00Z\n2024-01-13T00:00:00Z\n") << expr;
   }
-  ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3",
-                            "--", "0 0 * * fri-sun"});
+  ProcessResult r = Jobctl(
+      {"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3", "--", "0 0 * * fri-sun"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "2024-01-05T00:00:00Z\n2024-01-06T00:00:00Z\n2024-01-07T00:00:00Z\n");
   r = Jobctl({"schedule", "next", "--", "0 5-0 * * *"});
   EXPECT_EQ(r.exit_code, 65);
-  EXPECT_EQ(r.err, "jobctl: schedule next: schedule \"0 5-0 * * *\": field 2 (hour): range 5-0 "
-                   "is reversed (write the smaller value first)\n");
+  EXPECT_EQ(r.err,
+            "jobctl: schedule next: schedule \"0 5-0 * * *\": field 2 (hour): range 5-0 "
+            "is reversed (write the smaller value first)\n");
 }
 
 TEST(CliScheduleNextTest, AcceptsTheExpressionAsSeparateWords) {
-  ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "1",
-                            "--", "0", "12", "?", "*", "MON-FRI", "--dialect", "quartz"});
+  ProcessResult r = Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "1", "--",
+                            "0", "12", "?", "*", "MON-FRI", "--dialect", "quartz"});
   // Options after "--" are words of the expression, so this is a 6-word cron expression.
   EXPECT_EQ(r.exit_code, 65);
   r = Jobctl({"schedule", "next", "--dialect", "quartz", "--from", "2024-01-01T00:00:00Z", "-n",
@@ -63,8 +63,8 @@ TEST(CliScheduleNextTest, AcceptsTheExpressionAsSeparateWords) {
 
 TEST(CliScheduleNextTest, HashedValuesFollowTheName) {
   auto next = [](const std::string& name) {
-    return Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3", "--name",
-                   name, "--", "H H * * *"})
+    return Jobctl({"schedule", "next", "--from", "2024-01-01T00:00:00Z", "-n", "3", "--name", name,
+                   "--", "H H * * *"})
         .out;
   };
   EXPECT_EQ(next("backup"), next("backup"));
@@ -75,8 +75,9 @@ TEST(CliScheduleNextTest, InvalidExpressionIsDataErrorWithFieldAndRange) {
   ProcessResult r = Jobctl({"schedule", "next", "--", "0 25 * * *"});
   EXPECT_EQ(r.exit_code, 65);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "jobctl: schedule next: schedule \"0 25 * * *\": field 2 (hour): 25 is out "
-                   "of range 0-23\n");
+  EXPECT_EQ(r.err,
+            "jobctl: schedule next: schedule \"0 25 * * *\": field 2 (hour): 25 is out "
+            "of range 0-23\n");
 }
 
 TEST(CliScheduleNextTest, AtDelayAndJitterShowWhatTheCoordinatorWillDo) {
@@ -85,16 +86,17 @@ TEST(CliScheduleNextTest, AtDelayAndJitterShowWhatTheCoordinatorWillDo) {
   ASSERT_EQ(at.exit_code, 0) << at.err;
   EXPECT_EQ(at.out, "2026-12-24T18:00:00+01:00\n");
   EXPECT_NE(at.err.find("no more fires"), std::string::npos) << at.err;
-  ProcessResult gone = Jobctl({"schedule", "next", "--from", "2027-01-01T00:00:00Z", "--",
-                               "@at 2026-12-24T17:00:00Z"});
+  ProcessResult gone = Jobctl(
+      {"schedule", "next", "--from", "2027-01-01T00:00:00Z", "--", "@at 2026-12-24T17:00:00Z"});
   EXPECT_EQ(gone.exit_code, 0);
   EXPECT_EQ(gone.out, "");
 
-  ProcessResult delay = Jobctl({"schedule", "next", "--from", "2026-01-01T00:00:00Z", "-n", "3",
-                                "--", "@delay 10m"});
+  ProcessResult delay =
+      Jobctl({"schedule", "next", "--from", "2026-01-01T00:00:00Z", "-n", "3", "--", "@delay 10m"});
   ASSERT_EQ(delay.exit_code, 0) << delay.err;
   EXPECT_EQ(delay.out, "2026-01-01T00:10:00Z\n");
-  EXPECT_NE(delay.err.find("10m after the job's previous run ended"), std::string::npos) << delay.err;
+  EXPECT_NE(delay.err.find("10m after the job's previous run ended"), std::string::npos)
+      << delay.err;
 
   ProcessResult jitter = Jobctl({"schedule", "next", "--from", "2026-01-01T00:00:00Z", "-n", "2",
                                  "--jitter", "5m", "-o", "json", "--", "@hourly"});
@@ -104,8 +106,8 @@ TEST(CliScheduleNextTest, AtDelayAndJitterShowWhatTheCoordinatorWillDo) {
   EXPECT_EQ(j["fires"], nlohmann::json({"2026-01-01T01:00:00Z", "2026-01-01T02:00:00Z"}));
   EXPECT_EQ(j["latest_starts"], nlohmann::json({"2026-01-01T01:05:00Z", "2026-01-01T02:05:00Z"}));
   EXPECT_EQ(Jobctl({"schedule", "next", "--jitter", "25h", "--", "@hourly"}).exit_code, 64);
-  ProcessResult gap = Jobctl({"schedule", "next", "--tz", "America/New_York", "--",
-                              "@at 2024-03-10 02:30"});
+  ProcessResult gap =
+      Jobctl({"schedule", "next", "--tz", "America/New_York", "--", "@at 2024-03-10 02:30"});
   EXPECT_EQ(gap.exit_code, 65);
   EXPECT_NE(gap.err.find("does not happen in America/New_York"), std::string::npos) << gap.err;
 }
@@ -158,8 +160,8 @@ TEST(CliValidateTest, ReportsEveryErrorWithLocationAndExits65) {
 
 TEST(CliValidateTest, FileFromEnvironmentAndMissingFile) {
   TempDir dir;
-  std::string path = dir.Write("mine.toml",
-                               "[[job]]\nname = \"x\"\nschedule = \"@hourly\"\nshell = \"true\"\n");
+  std::string path =
+      dir.Write("mine.toml", "[[job]]\nname = \"x\"\nschedule = \"@hourly\"\nshell = \"true\"\n");
   ProcessResult r = Jobctl({"validate"}, {.env = {{"JOBCTL_FILE", path}}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, path + ": 1 job OK\n");
@@ -169,8 +171,8 @@ TEST(CliValidateTest, FileFromEnvironmentAndMissingFile) {
 }
 
 TEST(CliValidateTest, JsonListsErrors) {
-  ProcessResult r = Jobctl({"validate", "-o", "json", "-"},
-                           {.stdin_text = "[[job]]\nname = \"Bad Name\"\n"});
+  ProcessResult r =
+      Jobctl({"validate", "-o", "json", "-"}, {.stdin_text = "[[job]]\nname = \"Bad Name\"\n"});
   EXPECT_EQ(r.exit_code, 65);
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["ok"].get<bool>());
@@ -205,10 +207,10 @@ TEST(CliAddRmTest, AddAndRmKeepTheRestOfTheFileByteIdentical) {
   TempDir dir;
   std::string path = dir.Write("jobs.toml", kJobFile);
   ASSERT_EQ(chmod(path.c_str(), 0640), 0);
-  ProcessResult add = Jobctl({"add", "nightly", "--schedule", "15 2 * * *", "--timeout", "2h",
-                              "--on", "role=db", "--no-apply", "--", "/usr/local/bin/backup",
-                              "--full"},
-                             {.cwd = dir.path()});
+  ProcessResult add =
+      Jobctl({"add", "nightly", "--schedule", "15 2 * * *", "--timeout", "2h", "--on", "role=db",
+              "--no-apply", "--", "/usr/local/bin/backup", "--full"},
+             {.cwd = dir.path()});
   ASSERT_EQ(add.exit_code, 0) << add.err;
   EXPECT_EQ(add.out, "added job \"nightly\" to jobs.toml\n");
   EXPECT_EQ(dir.Read("jobs.toml"), std::string(kJobFile) +
@@ -247,15 +249,16 @@ TEST(CliAddRmTest, ErrorsNameTheCommandAndTheJob) {
   ProcessResult bad = Jobctl({"add", "x", "--schedule", "0 25 * * *", "--no-apply", "--", "true"},
                              {.cwd = dir.path()});
   EXPECT_EQ(bad.exit_code, 65);
-  EXPECT_EQ(bad.err, "jobctl: add x: schedule \"0 25 * * *\": field 2 (hour): 25 is out of range "
-                     "0-23\n");
-  ProcessResult no_command = Jobctl({"add", "x", "--schedule", "@daily", "--no-apply"},
-                                    {.cwd = dir.path()});
+  EXPECT_EQ(bad.err,
+            "jobctl: add x: schedule \"0 25 * * *\": field 2 (hour): 25 is out of range "
+            "0-23\n");
+  ProcessResult no_command =
+      Jobctl({"add", "x", "--schedule", "@daily", "--no-apply"}, {.cwd = dir.path()});
   EXPECT_EQ(no_command.exit_code, 64);
   // A value only the whole file can judge: reported at its line, and nothing is written.
-  ProcessResult zero = Jobctl({"add", "x", "--schedule", "@daily", "--timeout", "0s",
-                               "--no-apply", "--", "true"},
-                              {.cwd = dir.path()});
+  ProcessResult zero =
+      Jobctl({"add", "x", "--schedule", "@daily", "--timeout", "0s", "--no-apply", "--", "true"},
+             {.cwd = dir.path()});
   EXPECT_EQ(zero.exit_code, 65);
   EXPECT_NE(zero.err.find("jobs.toml:19:11: job \"x\": timeout: expected a duration > 0"),
             std::string::npos)
@@ -265,9 +268,9 @@ TEST(CliAddRmTest, ErrorsNameTheCommandAndTheJob) {
 
 TEST(CliAddRmTest, AddCreatesAMissingFile) {
   TempDir dir;
-  ProcessResult r = Jobctl({"add", "hello", "--schedule", "@hourly", "--shell", "echo hi",
-                            "--no-apply"},
-                           {.cwd = dir.path()});
+  ProcessResult r =
+      Jobctl({"add", "hello", "--schedule", "@hourly", "--shell", "echo hi", "--no-apply"},
+             {.cwd = dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(dir.Read("jobs.toml"),
             "[[job]]\nname = \"hello\"\nschedule = \"@hourly\"\nshell = \"echo hi\"\n");
@@ -275,8 +278,8 @@ TEST(CliAddRmTest, AddCreatesAMissingFile) {
 
 TEST(CliAddRmTest, RepeatedOptionsTakeOneValueEach) {
   TempDir dir;
-  ProcessResult r = Jobctl({"add", "x", "--schedule", "@daily", "--on", "role=web", "--env",
-                            "A=1", "--env", "B=2", "--no-apply", "/bin/echo", "hi"},
+  ProcessResult r = Jobctl({"add", "x", "--schedule", "@daily", "--on", "role=web", "--env", "A=1",
+                            "--env", "B=2", "--no-apply", "/bin/echo", "hi"},
                            {.cwd = dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(dir.Read("jobs.toml"),
@@ -316,13 +319,13 @@ std::string WriteScriptedEditor(const TempDir& dir) {
 TEST(CliEditTest, InvalidSaveIsShownAndEditedAgainLikeCrontab) {
   TempDir dir;
   std::string path = dir.Write("jobs.toml", kJobFile);
-  ProcessResult r = Jobctl({"edit", path, "--no-apply"},
-                           {.env = {{"EDITOR", WriteScriptedEditor(dir)}},
-                            .unset_env = {"VISUAL"},
-                            .stdin_text = "y\n"});
+  ProcessResult r =
+      Jobctl({"edit", path, "--no-apply"}, {.env = {{"EDITOR", WriteScriptedEditor(dir)}},
+                                            .unset_env = {"VISUAL"},
+                                            .stdin_text = "y\n"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find(path + ":17:12: job \"late\": schedule \"0 25 * * *\": field 2 (hour): "
-                       "25 is out of range 0-23\n"),
+                              "25 is out of range 0-23\n"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("edit again? [Y/n] "), std::string::npos) << r.err;
@@ -354,8 +357,9 @@ TEST(CliEditTest, UnchangedSaveSaysNoChanges) {
   ProcessResult failed =
       Jobctl({"edit", path}, {.env = {{"EDITOR", "false"}}, .unset_env = {"VISUAL"}});
   EXPECT_EQ(failed.exit_code, 1);
-  EXPECT_EQ(failed.err, "jobctl: edit " + path + ": editor \"false\" exited with status 1; "
-                        "nothing was changed\n");
+  EXPECT_EQ(failed.err, "jobctl: edit " + path +
+                            ": editor \"false\" exited with status 1; "
+                            "nothing was changed\n");
 }
 
 // ---- import-crontab ------------------------------------------------------------------------
@@ -420,8 +424,8 @@ TEST(CliImportCrontabTest, UserCrontabPrintsAValidJobFileAndWarnsAboutReboot) {
 }
 
 TEST(CliImportCrontabTest, TextAfterPercentReachesTheCommandsStdinAsCronSendsIt) {
-  ProcessResult r = Jobctl({"import-crontab", "--user", "alice", "-"},
-                           {.stdin_text = kUserCrontab});
+  ProcessResult r =
+      Jobctl({"import-crontab", "--user", "alice", "-"}, {.stdin_text = kUserCrontab});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string shell = TomlValue(r.out, "shell", r.out.find("name = \"cat\""));
   ASSERT_NE(shell, "") << r.out;

@@ -3,8 +3,6 @@
 // it, while a pipe gets every byte; the audit trail names who did what with which token;
 // secrets and state stay private to their owner whatever the umask.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <poll.h>
 #include <pty.h>
 #include <sys/stat.h>
@@ -15,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -100,20 +99,24 @@ bool OnlyColourEscapes(const std::string& s) {
 // query, a C1 CSI in UTF-8, a colour, and a byte that is not UTF-8.
 const std::string kHostile =
     "clear\x1b[2J\x1b[H title\x1b]0;pwned\x07 clip\x1b]52;c;cm0gLXJmIH4=\x1b\\ dcs\x1bP+q544e\x1b\\"
-    " c1\xc2\x9b" "31m \x1b[31mred\x1b[0m bad\xff end\n";
+    " c1\xc2\x9b"
+    "31m \x1b[31mred\x1b[0m bad\xff end\n";
 
 class CliTrustTest : public CoordinatorFixture {
  protected:
   void SetUp() override {
     Start();
-    env_ = {{"JOBCTL_COORDINATOR", coord_->url()}, {"JOBCTL_TOKEN", coord_->admin_token()},
-            {"HOME", dir_.path()}, {"TERM", "xterm"}};
+    env_ = {{"JOBCTL_COORDINATOR", coord_->url()},
+            {"JOBCTL_TOKEN", coord_->admin_token()},
+            {"HOME", dir_.path()},
+            {"TERM", "xterm"}};
   }
   std::vector<std::string> Argv(std::vector<std::string> args) {
     args.insert(args.begin(), JOBCTL_BIN);
     return args;
   }
-  ProcessResult Piped(std::vector<std::string> args, std::map<std::string, std::string> extra = {}) {
+  ProcessResult Piped(std::vector<std::string> args,
+                      std::map<std::string, std::string> extra = {}) {
     RunOptions o;
     o.env = env_;
     for (auto& [k, v] : extra) o.env[k] = v;
@@ -176,11 +179,13 @@ TEST_F(CliTrustTest, JobOutputOnATerminalIsShownNotObeyedAndAPipeGetsItExactly) 
 }
 
 TEST_F(CliTrustTest, TablesAndJsonOnATerminalShowNamesFromElsewhereVisibly) {
-  const std::string name = "ci\x1b]0;pwned\x07\xc2\x9b" "2J";
+  const std::string name =
+      "ci\x1b]0;pwned\x07\xc2\x9b"
+      "2J";
   // Names the coordinator stores (tokens, agents, jobs) are refused with such bytes at all...
-  EXPECT_EQ(coord_->Request("POST", "/v1/tokens", json{{"role", "read"}, {"name", name}}.dump())
-                .status,
-            400);
+  EXPECT_EQ(
+      coord_->Request("POST", "/v1/tokens", json{{"role", "read"}, {"name", name}}.dump()).status,
+      400);
   // ...while an apply's author is free text, and reaches the audit table.
   http::HttpResponse applied = coord_->Request(
       "POST", "/v1/jobfile",
@@ -229,8 +234,10 @@ TEST_F(CliTrustTest, TokenOnTheCommandLineIsWarnedAboutOnceAndTokenFilesOpenToOt
   ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
   r = Piped({"--token-file", file, "list"}, {{"JOBCTL_TOKEN", ""}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("warning: token file " + file + " is accessible to group and others (mode "
-                       "0644); make it private: chmod 600 " + file),
+  EXPECT_NE(r.err.find("warning: token file " + file +
+                       " is accessible to group and others (mode "
+                       "0644); make it private: chmod 600 " +
+                       file),
             std::string::npos)
       << r.err;
   ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
@@ -260,11 +267,13 @@ TEST_F(CliTrustTest, AuditShowsEveryChangeWithItsActorAndToken) {
   agent.Claim(1, 0);
   ASSERT_EQ(Piped({"agents", "drain", "web-1"}).exit_code, 0);
   ASSERT_EQ(Piped({"agents", "drain", "web-1", "--undo"}).exit_code, 0);
-  ProcessResult created = Piped({"token", "create", "--role", "read", "--name", "temp", "-o", "json"});
+  ProcessResult created =
+      Piped({"token", "create", "--role", "read", "--name", "temp", "-o", "json"});
   ASSERT_EQ(created.exit_code, 0) << created.err;
   std::string temp_id = std::to_string(json::parse(created.out)["id"].get<int64_t>());
   ASSERT_EQ(Piped({"token", "revoke", temp_id}).exit_code, 0);
-  EXPECT_EQ(Piped({"list"}, {{"JOBCTL_TOKEN", "jc_0000000000000000000000000000dead"}}).exit_code, 77);
+  EXPECT_EQ(Piped({"list"}, {{"JOBCTL_TOKEN", "jc_0000000000000000000000000000dead"}}).exit_code,
+            77);
   EXPECT_EQ(Piped({"pause", "j"}, {{"JOBCTL_TOKEN", reader["token"]}}).exit_code, 77);
 
   ProcessResult out = Piped({"audit", "-o", "json", "--limit", "100"});
@@ -302,7 +311,9 @@ TEST_F(CliTrustTest, AuditShowsEveryChangeWithItsActorAndToken) {
   EXPECT_EQ(json::parse(Piped({"audit", "--actor", "reader", "-o", "json"}).out).size(), 1u);
   EXPECT_EQ(json::parse(Piped({"audit", "--limit", "3", "-o", "json"}).out).size(), 3u);
   EXPECT_EQ(json::parse(Piped({"audit", "--since", "1h", "-o", "json"}).out).size(), events.size());
-  EXPECT_EQ(json::parse(Piped({"audit", "--since", "2099-01-01T00:00:00Z", "-o", "json"}).out).size(), 0u);
+  EXPECT_EQ(
+      json::parse(Piped({"audit", "--since", "2099-01-01T00:00:00Z", "-o", "json"}).out).size(),
+      0u);
   ProcessResult table = Piped({"audit", "--action", "pause"});
   EXPECT_NE(table.out.find("ACTION"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("pause"), std::string::npos) << table.out;
@@ -319,7 +330,8 @@ TEST_F(CliTrustTest, AuditPagesAreBounded) {
   }
   json all = coord_->GetJson("/v1/audit?limit=1000000");
   ASSERT_EQ(all.size(), 5u);  // apply and 4 pause/resume
-  json page = coord_->GetJson("/v1/audit?limit=2&before=" + std::to_string(all[1]["id"].get<int64_t>()));
+  json page =
+      coord_->GetJson("/v1/audit?limit=2&before=" + std::to_string(all[1]["id"].get<int64_t>()));
   ASSERT_EQ(page.size(), 2u);
   EXPECT_EQ(page[0]["id"], all[2]["id"]);
   EXPECT_EQ(coord_->Request("GET", "/v1/audit?before=x").status, 400);
@@ -340,8 +352,8 @@ TEST(StateModeTest, CoordinatorDataDirIs0700AndItsFiles0600WhateverTheUmask) {
     return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 07777) : -1;
   };
   EXPECT_EQ(mode(coord.data_dir()), 0700);
-  for (const char* f : {"jobctl.db", "jobctl.db-wal", "jobctl.db-shm", "logs.db", "admin.token",
-                        "agent.token"}) {
+  for (const char* f :
+       {"jobctl.db", "jobctl.db-wal", "jobctl.db-shm", "logs.db", "admin.token", "agent.token"}) {
     EXPECT_EQ(mode(coord.data_dir() + "/" + f), 0600) << f;
   }
   umask(old);
@@ -356,8 +368,8 @@ TEST(StateModeTest, AgentdStateDirIs0700AndATokenFileOpenToOthersIsWarnedAbout) 
   coord.Start();
   ASSERT_EQ(::mkdir((dir.path() + "/agent-a").c_str(), 0755), 0);
   AgentProcess agent(coord, dir, "a");  // its token file is written 0644 under this umask
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !coord.GetJson("/v1/agents").empty(); },
-                                      seconds(20)))
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !coord.GetJson("/v1/agents").empty(); }, seconds(20)))
       << agent.Logs();
   auto mode = [](const std::string& p) {
     struct stat st {};
@@ -367,7 +379,8 @@ TEST(StateModeTest, AgentdStateDirIs0700AndATokenFileOpenToOthersIsWarnedAbout) 
   EXPECT_EQ(mode(agent.state_dir() + "/spool"), 0700);
   EXPECT_EQ(mode(agent.state_dir() + "/results"), 0700);
   std::string token_file = dir.path() + "/agent-a.token";
-  EXPECT_NE(agent.Logs().find("token file " + token_file + " is accessible to group and others "
+  EXPECT_NE(agent.Logs().find("token file " + token_file +
+                              " is accessible to group and others "
                               "(mode 0644)"),
             std::string::npos)
       << agent.Logs();

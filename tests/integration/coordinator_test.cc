@@ -2,7 +2,6 @@
 // over HTTP by a test agent that speaks the agent protocol by hand.
 #include <gtest/gtest.h>
 #include <signal.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -30,7 +29,8 @@ TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) 
   coord_->Apply(
       "[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
       "overlap = \"allow\"\n");
-  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("tick").size() >= 5; }, seconds(10)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("tick").size() >= 5; }, seconds(10)));
   json runs = coord_->Runs("tick");
   std::set<int64_t> instants;
   for (const auto& r : runs) {
@@ -40,12 +40,14 @@ TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) 
     EXPECT_TRUE(instants.insert(scheduled).second) << "instant fired twice: " << r.dump();
   }
   // Consecutive seconds, none missing.
-  EXPECT_EQ(*instants.rbegin() - *instants.begin(), 1000 * static_cast<int64_t>(instants.size() - 1));
+  EXPECT_EQ(*instants.rbegin() - *instants.begin(),
+            1000 * static_cast<int64_t>(instants.size() - 1));
 }
 
 // Every due instant of each job is exactly one run (or skipped run) or is inside a recorded
 // miss range, across repeated kill -9 of the coordinator.
-void CheckInstantsAccountedFor(Coordinator& c, const std::string& job, int64_t from_ms, int64_t to_ms) {
+void CheckInstantsAccountedFor(Coordinator& c, const std::string& job, int64_t from_ms,
+                               int64_t to_ms) {
   std::map<int64_t, int> seen;
   for (const auto& r : c.Runs(job, 10000)) {
     if (r["reason"] == "schedule") ++seen[UnixMs(r["scheduled_at"])];
@@ -74,8 +76,8 @@ TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&secs));
   std::string toml;
   for (int i = 0; i < n; ++i) {
-    toml += "[[job]]\nname = \"b" + std::to_string(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
-            stamp + ".250Z\"\nshell = \"true\"\n";
+    toml += "[[job]]\nname = \"b" + std::to_string(i) +
+            "\"\nschedule = \"@every 1h\"\nanchor = \"" + stamp + ".250Z\"\nshell = \"true\"\n";
   }
   coord_->Apply(toml);
   ASSERT_TRUE(Coordinator::Eventually(
@@ -98,16 +100,17 @@ TEST_F(CoordinatorTest, EachBurstSliceIsDurableBeforeTheNextIsFired) {
   std::string events = dir_.path() + "/events.jsonl";
   Start("event_log = \"" + events + "\"\n");
   const int n = 1500;  // three slices of 512
-  int64_t now = std::chrono::duration_cast<milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t now =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   int64_t due = (now / 1000 + 3) * 1000;
   std::time_t secs = due / 1000;
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&secs));
   std::string toml;
   for (int i = 0; i < n; ++i) {
-    toml += "[[job]]\nname = \"s" + std::to_string(i) + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
-            stamp + "\"\nshell = \"true\"\n";
+    toml += "[[job]]\nname = \"s" + std::to_string(i) +
+            "\"\nschedule = \"@every 1h\"\nanchor = \"" + stamp + "\"\nshell = \"true\"\n";
   }
   coord_->Apply(toml);
   ASSERT_TRUE(Coordinator::Eventually(
@@ -149,11 +152,15 @@ TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
   Start("misfire_grace = \"1s\"\n");
   coord_->Apply(
       "[defaults]\noverlap = \"allow\"\n"
-      "[[job]]\nname = \"once\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-once\"\nshell = \"true\"\n"
-      "[[job]]\nname = \"skip\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"skip\"\nshell = \"true\"\n"
-      "[[job]]\nname = \"all\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-all\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"once\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-once\"\nshell = "
+      "\"true\"\n"
+      "[[job]]\nname = \"skip\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"skip\"\nshell = "
+      "\"true\"\n"
+      "[[job]]\nname = \"all\"\nschedule = \"*/1 * * * * *\"\nmisfire = \"fire-all\"\nshell = "
+      "\"true\"\n"
       "misfire_cap = 2\n");
-  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("once").size() >= 1; }, seconds(5)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("once").size() >= 1; }, seconds(5)));
   int64_t first = UnixMs(coord_->Runs("once").back()["scheduled_at"]);
   std::mt19937 rng(7);
   for (int cycle = 0; cycle < 5; ++cycle) {
@@ -164,21 +171,26 @@ TEST_F(CoordinatorTest, KillNineDuringFiresLosesAndDoublesNoInstant) {
   }
   // Let the last restart catch up, then account for every instant up to a settled point.
   int64_t settled = 0;
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    json r = coord_->Runs("once", 1);
-    if (r.empty()) return false;
-    settled = UnixMs(r[0]["scheduled_at"]);
-    return settled > first + 5000;
-  }, seconds(10)));
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        json r = coord_->Runs("once", 1);
+        if (r.empty()) return false;
+        settled = UnixMs(r[0]["scheduled_at"]);
+        return settled > first + 5000;
+      },
+      seconds(10)));
   settled -= 2000;  // every job has passed this instant
-  for (const char* job : {"once", "skip", "all"}) CheckInstantsAccountedFor(*coord_, job, first, settled);
+  for (const char* job : {"once", "skip", "all"})
+    CheckInstantsAccountedFor(*coord_, job, first, settled);
   json misses = coord_->GetJson("/v1/misses?job=skip");
-  EXPECT_FALSE(misses.empty()) << "outages of up to 3 s should have made the skip job miss instants";
+  EXPECT_FALSE(misses.empty())
+      << "outages of up to 3 s should have made the skip job miss instants";
 }
 
 TEST_F(CoordinatorTest, TwoAgentsClaimingConcurrentlyNeverShareAShard) {
   Start();
-  coord_->Apply("[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 40\n");
+  coord_->Apply(
+      "[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshell = \"true\"\nshards = 40\n");
   coord_->PostJson("/v1/jobs/wide/trigger", json::object());
   std::vector<json> got[2];
   std::atomic<int> total{0};
@@ -200,7 +212,8 @@ TEST_F(CoordinatorTest, TwoAgentsClaimingConcurrentlyNeverShareAShard) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_FALSE(got[i].empty()) << "agent " << i << " got nothing";
     for (const auto& a : got[i]) {
-      EXPECT_TRUE(shards.insert(a["shard"].get<int>()).second) << "shard leased twice: " << a.dump();
+      EXPECT_TRUE(shards.insert(a["shard"].get<int>()).second)
+          << "shard leased twice: " << a.dump();
       tokens.push_back(a["token"]);
     }
   }
@@ -219,7 +232,8 @@ TEST_F(CoordinatorTest, StaleTokensAreRefused) {
   int64_t stale = a[0]["token"].get<int64_t>() + 1000;
   EXPECT_EQ(agent.Log(a[0], 1, "stdout", "x", stale).status, 409);
   EXPECT_EQ(agent.Finish(a[0], 0, "exited", stale).status, 409);
-  json hb = json::parse(agent.Heartbeat({{{"run", a[0]["run"]}, {"shard", 0}, {"token", stale}}}).body);
+  json hb =
+      json::parse(agent.Heartbeat({{{"run", a[0]["run"]}, {"shard", 0}, {"token", stale}}}).body);
   ASSERT_EQ(hb["revoked"].size(), 1u);
   EXPECT_EQ(hb["revoked"][0]["reason"], "stale");
   // The real token still works, and a repeated result gets the same answer.
@@ -295,8 +309,9 @@ TEST_F(CoordinatorTest, ResultBatchAnswersEachResultAsIfItCameAlone) {
   int64_t stale = a[1]["token"].get<int64_t>() + 1000;
   http::HttpResponse bad = agent.FinishAll({json(1)});
   EXPECT_EQ(bad.status, 400) << bad.body;
-  http::HttpResponse r = agent.FinishAll(
-      {agent.ResultBody(a[0], 0), agent.ResultBody(a[1], 0, "exited", stale), agent.ResultBody(a[2], 3)});
+  http::HttpResponse r =
+      agent.FinishAll({agent.ResultBody(a[0], 0), agent.ResultBody(a[1], 0, "exited", stale),
+                       agent.ResultBody(a[2], 3)});
   ASSERT_EQ(r.status, 200) << r.body;
   json answers = json::parse(r.body)["results"];
   ASSERT_EQ(answers.size(), 3u) << r.body;
@@ -329,7 +344,8 @@ TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlu
   auto claimed = std::chrono::steady_clock::now();
   // "dead" never renews; "alive" waits for the shard.
   std::vector<json> b;
-  while (b.empty() && std::chrono::steady_clock::now() - claimed < seconds(10)) b = alive.Claim(1, 1000);
+  while (b.empty() && std::chrono::steady_clock::now() - claimed < seconds(10))
+    b = alive.Claim(1, 1000);
   auto elapsed = std::chrono::steady_clock::now() - claimed;
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0]["shard"], a[0]["shard"]);
@@ -344,12 +360,17 @@ TEST_F(CoordinatorTest, ExpiredLeaseGoesToTheOtherAgentWithinTtlPlusHeartbeatPlu
 TEST_F(CoordinatorTest, OverlapPolicies) {
   Start();
   coord_->Apply(
-      "[[job]]\nname = \"forbid\"\nschedule = \"*/1 * * * * *\"\noverlap = \"forbid\"\nshell = \"true\"\n"
-      "[[job]]\nname = \"allow\"\nschedule = \"*/1 * * * * *\"\noverlap = \"allow\"\nshell = \"true\"\n"
-      "[[job]]\nname = \"replace\"\nschedule = \"*/1 * * * * *\"\noverlap = \"replace\"\nshell = \"true\"\n");
+      "[[job]]\nname = \"forbid\"\nschedule = \"*/1 * * * * *\"\noverlap = \"forbid\"\nshell = "
+      "\"true\"\n"
+      "[[job]]\nname = \"allow\"\nschedule = \"*/1 * * * * *\"\noverlap = \"allow\"\nshell = "
+      "\"true\"\n"
+      "[[job]]\nname = \"replace\"\nschedule = \"*/1 * * * * *\"\noverlap = \"replace\"\nshell = "
+      "\"true\"\n");
   // No agent: every run stays open, so each later fire meets an active run.
-  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("allow").size() >= 3; }, seconds(8)));
-  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("forbid").size() >= 3; }, seconds(4)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("allow").size() >= 3; }, seconds(8)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("forbid").size() >= 3; }, seconds(4)));
   json forbid = coord_->Runs("forbid");
   int skipped = 0, open = 0;
   for (const auto& r : forbid) {
@@ -362,7 +383,8 @@ TEST_F(CoordinatorTest, OverlapPolicies) {
   EXPECT_EQ(open, 1);
   EXPECT_GE(skipped, 2);
   for (const auto& r : coord_->Runs("allow")) EXPECT_EQ(r["state"], "pending");
-  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Runs("replace").size() >= 3; }, seconds(4)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("replace").size() >= 3; }, seconds(4)));
   json replace = coord_->Runs("replace");
   EXPECT_EQ(replace[0]["state"], "pending");
   for (size_t i = 1; i < replace.size(); ++i) {
@@ -416,9 +438,8 @@ TEST_F(CoordinatorTest, ABackedOffShardDoesNotDelayNewWork) {
   auto t0 = std::chrono::steady_clock::now();
   std::thread claim([&] { second = agent.Claim(1, 10'000); });
   // The claim is waiting once the coordinator counts it.
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    return coord_->Metric("jobctl_claims_total") == 2;
-  }, seconds(5)));
+  ASSERT_TRUE(Coordinator::Eventually([&] { return coord_->Metric("jobctl_claims_total") == 2; },
+                                      seconds(5)));
   coord_->PostJson("/v1/jobs/urgent/trigger", json::object());
   claim.join();
   ASSERT_EQ(second.size(), 1u);
@@ -489,15 +510,30 @@ TEST_F(CoordinatorTest, EveryRouteNeedsAToken401AndTheRightRole403) {
   Start();
   coord_->Apply("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
   json read = coord_->PostJson("/v1/tokens", {{"role", "read"}});
-  const std::vector<std::pair<std::string, std::string>> routes = {
-      {"GET", "/metrics"},          {"GET", "/v1/jobfile"},       {"POST", "/v1/jobfile"},
-      {"GET", "/v1/jobs"},          {"GET", "/v1/jobs/j"},        {"POST", "/v1/jobs/j/trigger"},
-      {"POST", "/v1/jobs/j/pause"}, {"POST", "/v1/jobs/j/resume"}, {"GET", "/v1/runs"},
-      {"GET", "/v1/runs/1"},        {"GET", "/v1/runs/1/wait"},   {"GET", "/v1/runs/1/logs"},
-      {"POST", "/v1/runs/1/cancel"}, {"POST", "/v1/runs/1/retry"}, {"GET", "/v1/misses?job=j"},
-      {"GET", "/v1/agents"},        {"POST", "/v1/agents/x/drain"}, {"GET", "/v1/tokens"},
-      {"POST", "/v1/tokens"},       {"DELETE", "/v1/tokens/1"},   {"POST", "/v1/agent/claim"},
-      {"POST", "/v1/agent/heartbeat"}, {"POST", "/v1/agent/logs"}, {"POST", "/v1/agent/result"}};
+  const std::vector<std::pair<std::string, std::string>> routes = {{"GET", "/metrics"},
+                                                                   {"GET", "/v1/jobfile"},
+                                                                   {"POST", "/v1/jobfile"},
+                                                                   {"GET", "/v1/jobs"},
+                                                                   {"GET", "/v1/jobs/j"},
+                                                                   {"POST", "/v1/jobs/j/trigger"},
+                                                                   {"POST", "/v1/jobs/j/pause"},
+                                                                   {"POST", "/v1/jobs/j/resume"},
+                                                                   {"GET", "/v1/runs"},
+                                                                   {"GET", "/v1/runs/1"},
+                                                                   {"GET", "/v1/runs/1/wait"},
+                                                                   {"GET", "/v1/runs/1/logs"},
+                                                                   {"POST", "/v1/runs/1/cancel"},
+                                                                   {"POST", "/v1/runs/1/retry"},
+                                                                   {"GET", "/v1/misses?job=j"},
+                                                                   {"GET", "/v1/agents"},
+                                                                   {"POST", "/v1/agents/x/drain"},
+                                                                   {"GET", "/v1/tokens"},
+                                                                   {"POST", "/v1/tokens"},
+                                                                   {"DELETE", "/v1/tokens/1"},
+                                                                   {"POST", "/v1/agent/claim"},
+                                                                   {"POST", "/v1/agent/heartbeat"},
+                                                                   {"POST", "/v1/agent/logs"},
+                                                                   {"POST", "/v1/agent/result"}};
   for (const auto& [method, path] : routes) {
     EXPECT_EQ(coord_->Request(method, path, "{}", "").status, 401) << method << " " << path;
     EXPECT_EQ(coord_->Request(method, path, "{}", "jc_wrong").status, 401) << method << " " << path;
@@ -522,12 +558,15 @@ TEST_F(CoordinatorTest, ApplyWithAStaleRevisionIsRefusedWithWhoAppliedIt) {
   Start();
   json first = coord_->Apply("[[job]]\nname = \"a\"\nschedule = \"@daily\"\nshell = \"true\"\n");
   int64_t rev = first["revision"];
-  coord_->PostJson("/v1/jobfile", {{"text", "[[job]]\nname = \"b\"\nschedule = \"@daily\"\nshell = \"true\"\n"},
-                                   {"base_revision", rev}, {"author", "alice"}});
+  coord_->PostJson("/v1/jobfile",
+                   {{"text", "[[job]]\nname = \"b\"\nschedule = \"@daily\"\nshell = \"true\"\n"},
+                    {"base_revision", rev},
+                    {"author", "alice"}});
   http::HttpResponse stale = coord_->Request(
       "POST", "/v1/jobfile",
       json{{"text", "[[job]]\nname = \"c\"\nschedule = \"@daily\"\nshell = \"true\"\n"},
-           {"base_revision", rev}}.dump());
+           {"base_revision", rev}}
+          .dump());
   EXPECT_EQ(stale.status, 409);
   EXPECT_NE(stale.body.find("alice"), std::string::npos) << stale.body;
   // Removed jobs stop firing but keep their history; the file round-trips byte-exact.
@@ -551,7 +590,8 @@ TEST_F(CoordinatorTest, StopsCleanlyOnSigterm) {
     }
   });
   // Stop while the agent's long-poll claim is parked: it is answered, not cut off.
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); }, seconds(5)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !coord_->GetJson("/v1/agents").empty(); }, seconds(5)));
   coord_->Stop();  // throws unless it exits 0 in time
   waiting.join();
   EXPECT_EQ(claim_error, "");

@@ -33,7 +33,8 @@ class IdentityTest : public CoordinatorFixture {
   static json Body(const http::HttpResponse& r) { return json::parse(r.body, nullptr, false); }
   // Whether `text` holds `number` as a number of its own (not as part of a longer one).
   static bool MentionsNumber(const std::string& text, int64_t number) {
-    return std::regex_search(text, std::regex("(^|[^0-9])" + std::to_string(number) + "([^0-9]|$)"));
+    return std::regex_search(text,
+                             std::regex("(^|[^0-9])" + std::to_string(number) + "([^0-9]|$)"));
   }
 };
 
@@ -42,8 +43,9 @@ TEST_F(IdentityTest, PosingAsAnotherAgentByNameOrLabelsGetsNoneOfItsWork) {
   // db-1 is the only db host; a broadcast job belongs to it alone.
   TestAgent db(*coord_, "db-1", {{"role", "db"}});
   ASSERT_TRUE(db.Claim(1, 0).empty());
-  coord_->Apply("[[job]]\nname = \"dump\"\nschedule = \"@yearly\"\non = [\"role=db\"]\n"
-                "route = \"broadcast\"\nshell = \"true\"\nenv = { SECRET = \"s3cr3t\" }\n");
+  coord_->Apply(
+      "[[job]]\nname = \"dump\"\nschedule = \"@yearly\"\non = [\"role=db\"]\n"
+      "route = \"broadcast\"\nshell = \"true\"\nenv = { SECRET = \"s3cr3t\" }\n");
   int64_t id = Trigger("dump")["id"];
   // An agent with a credential of its own names db-1 in the body: refused, it is not db-1.
   TestAgent evil(*coord_, "evil", {{"role", "db"}});
@@ -138,8 +140,10 @@ TEST_F(IdentityTest, NothingIsAppendedToAnAttemptThatEnded) {
 TEST_F(IdentityTest, ConflictRepliesNeverTellAFencingToken) {
   Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
   // Push the token counter past the small numbers a run id or shard index could be.
-  coord_->Apply("[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = 20\nshell = \"true\"\n"
-                "[[job]]\nname = \"work\"\nschedule = \"@yearly\"\nroute = \"failover\"\nshell = \"sleep 30\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = 20\nshell = \"true\"\n"
+      "[[job]]\nname = \"work\"\nschedule = \"@yearly\"\nroute = \"failover\"\nshell = \"sleep "
+      "30\"\n");
   Trigger("wide");
   TestAgent a(*coord_, "a"), b(*coord_, "b");
   for (const json& s : a.ClaimUpTo(20)) ASSERT_EQ(a.Finish(s, 0).status, 200);
@@ -152,8 +156,9 @@ TEST_F(IdentityTest, ConflictRepliesNeverTellAFencingToken) {
   int64_t old_token = first[0]["token"], new_token = second[0]["token"];
   ASSERT_GT(old_token, 20);
   for (const http::HttpResponse& r :
-       {a.Finish(first[0], 0), a.Log(first[0], 1, "stdout", "x"), b.Finish(second[0], 0, "exited", old_token),
-        b.Log(second[0], 1, "stdout", "x", old_token), a.Finish(second[0], 0)}) {
+       {a.Finish(first[0], 0), a.Log(first[0], 1, "stdout", "x"),
+        b.Finish(second[0], 0, "exited", old_token), b.Log(second[0], 1, "stdout", "x", old_token),
+        a.Finish(second[0], 0)}) {
     EXPECT_EQ(r.status, 409) << r.body;
     EXPECT_FALSE(MentionsNumber(r.body, old_token)) << r.body;
     EXPECT_FALSE(MentionsNumber(r.body, new_token)) << r.body;
@@ -178,8 +183,10 @@ TEST_F(IdentityTest, EnrollingANameThatHasACredentialIsRefused) {
   EXPECT_EQ(Body(self)["enrolled"], false);
   EXPECT_EQ(coord_->Enrol("web-2", {}, secret).status, 403);
   // An admin cannot mint a second credential for it either.
-  EXPECT_EQ(coord_->Request("POST", "/v1/tokens", json{{"role", "agent"}, {"agent", "web-1"}}.dump()).status,
-            409);
+  EXPECT_EQ(
+      coord_->Request("POST", "/v1/tokens", json{{"role", "agent"}, {"agent", "web-1"}}.dump())
+          .status,
+      409);
   // Names are bounded and plain.
   EXPECT_EQ(coord_->Enrol(std::string(65, 'a')).status, 400);
   EXPECT_EQ(coord_->Enrol("a/../b").status, 400);
@@ -229,7 +236,9 @@ TEST_F(IdentityTest, AClaimParkedBeforeItsTokenWasRevokedIsClosedAtRevocation) {
   ASSERT_TRUE(Coordinator::Eventually(
       [&] { return coord_->Metric("jobctl_claims_total") >= before + 1; }, seconds(5)));
   auto revoked_at = std::chrono::steady_clock::now();
-  ASSERT_EQ(coord_->Request("DELETE", "/v1/tokens/" + std::to_string(t["id"].get<int64_t>())).status, 200);
+  ASSERT_EQ(
+      coord_->Request("DELETE", "/v1/tokens/" + std::to_string(t["id"].get<int64_t>())).status,
+      200);
   ASSERT_EQ(parked.wait_for(seconds(5)), std::future_status::ready) << "the parked claim was kept";
   http::HttpResponse r = parked.get();
   EXPECT_EQ(r.status, 401) << r.body;
@@ -242,8 +251,8 @@ TEST_F(IdentityTest, AgentsNotSeenForAgentExpiryLeaveTheRegistry) {
   TestAgent a(*coord_, "a");
   ASSERT_TRUE(a.Claim(1, 0).empty());
   ASSERT_EQ(coord_->GetJson("/v1/agents").size(), 1u);
-  EXPECT_TRUE(Coordinator::Eventually([&] { return coord_->GetJson("/v1/agents").empty(); },
-                                      seconds(10)));
+  EXPECT_TRUE(
+      Coordinator::Eventually([&] { return coord_->GetJson("/v1/agents").empty(); }, seconds(10)));
   // Its credential still works: it is back as soon as it claims.
   ASSERT_TRUE(a.Claim(1, 0).empty());
   EXPECT_EQ(coord_->GetJson("/v1/agents").size(), 1u);

@@ -31,8 +31,8 @@ using Grants = std::map<std::string, std::vector<json>>;
 // One test agent of a scenario: `agent` claims from a thread of its own; `twin` is the same
 // agent (same name and labels) for the test thread, to end a claim that is still waiting.
 struct Member {
-  Member(const Coordinator& c, const std::string& name, const std::map<std::string, std::string>& labels,
-         int free_slots)
+  Member(const Coordinator& c, const std::string& name,
+         const std::map<std::string, std::string>& labels, int free_slots)
       : agent(c, name, labels), twin(c, name, labels), free(free_slots) {}
   TestAgent agent;
   TestAgent twin;
@@ -57,7 +57,9 @@ class OpenClaims {
       });
     }
     bool held = Coordinator::Eventually(
-        [&] { return c.Metric("jobctl_claims_total") >= before + static_cast<double>(who_.size()); },
+        [&] {
+          return c.Metric("jobctl_claims_total") >= before + static_cast<double>(who_.size());
+        },
         seconds(5));
     EXPECT_TRUE(held) << "the coordinator never held all " << who_.size() << " claims";
   }
@@ -103,7 +105,8 @@ std::map<int, std::string> Placement(const Grants& g, int64_t run) {
   for (const auto& [agent, list] : g) {
     for (const json& a : list) {
       if (a["run"].get<int64_t>() != run) continue;
-      EXPECT_TRUE(out.emplace(a["shard"].get<int>(), agent).second) << "shard granted twice: " << a.dump();
+      EXPECT_TRUE(out.emplace(a["shard"].get<int>(), agent).second)
+          << "shard granted twice: " << a.dump();
     }
   }
   return out;
@@ -138,13 +141,15 @@ class RoutingTest : public CoordinatorFixture {
   json RunOf(int64_t run) { return coord_->GetJson("/v1/runs/" + std::to_string(run)); }
   // Waits until no shard of `run` is pending (each is granted or done).
   void AwaitPlaced(int64_t run) {
-    bool placed = Coordinator::Eventually([&] {
-      json rec = RunOf(run);
-      for (const json& s : rec["shards"]) {
-        if (s["state"] == "pending") return false;
-      }
-      return true;
-    }, seconds(5));
+    bool placed = Coordinator::Eventually(
+        [&] {
+          json rec = RunOf(run);
+          for (const json& s : rec["shards"]) {
+            if (s["state"] == "pending") return false;
+          }
+          return true;
+        },
+        seconds(5));
     EXPECT_TRUE(placed) << "run " << run << " still has pending shards: " << RunOf(run).dump();
   }
   // Every claim of `who` open, then one run of `job` (its id in *run) placed among them;
@@ -246,7 +251,8 @@ TEST_F(RoutingTest, HashSendsEachShardToTheSameAgentRunAfterRun) {
   for (const char* name : {"a", "b", "c"}) Add(name, {}, 4);
   std::map<int, std::string> first = PlaceOneRun(All(), "cached");
   ASSERT_EQ(first.size(), 4u);
-  for (int run = 2; run <= 5; ++run) EXPECT_EQ(PlaceOneRun(All(), "cached"), first) << "run " << run;
+  for (int run = 2; run <= 5; ++run)
+    EXPECT_EQ(PlaceOneRun(All(), "cached"), first) << "run " << run;
 }
 
 TEST_F(RoutingTest, RoundRobinTakesTheAgentsInTurnFromRunToRun) {
@@ -290,12 +296,14 @@ TEST_F(RoutingTest, FailoverUsesTheFirstAgentByNameUntilItIsGoneAndAgainWhenItIs
   // alpha falls silent; bravo and charlie keep claims open until it no longer counts.
   for (const char* job : {"p2", "p1"}) {
     OpenClaims claims(*coord_, {&bravo, &charlie});
-    ASSERT_TRUE(Coordinator::Eventually([&] {
-      for (const json& a : coord_->GetJson("/v1/agents")) {
-        if (a["name"] == "alpha") return !a["connected"].get<bool>();
-      }
-      return false;
-    }, seconds(5)));
+    ASSERT_TRUE(Coordinator::Eventually(
+        [&] {
+          for (const json& a : coord_->GetJson("/v1/agents")) {
+            if (a["name"] == "alpha") return !a["connected"].get<bool>();
+          }
+          return false;
+        },
+        seconds(5)));
     int64_t run = Trigger(job);
     AwaitPlaced(run);
     Grants got = claims.End();
@@ -414,8 +422,9 @@ TEST_F(RoutingTest, JobNobodyMatchesStaysPendingUntilAMatchingAgentArrives) {
 // agent that already ran its own shard of the run.
 TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
   Start();
-  coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"
-                                  "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n"));
+  coord_->Apply(Job("everywhere",
+                    "route = \"broadcast\"\n"
+                    "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n"));
   Member& a = Add("a");
   Member& b = Add("b");
   int64_t run = 0;
@@ -462,7 +471,8 @@ TEST_F(RoutingTest, BroadcastShardOfAVanishedAgentIsLostNotRunElsewhere) {
     to_b = only_b.End();
   }
   EXPECT_TRUE(to_b["b"].empty()) << "a's shard went to b: " << to_b["b"][0].dump();
-  ASSERT_FALSE(end["finished_at"].get<std::string>().empty()) << "the run waits for a: " << end.dump();
+  ASSERT_FALSE(end["finished_at"].get<std::string>().empty())
+      << "the run waits for a: " << end.dump();
   const json& lost = end["shards"][shard_of_a];
   EXPECT_EQ(lost["state"], "lost") << end.dump();
   EXPECT_EQ(lost["agent"], "a") << end.dump();

@@ -2,9 +2,8 @@
 // `jobctl serve`: cancel, retry, pause and resume, scoped tokens, log chunks (duplicates, the
 // per-run cap, following), on_lost = "fail", the timeout backstop and apply's dry run. The
 // agent side is a test agent that speaks the agent protocol by hand.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -28,7 +27,8 @@ using std::chrono::seconds;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string Path(const std::string& prefix, const json& run, const std::string& suffix = "") {
@@ -78,8 +78,9 @@ class RawRequest {
           return {std::stoi(buf.substr(9, 3)), buf.substr(head_end + 4, length)};
         }
       }
-      int left = static_cast<int>(std::chrono::duration_cast<milliseconds>(
-                                      deadline - std::chrono::steady_clock::now()).count());
+      int left = static_cast<int>(
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now())
+              .count());
       pollfd p{fd_, POLLIN, 0};
       if (left <= 0 || ::poll(&p, 1, left) <= 0) return {0, buf};
       char chunk[4096];
@@ -223,17 +224,16 @@ TEST_F(RunControlTest, TriggerSetsOnlyTheParametersTheJobDeclares) {
   auto trigger = [&](const json& body) {
     return coord_->Request("POST", "/v1/jobs/deploy-web/trigger", body.dump(), ci);
   };
-  for (const json& bad : {json{{"env", {{"LD_PRELOAD", "/tmp/x.so"}}}},
-                          json{{"params", {{"LD_AUDIT", "/tmp/x.so"}}}},
-                          json{{"params", {{"PATH", "/tmp"}}}},
-                          json{{"params", {{"STAGE", "dev"}}}},
-                          json{{"params", {{"X=Y", "z"}}}},
-                          json{{"params", {{"REGION", "toolong"}}}}}) {
+  for (const json& bad :
+       {json{{"env", {{"LD_PRELOAD", "/tmp/x.so"}}}}, json{{"params", {{"LD_AUDIT", "/tmp/x.so"}}}},
+        json{{"params", {{"PATH", "/tmp"}}}}, json{{"params", {{"STAGE", "dev"}}}},
+        json{{"params", {{"X=Y", "z"}}}}, json{{"params", {{"REGION", "toolong"}}}}}) {
     http::HttpResponse r = trigger(bad);
     EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
     std::string name = bad.begin().value().begin().key();
     EXPECT_NE(json::parse(r.body)["message"].get<std::string>().find("\"" + name + "\""),
-              std::string::npos) << r.body;
+              std::string::npos)
+        << r.body;
   }
   EXPECT_EQ(coord_->Runs("deploy-web").size(), 0u) << "a refused trigger started a run";
 
@@ -255,14 +255,13 @@ TEST_F(RunControlTest, TriggerSetsOnlyTheParametersTheJobDeclares) {
 // file is applied, with the file, line and name.
 TEST_F(RunControlTest, ApplyRefusesLoaderVariables) {
   Start();
-  for (const char* bad : {"env = { LD_PRELOAD = \"/tmp/x.so\" }",
-                          "env = { GCONV_PATH = \"/tmp\" }",
+  for (const char* bad : {"env = { LD_PRELOAD = \"/tmp/x.so\" }", "env = { GCONV_PATH = \"/tmp\" }",
                           "params = { LD_LIBRARY_PATH = \"\" }",
                           "params = { GLIBC_TUNABLES = { required = true } }"}) {
     std::string text = std::string("[[job]]\nname = \"j\"\nschedule = \"@yearly\"\n") +
                        "shell = \"true\"\n" + bad + "\n";
-    http::HttpResponse r = coord_->Request(
-        "POST", "/v1/jobfile", json{{"text", text}, {"base_revision", -1}}.dump());
+    http::HttpResponse r =
+        coord_->Request("POST", "/v1/jobfile", json{{"text", text}, {"base_revision", -1}}.dump());
     EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
     EXPECT_NE(r.body.find("dynamic loader"), std::string::npos) << r.body;
     EXPECT_NE(r.body.find("jobs.toml:5:"), std::string::npos) << r.body;
@@ -282,8 +281,10 @@ class PauseTest : public RunControlTest {
   // fire for about 2 s (passing at least two instants), resumes it, and waits for its first
   // fire on schedule after the resume (by then the resume's catch-up is done).
   PausedWindow PauseAndResume(const std::string& misfire) {
-    coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
-                  "overlap = \"allow\"\nmisfire = \"" + misfire + "\"\n");
+    coord_->Apply(
+        "[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
+        "overlap = \"allow\"\nmisfire = \"" +
+        misfire + "\"\n");
     PausedWindow w;
     // Pause and resume half-way between two instants, so that neither request straddles one.
     SleepUntilMidSecond(NowMs());
@@ -402,11 +403,16 @@ TEST_F(RunControlTest, TriggerTokenLimitedToAGlobThenRevoked) {
   EXPECT_EQ(other.status, 403) << other.body;
   EXPECT_EQ(json::parse(other.body)["error"], "forbidden");
   const std::vector<std::pair<std::string, std::string>> admin_routes = {
-      {"POST", "/v1/jobs/backup-db/pause"}, {"POST", "/v1/jobs/backup-db/resume"},
-      {"POST", "/v1/jobfile"},              {"POST", Path("/v1/runs/", run, "/cancel")},
-      {"POST", Path("/v1/runs/", run, "/retry")}, {"POST", "/v1/agents/x/drain"},
-      {"GET", "/v1/tokens"},                {"POST", "/v1/tokens"},
-      {"DELETE", "/v1/tokens/1"},           {"POST", "/v1/agent/claim"}};
+      {"POST", "/v1/jobs/backup-db/pause"},
+      {"POST", "/v1/jobs/backup-db/resume"},
+      {"POST", "/v1/jobfile"},
+      {"POST", Path("/v1/runs/", run, "/cancel")},
+      {"POST", Path("/v1/runs/", run, "/retry")},
+      {"POST", "/v1/agents/x/drain"},
+      {"GET", "/v1/tokens"},
+      {"POST", "/v1/tokens"},
+      {"DELETE", "/v1/tokens/1"},
+      {"POST", "/v1/agent/claim"}};
   for (const auto& [method, path] : admin_routes) {
     EXPECT_EQ(coord_->Request(method, path, "{}", secret).status, 403) << method << " " << path;
   }
@@ -448,8 +454,9 @@ TEST_F(RunControlTest, TriggerTokenLimitedToAGlobThenRevoked) {
 // fencing tokens are for admins only; the job file itself is the admin's.
 TEST_F(RunControlTest, ReadTokensSeeNeitherEnvValuesNorFencingTokens) {
   Start();
-  coord_->Apply("[[job]]\nname = \"db\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
-                "env = { DB_PASSWORD = \"s3cret\" }\n");
+  coord_->Apply(
+      "[[job]]\nname = \"db\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "env = { DB_PASSWORD = \"s3cret\" }\n");
   http::HttpResponse made =
       coord_->Request("POST", "/v1/tokens", json{{"role", "read"}, {"name", "viewer"}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
@@ -457,8 +464,9 @@ TEST_F(RunControlTest, ReadTokensSeeNeitherEnvValuesNorFencingTokens) {
   json run = coord_->PostJson("/v1/jobs/db/trigger", json::object());
   TestAgent agent(*coord_, "a");
   ASSERT_EQ(agent.ClaimUpTo(1).size(), 1u);
-  for (const std::string& path : {std::string("/v1/jobs/db"), std::string("/v1/runs?job=db"),
-                                  Path("/v1/runs/", run), Path("/v1/runs/", run, "/wait?timeout_ms=0")}) {
+  for (const std::string& path :
+       {std::string("/v1/jobs/db"), std::string("/v1/runs?job=db"), Path("/v1/runs/", run),
+        Path("/v1/runs/", run, "/wait?timeout_ms=0")}) {
     http::HttpResponse r = coord_->Request("GET", path, "", reader);
     ASSERT_EQ(r.status, 200) << path << ": " << r.body;
     EXPECT_EQ(r.body.find("s3cret"), std::string::npos) << path << ": " << r.body;
@@ -621,7 +629,8 @@ TEST_F(RunControlTest, OnLostFailEndsTheRunLostInsteadOfRerunningIt) {
   EXPECT_EQ(end["shards"][0]["agent"], "dead");
   EXPECT_EQ(end["shards"][0]["outcome"], "lease_lost");
   // Ended by the lease's expiry, within TTL + heartbeat + 1 s of the grant.
-  EXPECT_LE(UnixMs(end["finished_at"]) - UnixMs(end["shards"][0]["started_at"]), 2000 + 1000 + 1000);
+  EXPECT_LE(UnixMs(end["finished_at"]) - UnixMs(end["shards"][0]["started_at"]),
+            2000 + 1000 + 1000);
   EXPECT_GE(UnixMs(end["finished_at"]) - UnixMs(end["shards"][0]["started_at"]), 2000);
   // The old holder comes back: its heartbeat is told the lease is stale, and its late report
   // of success is refused as stale and changes nothing.
@@ -697,8 +706,8 @@ TEST_F(RunControlTest, DryRunApplyReportsTheDiffAndChangesNothing) {
       "[[job]]\nname = \"same\"\nschedule = \"@daily\"\nshell = \"true\"\n"
       "[[job]]\nname = \"edited\"\nschedule = \"@hourly\"\nshell = \"echo new\"\n"
       "[[job]]\nname = \"added\"\nschedule = \"@daily\"\nshell = \"true\"\n";
-  json diff = coord_->PostJson("/v1/jobfile", {{"text", proposed}, {"base_revision", revision},
-                                               {"dry_run", true}});
+  json diff = coord_->PostJson(
+      "/v1/jobfile", {{"text", proposed}, {"base_revision", revision}, {"dry_run", true}});
   EXPECT_EQ(diff["dry_run"], true);
   EXPECT_EQ(diff["revision"], revision);
   EXPECT_EQ(diff["created"], json({"added"}));

@@ -21,7 +21,8 @@ using std::chrono::seconds;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 class ScheduleKindsTest : public CoordinatorFixture {
@@ -38,8 +39,9 @@ class ScheduleKindsTest : public CoordinatorFixture {
 // differ from fire to fire.
 TEST_F(ScheduleKindsTest, EachFireOfAJitteredJobWaitsItsOwnStoredDelayBeforeAnyShardStarts) {
   Start();
-  coord_->Apply("[[job]]\nname = \"spread\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
-                "overlap = \"allow\"\njitter = \"2s\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"spread\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
+      "overlap = \"allow\"\njitter = \"2s\"\n");
   TestAgent agent(*coord_, "a");
   std::set<int64_t> delays;
   for (int granted = 0; granted < 5;) {
@@ -119,8 +121,9 @@ TEST_F(ScheduleKindsTest, ADelayJobFiresOneDelayAfterItsLastRunEndedAcrossAResta
 // its one overdue fire as missed and fires again one delay after the coordinator is back.
 TEST_F(ScheduleKindsTest, ADelayJobsFireMissedInAnOutageIsSkippedAndTheNextComesADelayLater) {
   Start("misfire_grace = \"1s\"\n");
-  coord_->Apply("[[job]]\nname = \"after\"\nschedule = \"@delay 2s\"\nshell = \"true\"\n"
-                "misfire = \"skip\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"after\"\nschedule = \"@delay 2s\"\nshell = \"true\"\n"
+      "misfire = \"skip\"\n");
   int64_t due = UnixMs(Job("after")["next_fire"].get<std::string>());
   coord_->Kill9();
   // The outage: the fire comes due and the grace passes while no coordinator runs.
@@ -144,8 +147,11 @@ TEST_F(ScheduleKindsTest, AnAtInstantMissedInAnOutageRunsLateOrIsRecordedMissedB
   Start("misfire_grace = \"1s\"\n");
   const int64_t at = (NowMs() / 1000 + 3) * 1000;
   const std::string when = FormatUtc(FromUnixMs(at));
-  coord_->Apply("[[job]]\nname = \"late\"\nschedule = \"@at " + when + "\"\nshell = \"true\"\n"
-                "[[job]]\nname = \"dropped\"\nschedule = \"@at " + when + "\"\nshell = \"true\"\n"
+  coord_->Apply("[[job]]\nname = \"late\"\nschedule = \"@at " + when +
+                "\"\nshell = \"true\"\n"
+                "[[job]]\nname = \"dropped\"\nschedule = \"@at " +
+                when +
+                "\"\nshell = \"true\"\n"
                 "misfire = \"skip\"\n");
   coord_->Kill9();
   // The outage: the instant and the grace pass while no coordinator runs.
@@ -187,9 +193,9 @@ TEST_F(ScheduleKindsTest, ADeferredTriggerWaitsForItsTimeSurvivesARestartAndCanB
   ASSERT_EQ(cancel.status, 200) << cancel.body;
   EXPECT_EQ(json::parse(cancel.body)["state"], "canceled");
 
-  for (const json& bad : {json{{"in", "soon"}}, json{{"at", "2000-01-01T00:00:00Z"}},
-                          json{{"at", "tomorrow"}}, json{{"in", "1s"}, {"at", "2030-01-01T00:00:00Z"}},
-                          json{{"in", "400d"}}}) {
+  for (const json& bad :
+       {json{{"in", "soon"}}, json{{"at", "2000-01-01T00:00:00Z"}}, json{{"at", "tomorrow"}},
+        json{{"in", "1s"}, {"at", "2030-01-01T00:00:00Z"}}, json{{"in", "400d"}}}) {
     http::HttpResponse r = Trigger("later", bad);
     EXPECT_EQ(r.status, 400) << bad.dump() << " -> " << r.body;
   }

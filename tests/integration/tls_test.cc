@@ -37,8 +37,8 @@ class TlsTest : public ::testing::Test {
   std::string Url() const { return "https://127.0.0.1:" + std::to_string(coord_->port()); }
 
   void StartCoordinator(bool mtls) {
-    std::string config = "tls_cert = \"" + Pki("coordinator.crt") + "\"\n" +
-                         "tls_key = \"" + Pki("coordinator.key") + "\"\n";
+    std::string config = "tls_cert = \"" + Pki("coordinator.crt") + "\"\n" + "tls_key = \"" +
+                         Pki("coordinator.key") + "\"\n";
     if (mtls) config += "tls_client_ca = \"" + Pki("ca.crt") + "\"\n";
     coord_ = std::make_unique<Coordinator>(dir_, config);
     coord_->Start();
@@ -59,10 +59,9 @@ class TlsTest : public ::testing::Test {
   // agentd pointed at the TLS coordinator through agentd.toml alone.
   std::unique_ptr<Daemon> StartAgent(const std::string& name, const std::string& tls_keys) {
     struct passwd* pw = getpwuid(geteuid());
-    std::string config = "coordinator = \"" + Url() + "\"\n" +
-                         "token_file = \"" + dir_.Write(name + ".token", coord_->agent_token()) +
-                         "\"\n" + "allow_run_as = [\"" + (pw ? pw->pw_name : "root") + "\"]\n" +
-                         tls_keys;
+    std::string config = "coordinator = \"" + Url() + "\"\n" + "token_file = \"" +
+                         dir_.Write(name + ".token", coord_->agent_token()) + "\"\n" +
+                         "allow_run_as = [\"" + (pw ? pw->pw_name : "root") + "\"]\n" + tls_keys;
     std::string path = dir_.Write(name + ".toml", config);
     std::string log = dir_.path() + "/" + name + ".log";
     agent_logs_.push_back(log);
@@ -80,7 +79,9 @@ class TlsTest : public ::testing::Test {
     return jobctl::testing::Run({"/bin/sh", "-c", cmd}).out;
   }
   std::string FileFingerprint(const std::string& path) {
-    return jobctl::testing::Run({"/usr/bin/openssl", "x509", "-in", path, "-noout", "-fingerprint", "-sha256"}).out;
+    return jobctl::testing::Run(
+               {"/usr/bin/openssl", "x509", "-in", path, "-noout", "-fingerprint", "-sha256"})
+        .out;
   }
 
   TempDir dir_;
@@ -141,18 +142,17 @@ TEST_F(TlsTest, WithClientCaAClientWithoutCertificateIsRefusedAndOneWithItWorks)
   EXPECT_EQ(without.exit_code, 69) << without.err;
   EXPECT_NE(without.err.find(Url()), std::string::npos) << without.err;
   EXPECT_NE(without.err.find("client certificate"), std::string::npos) << without.err;
-  ProcessResult with = Jobctl({"--coordinator", Url(), "--ca-file", Pki("ca.crt"),
-                               "--client-cert", Pki("web-1.crt"), "--client-key",
-                               Pki("web-1.key"), "list"});
+  ProcessResult with = Jobctl({"--coordinator", Url(), "--ca-file", Pki("ca.crt"), "--client-cert",
+                               Pki("web-1.crt"), "--client-key", Pki("web-1.key"), "list"});
   EXPECT_EQ(with.exit_code, 0) << with.err;
   // agentd with its certificate runs a job (the multi client presents it too).
-  auto agent = StartAgent("web-1", "ca_file = \"" + Pki("ca.crt") + "\"\n" +
-                                       "client_cert = \"" + Pki("web-1.crt") + "\"\n" +
-                                       "client_key = \"" + Pki("web-1.key") + "\"\n");
+  auto agent = StartAgent("web-1", "ca_file = \"" + Pki("ca.crt") + "\"\n" + "client_cert = \"" +
+                                       Pki("web-1.crt") + "\"\n" + "client_key = \"" +
+                                       Pki("web-1.key") + "\"\n");
   dir_.Write("jobs.toml", kJobs);
-  std::vector<std::string> tls = {"--coordinator", Url(), "--ca-file", Pki("ca.crt"),
-                                  "--client-cert", Pki("web-1.crt"), "--client-key",
-                                  Pki("web-1.key")};
+  std::vector<std::string> tls = {"--coordinator", Url(),           "--ca-file",
+                                  Pki("ca.crt"),   "--client-cert", Pki("web-1.crt"),
+                                  "--client-key",  Pki("web-1.key")};
   std::vector<std::string> apply = tls;
   apply.push_back("apply");
   ASSERT_EQ(Jobctl(apply).exit_code, 0);
@@ -163,9 +163,9 @@ TEST_F(TlsTest, WithClientCaAClientWithoutCertificateIsRefusedAndOneWithItWorks)
   EXPECT_EQ(run.out, "hello over tls\n");
 
   // Under mTLS the certificate is the agent too: web-1's certificate does not enrol web-2.
-  auto other = StartAgent("web-2", "ca_file = \"" + Pki("ca.crt") + "\"\n" +
-                                       "client_cert = \"" + Pki("web-1.crt") + "\"\n" +
-                                       "client_key = \"" + Pki("web-1.key") + "\"\n");
+  auto other = StartAgent("web-2", "ca_file = \"" + Pki("ca.crt") + "\"\n" + "client_cert = \"" +
+                                       Pki("web-1.crt") + "\"\n" + "client_key = \"" +
+                                       Pki("web-1.key") + "\"\n");
   EXPECT_TRUE(other->WaitForLog("the client certificate names", seconds(20)))
       << ReadFile(other->log_path());
   std::vector<std::string> agents = tls;
@@ -181,10 +181,11 @@ TEST_F(TlsTest, SighupServesTheNewCertificateAndKeepsItWhenTheNextOneIsBroken) {
   ASSERT_NE(before, "");
   ASSERT_EQ(ServedFingerprint(), before);
   // Renewed in place: same key, a new certificate from the same CA.
-  ProcessResult renew = jobctl::testing::Run({"/bin/sh", "-c", "cd " + dir_.path() +
-                                             " && openssl x509 -req -in coordinator.csr -CA "
-                                             "ca.crt -CAkey ca.key -CAcreateserial -days 30 "
-                                             "-extfile server.ext -out coordinator.crt"});
+  ProcessResult renew = jobctl::testing::Run({"/bin/sh", "-c",
+                                              "cd " + dir_.path() +
+                                                  " && openssl x509 -req -in coordinator.csr -CA "
+                                                  "ca.crt -CAkey ca.key -CAcreateserial -days 30 "
+                                                  "-extfile server.ext -out coordinator.crt"});
   ASSERT_EQ(renew.exit_code, 0) << renew.err;
   std::string renewed = FileFingerprint(Pki("coordinator.crt"));
   ASSERT_NE(renewed, before);

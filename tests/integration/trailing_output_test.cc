@@ -5,9 +5,9 @@
 // here speaks the protocol by hand, so that its log appends can be held back behind its
 // result; the coordinator and the CLI are the real binaries.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -29,16 +29,18 @@ class TrailingOutputTest : public CoordinatorFixture {
   std::future<ProcessResult> JobctlInBackground(std::vector<std::string> args) {
     args.insert(args.begin(), JOBCTL_BIN);
     RunOptions o;
-    o.env = {{"JOBCTL_COORDINATOR", coord_->url()}, {"JOBCTL_TOKEN", coord_->admin_token()},
-             {"HOME", dir_.path()}, {"NO_COLOR", "1"}};
+    o.env = {{"JOBCTL_COORDINATOR", coord_->url()},
+             {"JOBCTL_TOKEN", coord_->admin_token()},
+             {"HOME", dir_.path()},
+             {"NO_COLOR", "1"}};
     o.cwd = dir_.path();
     o.timeout = seconds(60);
     return std::async(std::launch::async, [args, o] { return jobctl::testing::Run(args, o); });
   }
   // One read of the run's output from `after` without waiting.
   json ReadLogs(int64_t run, int64_t after = 0) {
-    return coord_->GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
-                           std::to_string(after));
+    return coord_->GetJson("/v1/runs/" + std::to_string(run) +
+                           "/logs?after=" + std::to_string(after));
   }
   // Reads the run's output to its end the way a follower does; the chunks' data.
   std::string ReadAll(int64_t run) {
@@ -46,7 +48,8 @@ class TrailingOutputTest : public CoordinatorFixture {
     int64_t after = 0;
     for (int i = 0; i < 100; ++i) {
       json page = ReadLogs(run, after);
-      for (const json& ch : page["chunks"]) all += Base64Decode(ch["data"].get<std::string>()) + "|";
+      for (const json& ch : page["chunks"])
+        all += Base64Decode(ch["data"].get<std::string>()) + "|";
       after = page["next"].get<int64_t>();
       if (page["done"].get<bool>()) break;
     }
@@ -64,12 +67,13 @@ class TrailingOutputTest : public CoordinatorFixture {
 // until every shard's declared output is stored, prints all of it, then the summary.
 TEST_F(TrailingOutputTest, Issue19_TriggerWaitFollowPrintsOutputThatArrivesAfterTheResults) {
   Start();
-  coord_->Apply("[[job]]\nname = \"sharded-hello\"\nschedule = \"@yearly\"\n"
-                "shell = \"echo hello\"\nshards = 3\n");
+  coord_->Apply(
+      "[[job]]\nname = \"sharded-hello\"\nschedule = \"@yearly\"\n"
+      "shell = \"echo hello\"\nshards = 3\n");
   std::future<ProcessResult> follower =
       JobctlInBackground({"trigger", "sharded-hello", "--wait", "--follow"});
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->Runs("sharded-hello").empty(); },
-                                      seconds(20)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !coord_->Runs("sharded-hello").empty(); }, seconds(20)));
   int64_t run = coord_->Runs("sharded-hello")[0]["id"].get<int64_t>();
   TestAgent agent(*coord_, "host-1");
   std::vector<json> leases = agent.ClaimUpTo(3);
@@ -96,8 +100,8 @@ TEST_F(TrailingOutputTest, Issue19_TriggerWaitFollowPrintsOutputThatArrivesAfter
   ASSERT_EQ(follower.wait_for(seconds(30)), std::future_status::ready);
   ProcessResult out = follower.get();
   EXPECT_EQ(out.exit_code, 0) << out.err;
-  for (const char* line : {"shard 0 line 1", "shard 0 line 2", "shard 1 line 1",
-                           "shard 1 line 2", "shard 2 line 1", "shard 2 line 2"}) {
+  for (const char* line : {"shard 0 line 1", "shard 0 line 2", "shard 1 line 1", "shard 1 line 2",
+                           "shard 2 line 1", "shard 2 line 2"}) {
     EXPECT_NE(out.out.find(line), std::string::npos) << line << " missing from:\n" << out.out;
   }
   EXPECT_NE(out.err.find("succeeded"), std::string::npos) << out.err;
@@ -163,8 +167,9 @@ TEST_F(TrailingOutputTest, OutputAfterTheResultIsTakenOnlyFromItsAgentUpToTheDec
 // longer taken, and readers do not wait for it.
 TEST_F(TrailingOutputTest, OutputOfAnAttemptThatWasRetriedIsNotTakenAfterItsResult) {
   Start();
-  coord_->Apply("[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
-                "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
+  coord_->Apply(
+      "[[job]]\nname = \"flaky\"\nschedule = \"@yearly\"\nshell = \"false\"\n"
+      "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n");
   int64_t run = coord_->PostJson("/v1/jobs/flaky/trigger", json::object())["id"].get<int64_t>();
   TestAgent agent(*coord_, "host-1");
   std::vector<json> first = agent.Claim(1, 5000);
@@ -214,8 +219,9 @@ TEST_F(TrailingOutputTest, TheDeclaredEndIsValidatedAndResultsWithoutItAreDoneAt
 TEST_F(TrailingOutputTest, AgentdDeclaresTheEndOfEachAttemptsOutputWithItsResult) {
   Start();
   AgentProcess agentd(*coord_, dir_, "host-1");
-  coord_->Apply("[[job]]\nname = \"chatty\"\nschedule = \"@yearly\"\nshards = 2\n"
-                "shell = \"echo one; echo two >&2; echo three\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"chatty\"\nschedule = \"@yearly\"\nshards = 2\n"
+      "shell = \"echo one; echo two >&2; echo three\"\n");
   int64_t run = coord_->PostJson("/v1/jobs/chatty/trigger", json::object())["id"].get<int64_t>();
   ASSERT_EQ(coord_->WaitRun(run, seconds(30))["state"], "succeeded") << agentd.Logs();
   std::string all = ReadAll(run);

@@ -1,7 +1,5 @@
 #include "testlib/cluster.h"
 
-#include "base/base64.h"
-
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "base/base64.h"
 
 extern char** environ;
 
@@ -98,8 +98,8 @@ int Daemon::Wait(std::chrono::milliseconds timeout) {
 }
 
 bool Daemon::WaitForLog(const std::string& text, std::chrono::milliseconds timeout) {
-  return Coordinator::Eventually([&] { return ReadFile(log_path_).find(text) != std::string::npos; },
-                                 timeout);
+  return Coordinator::Eventually(
+      [&] { return ReadFile(log_path_).find(text) != std::string::npos; }, timeout);
 }
 
 Coordinator::Coordinator(const TempDir& dir, const std::string& config, std::string host)
@@ -124,8 +124,8 @@ void Coordinator::Start() {
   std::string listen = host_ + ":" + std::to_string(port_);
   std::vector<std::string> argv = launch_.prefix;
   for (const char* a : {JOBCTL_BIN, "serve", "--config"}) argv.push_back(a);
-  for (const std::string& a : {config_path_, std::string("--listen"), listen,
-                               std::string("--data"), data_dir_}) {
+  for (const std::string& a :
+       {config_path_, std::string("--listen"), listen, std::string("--data"), data_dir_}) {
     argv.push_back(a);
   }
   daemon_ = std::make_unique<Daemon>(argv, log, launch_.env);
@@ -183,7 +183,8 @@ std::string Coordinator::AgentCredential(const std::string& name) const {
     if (!t.empty()) return t;
   }
   http::HttpResponse r = Enrol(name);
-  if (r.status != 201) throw std::runtime_error("enrol " + name + ": HTTP " + std::to_string(r.status) + " " + r.body);
+  if (r.status != 201)
+    throw std::runtime_error("enrol " + name + ": HTTP " + std::to_string(r.status) + " " + r.body);
   std::string token = nlohmann::json::parse(r.body)["token"];
   credentials_[name] = token;
   return token;
@@ -210,7 +211,8 @@ http::HttpResponse Coordinator::Request(const std::string& method, const std::st
 
 nlohmann::json Coordinator::GetJson(const std::string& path) {
   http::HttpResponse r = Request("GET", path);
-  if (r.status != 200) throw std::runtime_error("GET " + path + ": " + std::to_string(r.status) + " " + r.body);
+  if (r.status != 200)
+    throw std::runtime_error("GET " + path + ": " + std::to_string(r.status) + " " + r.body);
   return nlohmann::json::parse(r.body);
 }
 
@@ -232,10 +234,12 @@ nlohmann::json Coordinator::Runs(const std::string& job, int limit) {
 
 nlohmann::json Coordinator::WaitRun(int64_t id, std::chrono::milliseconds timeout) {
   nlohmann::json run;
-  Eventually([&] {
-    run = GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
-    return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
-  }, timeout);
+  Eventually(
+      [&] {
+        run = GetJson("/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=1000");
+        return run.value("done", false) || !run["finished_at"].get<std::string>().empty();
+      },
+      timeout);
   return run;
 }
 
@@ -244,9 +248,9 @@ std::string Coordinator::Output(int64_t run, int shard, const std::string& strea
   int64_t after = 0;
   while (true) {
     // Markers have no stream filter of their own: read every chunk and keep them.
-    nlohmann::json r = GetJson("/v1/runs/" + std::to_string(run) + "/logs?after=" +
-                               std::to_string(after) + "&shard=" + std::to_string(shard) +
-                               (stream == "marker" ? "" : "&stream=" + stream));
+    nlohmann::json r = GetJson(
+        "/v1/runs/" + std::to_string(run) + "/logs?after=" + std::to_string(after) +
+        "&shard=" + std::to_string(shard) + (stream == "marker" ? "" : "&stream=" + stream));
     if (r["chunks"].empty()) break;
     for (const auto& c : r["chunks"]) {
       if (c["stream"] == stream && (attempt == 0 || c["attempt"] == attempt)) {
@@ -288,10 +292,10 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
   }
   std::string config_file = dir.Write("agent-" + name_ + ".toml", text);
   std::vector<std::string> argv = launch.prefix;
-  for (const std::string& a : {std::string(AGENTD_BIN), std::string("--config"), config_file,
-                               std::string("--coordinator"), c.url(), std::string("--token-file"),
-                               token_file, std::string("--name"), name_,
-                               std::string("--state-dir"), state_dir_}) {
+  for (const std::string& a :
+       {std::string(AGENTD_BIN), std::string("--config"), config_file, std::string("--coordinator"),
+        c.url(), std::string("--token-file"), token_file, std::string("--name"), name_,
+        std::string("--state-dir"), state_dir_}) {
     argv.push_back(a);
   }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
@@ -300,19 +304,23 @@ AgentProcess::AgentProcess(const Coordinator& c, const TempDir& dir, std::string
 
 std::string AgentProcess::Logs() const { return ReadFile(daemon_->log_path()); }
 
-TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels)
+TestAgent::TestAgent(const Coordinator& c, std::string name,
+                     std::map<std::string, std::string> labels)
     : TestAgent(c, name, std::move(labels), c.AgentCredential(name)) {}
 
-TestAgent::TestAgent(const Coordinator& c, std::string name, std::map<std::string, std::string> labels,
-                     std::string token)
-    : name_(std::move(name)), labels_(std::move(labels)), url_(c.url()), token_(std::move(token)),
+TestAgent::TestAgent(const Coordinator& c, std::string name,
+                     std::map<std::string, std::string> labels, std::string token)
+    : name_(std::move(name)),
+      labels_(std::move(labels)),
+      url_(c.url()),
+      token_(std::move(token)),
       http_(url_, token_) {}
 
 http::HttpResponse TestAgent::ClaimRaw(int free, int wait_ms) {
   http::RequestOptions o;
   o.method = "POST";
   o.body = nlohmann::json{{"agent", name_}, {"labels", labels_}, {"slots", std::max(free, 1)},
-                          {"free", free}, {"version", "test"}, {"wait_ms", wait_ms}}
+                          {"free", free},   {"version", "test"}, {"wait_ms", wait_ms}}
                .dump();
   o.timeout = std::chrono::milliseconds(wait_ms + 30'000);
   Result<http::HttpResponse> r = http_.Request("/v1/agent/claim", o);
@@ -341,7 +349,8 @@ std::vector<nlohmann::json> TestAgent::ClaimUpTo(size_t n, int wait_ms) {
 
 http::HttpResponse TestAgent::Heartbeat(const std::vector<nlohmann::json>& leases) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& a : leases) list.push_back({{"run", a["run"]}, {"shard", a["shard"]}, {"token", a["token"]}});
+  for (const auto& a : leases)
+    list.push_back({{"run", a["run"]}, {"shard", a["shard"]}, {"token", a["token"]}});
   http::RequestOptions o;
   o.method = "POST";
   o.body = nlohmann::json{{"agent", name_}, {"free", 1}, {"leases", list}}.dump();
@@ -369,9 +378,13 @@ http::HttpResponse TestAgent::Log(const nlohmann::json& a, int64_t seq, const st
 
 nlohmann::json TestAgent::ResultBody(const nlohmann::json& a, int exit_code,
                                      const std::string& outcome, int64_t token_override) const {
-  return {{"agent", name_}, {"run", a["run"]}, {"shard", a["shard"]}, {"attempt", a["attempt"]},
+  return {{"agent", name_},
+          {"run", a["run"]},
+          {"shard", a["shard"]},
+          {"attempt", a["attempt"]},
           {"token", token_override >= 0 ? token_override : a["token"].get<int64_t>()},
-          {"outcome", outcome}, {"exit_code", exit_code}};
+          {"outcome", outcome},
+          {"exit_code", exit_code}};
 }
 
 http::HttpResponse TestAgent::Finish(const nlohmann::json& a, int exit_code,

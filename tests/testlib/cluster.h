@@ -5,7 +5,6 @@
 // test agent that speaks the agent protocol by hand, for coordinator-only tests.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <sys/types.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,7 +38,8 @@ double MetricValue(const std::string& page, const std::string& name);
 // A child process with its output in a file; killed (SIGKILL) when destroyed.
 class Daemon {
  public:
-  Daemon(std::vector<std::string> argv, std::string log_path, std::map<std::string, std::string> env = {});
+  Daemon(std::vector<std::string> argv, std::string log_path,
+         std::map<std::string, std::string> env = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -66,10 +67,10 @@ class Coordinator {
   explicit Coordinator(const TempDir& dir, const std::string& config = "",
                        std::string host = "127.0.0.1");
   ~Coordinator();
-  void Start();                         // (re)starts on the same data dir; waits for the port
+  void Start();  // (re)starts on the same data dir; waits for the port
   void set_launch(Launch launch) { launch_ = std::move(launch); }  // for the next Start()
-  void Kill9();                         // SIGKILL, reaped
-  void Stop();                          // SIGTERM, waits for exit 0
+  void Kill9();                                                    // SIGKILL, reaped
+  void Stop();                                                     // SIGTERM, waits for exit 0
   Daemon& process() { return *daemon_; }
   int port() const { return port_; }
   std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }
@@ -77,7 +78,8 @@ class Coordinator {
   // The bootstrap join token (agent.token): it only enrols agents (POST /v1/agent/enrol).
   std::string agent_token() const;
   // POST /v1/agent/enrol as `name` with `token` (the join token when empty): the raw answer.
-  http::HttpResponse Enrol(const std::string& name, const std::map<std::string, std::string>& labels = {},
+  http::HttpResponse Enrol(const std::string& name,
+                           const std::map<std::string, std::string>& labels = {},
                            const std::string& token = "") const;
   // A credential of agent `name`: the one a TestAgent of this coordinator already enrolled,
   // else the one its agentd keeps in its state dir, else a new one enrolled with the join
@@ -161,7 +163,8 @@ class TestAgent {
                             const std::string& outcome = "exited", int64_t token_override = -1);
   // The body Finish sends, for a batch: POST /v1/agent/results {"results": [ResultBody, ...]}.
   nlohmann::json ResultBody(const nlohmann::json& a, int exit_code,
-                            const std::string& outcome = "exited", int64_t token_override = -1) const;
+                            const std::string& outcome = "exited",
+                            int64_t token_override = -1) const;
   http::HttpResponse FinishAll(const std::vector<nlohmann::json>& results);
   // POST /v1/agent/result with this body as it is (ResultBody plus fields of a test's own).
   http::HttpResponse PostResult(const nlohmann::json& body);

@@ -98,8 +98,8 @@ ProcessResult Run(const std::vector<std::string>& argv, const RunOptions& option
       }
     }
     if (in_fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t n = write(in_fd, options.stdin_text.data() + in_off,
-                        options.stdin_text.size() - in_off);
+      ssize_t n =
+          write(in_fd, options.stdin_text.data() + in_off, options.stdin_text.size() - in_off);
       if (n > 0) in_off += static_cast<size_t>(n);
       if (n <= 0 || in_off == options.stdin_text.size()) {
         close(in_fd);

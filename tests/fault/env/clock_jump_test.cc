@@ -35,7 +35,7 @@ class ClockJumpTest : public EnvFaultTest {
   }
 
   struct Fires {
-    std::vector<int64_t> scheduled;  // instants of schedule runs, ascending
+    std::vector<int64_t> scheduled;      // instants of schedule runs, ascending
     std::map<int64_t, int64_t> late_ms;  // instant -> how late its run was created
     int64_t missed = 0;                  // counted in recorded misses
     int64_t last_missed_ms = -1;
@@ -72,12 +72,15 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
   std::string jobs;
   for (const char* policy : {"fire-once", "skip", "fire-all"}) {
     jobs += std::string("[[job]]\nname = \"") + policy + "\"\nschedule = \"@every 10s\"\n" +
-            "overlap = \"allow\"\nmisfire = \"" + policy + "\"\nmisfire_cap = 5\nshell = \"true\"\n";
+            "overlap = \"allow\"\nmisfire = \"" + policy +
+            "\"\nmisfire_cap = 5\nshell = \"true\"\n";
   }
   // The same policies on a 20-minute grid starting 5 minutes from now: the jump skips three
   // of its instants, and none of them can be on time.
-  int64_t anchor_s = std::chrono::duration_cast<seconds>(
-      std::chrono::system_clock::now().time_since_epoch()).count() + 300;
+  int64_t anchor_s =
+      std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count() +
+      300;
   char anchor[32];
   std::time_t t = anchor_s;
   std::strftime(anchor, sizeof anchor, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
@@ -88,23 +91,31 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
   }
   coord_->Apply(jobs);
   std::map<std::string, int64_t> before;
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    for (const char* job : {"fire-once", "skip", "fire-all"}) before[job] = LastFired(job);
-    return before["fire-once"] > 0 && before["skip"] > 0 && before["fire-all"] > 0;
-  }, seconds(15))) << "no fire before the jump";
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        for (const char* job : {"fire-once", "skip", "fire-all"}) before[job] = LastFired(job);
+        return before["fire-once"] > 0 && before["skip"] > 0 && before["fire-all"] > 0;
+      },
+      seconds(15)))
+      << "no fire before the jump";
   // The faked clock is in effect: runs were created at the real time so far.
-  int64_t real_now = std::chrono::duration_cast<milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch()).count();
+  int64_t real_now =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   EXPECT_LT(std::abs(before["fire-once"] - real_now), 15'000);
 
   clock.Jump(3600);
   auto jumped = Clock::now();
   // The catch-up happens at the next wake-up (the fire loop sleeps at most a second) and at
   // once for all jobs.
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    return FiresOf("fire-once", before["fire-once"]).missed > 0 &&
-           FiresOf("skip", before["skip"]).missed > 0 && FiresOf("fire-all", before["fire-all"]).missed > 0;
-  }, seconds(15))) << "no catch-up after the jump";
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        return FiresOf("fire-once", before["fire-once"]).missed > 0 &&
+               FiresOf("skip", before["skip"]).missed > 0 &&
+               FiresOf("fire-all", before["fire-all"]).missed > 0;
+      },
+      seconds(15)))
+      << "no catch-up after the jump";
   double noticed_s = std::chrono::duration<double>(Clock::now() - jumped).count();
   // One more period, so that on-time firing after the jump shows too: each job's next run
   // after the newest instant of its catch-up.
@@ -113,12 +124,15 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
     Fires f = FiresOf(job, before[job]);
     caught[job] = f.scheduled.empty() ? before[job] : f.scheduled.back();
   }
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    for (const auto& [job, last] : caught) {
-      if (FiresOf(job, last).scheduled.empty()) return false;
-    }
-    return true;
-  }, seconds(15))) << "no on-time fire one period after the catch-up";
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        for (const auto& [job, last] : caught) {
+          if (FiresOf(job, last).scheduled.empty()) return false;
+        }
+        return true;
+      },
+      seconds(15)))
+      << "no on-time fire one period after the catch-up";
 
   for (const char* job : {"fire-once", "skip", "fire-all"}) {
     Fires f = FiresOf(job, before[job]);
@@ -135,8 +149,8 @@ TEST_F(ClockJumpTest, CoordinatorForwardJumpFollowsEachMisfirePolicyWithABounded
       burst += at + ms - first_created < 1000 ? 1 : 0;
     }
     std::cout << job << ": " << instants << " instants after the jump: " << burst
-              << " runs at the catch-up (" << late << " of them for missed instants), "
-              << f.missed << " recorded as missed, " << f.scheduled.size() << " runs in all; "
+              << " runs at the catch-up (" << late << " of them for missed instants), " << f.missed
+              << " recorded as missed, " << f.scheduled.size() << " runs in all; "
               << "caught up " << noticed_s << " s after the jump\n";
     EXPECT_EQ(unique.size(), f.scheduled.size()) << job << ": an instant fired twice";
     EXPECT_EQ(static_cast<int64_t>(f.scheduled.size()) + f.missed, instants)
@@ -170,8 +184,9 @@ TEST_F(ClockJumpTest, CoordinatorBackwardJumpFiresNothingTwiceAndResumesWhenTheC
   FakeWallClock clock(dir_.path() + "/coordinator.faketime", JOBCTL_BIN);
   UseEventLogs();
   StartCoordinator("misfire_grace = \"2s\"\n", "127.0.0.1", clock.launch());
-  coord_->Apply("[[job]]\nname = \"tick\"\nschedule = \"@every 10s\"\noverlap = \"allow\"\n"
-                "shell = \"true\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"tick\"\nschedule = \"@every 10s\"\noverlap = \"allow\"\n"
+      "shell = \"true\"\n");
   ASSERT_TRUE(Coordinator::Eventually([&] { return LastFired("tick") > 0; }, seconds(15)));
   int64_t last = LastFired("tick");
 
@@ -203,7 +218,8 @@ TEST_F(ClockJumpTest, CoordinatorBackwardJumpFiresNothingTwiceAndResumesWhenTheC
       << "firing did not resume after the clock was corrected";
   EXPECT_LT(Clock::now() - corrected, seconds(10 + 3)) << "resumed late after the correction";
   std::cout << "clock back an hour and corrected: firing resumed "
-            << std::chrono::duration<double>(Clock::now() - corrected).count() << " s after the correction\n";
+            << std::chrono::duration<double>(Clock::now() - corrected).count()
+            << " s after the correction\n";
   Fires all = FiresOf("tick", 0);
   std::set<int64_t> all_unique(all.scheduled.begin(), all.scheduled.end());
   EXPECT_EQ(all_unique.size(), all.scheduled.size()) << "an instant fired twice";
@@ -217,12 +233,15 @@ TEST_F(ClockJumpTest, AgentJumpsEitherWayMidLeaseKeepTheLease) {
   AgentProcess& agent = AddAgent("a", {}, "", clock.launch());
   WaitForAgents(1);
   std::string started = dir_.path() + "/started";
-  coord_->Apply("[[job]]\nname = \"steady\"\nschedule = \"@yearly\"\n"
-                "shell = \"" + JobPids() + "touch " + started + "; i=0; while [ $i -lt 200 ]; do "
-                "echo tick $i; i=$((i+1)); sleep 0.1; done\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"steady\"\nschedule = \"@yearly\"\n"
+      "shell = \"" +
+      JobPids() + "touch " + started +
+      "; i=0; while [ $i -lt 200 ]; do "
+      "echo tick $i; i=$((i+1)); sleep 0.1; done\"\n");
   int64_t id = Trigger("steady")["id"];
-  ASSERT_TRUE(Coordinator::Eventually([&] { return ::access(started.c_str(), F_OK) == 0; },
-                                      seconds(15)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return ::access(started.c_str(), F_OK) == 0; }, seconds(15)));
   json first = GetRun(id)["shards"][0];
   // Forward an hour for two TTLs, then an hour behind the real time for two TTLs, then back.
   clock.Jump(3600);
@@ -248,7 +267,8 @@ TEST_F(ClockJumpTest, AgentJumpsEitherWayMidLeaseKeepTheLease) {
     lo = std::min(lo, at);
     hi = std::max(hi, at);
   }
-  std::cout << "agent clock jumps: chunk times spread over " << (hi - lo) / 1000 << " s of a 20 s run\n";
+  std::cout << "agent clock jumps: chunk times spread over " << (hi - lo) / 1000
+            << " s of a 20 s run\n";
   EXPECT_GT(hi - lo, 3'000'000) << "libfaketime did not move the agent's wall clock";
   CheckInvariants();
 }

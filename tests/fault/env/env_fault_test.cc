@@ -8,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace jobctl::testing {
 
 using nlohmann::json;
@@ -59,18 +58,22 @@ void EnvFaultTest::StartCoordinator(const std::string& config, const std::string
 AgentProcess& EnvFaultTest::AddAgent(const std::string& name, std::vector<std::string> args,
                                      const std::string& config, const Launch& launch) {
   std::string text = config;
-  if (event_logs_) text += "\nevent_log = \"" + dir_.path() + "/events-agent-" + name + ".jsonl\"\n";
+  if (event_logs_)
+    text += "\nevent_log = \"" + dir_.path() + "/events-agent-" + name + ".jsonl\"\n";
   agents_.push_back(
       std::make_unique<AgentProcess>(*coord_, dir_, name, std::move(args), text, launch));
   return *agents_.back();
 }
 
 void EnvFaultTest::WaitForAgents(size_t n) {
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    size_t connected = 0;
-    for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
-    return connected >= n;
-  }, seconds(30))) << coord_->GetJson("/v1/agents").dump();
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        size_t connected = 0;
+        for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
+        return connected >= n;
+      },
+      seconds(30)))
+      << coord_->GetJson("/v1/agents").dump();
 }
 
 json EnvFaultTest::Trigger(const std::string& job) {

@@ -41,8 +41,8 @@ class FullDiskTest : public EnvFaultTest {
     ASSERT_TRUE(coord_->process().running());
     EXPECT_EQ(coord_->Request("GET", "/healthz", "", "").status, 200);
     EXPECT_EQ(coord_->Request("GET", "/readyz", "", "").status, 200);
-    for (std::string path : {"/v1/jobs", "/v1/runs?job=manual", "/v1/agents", "/v1/jobfile",
-                             "/metrics"}) {
+    for (std::string path :
+         {"/v1/jobs", "/v1/runs?job=manual", "/v1/agents", "/v1/jobfile", "/metrics"}) {
       EXPECT_EQ(coord_->Request("GET", path).status, 200) << path;
     }
     EXPECT_EQ(coord_->Request("GET", "/v1/runs/" + std::to_string(run)).status, 200);
@@ -62,9 +62,10 @@ std::string ChunkData(int64_t seq) {
 }
 
 TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItRecoversAlone) {
-  coord_->Apply("[[job]]\nname = \"manual\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
-                "[[job]]\nname = \"tick\"\nschedule = \"@every 1s\"\noverlap = \"allow\"\n"
-                "on = [\"role=elsewhere\"]\nshell = \"true\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"manual\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "[[job]]\nname = \"tick\"\nschedule = \"@every 1s\"\noverlap = \"allow\"\n"
+      "on = [\"role=elsewhere\"]\nshell = \"true\"\n");
   TestAgent agent(*coord_, "a");
   int64_t run = Trigger("manual")["id"];
   std::vector<json> claimed = agent.Claim(1, 5000);
@@ -134,7 +135,9 @@ TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItReco
   disk_->Free();
   auto freed = std::chrono::system_clock::now();
   std::cout << "disk full for "
-            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - full_since).count()
+            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
+                                                        full_since)
+                   .count()
             << " ms\n";
   // The refused chunk is sent again, as an agent would, then the ones after it.
   for (int64_t s = refused_seq; s < refused_seq + 3; ++s) {
@@ -156,11 +159,13 @@ TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItReco
   }
   EXPECT_EQ(coord_->GetJson("/v1/jobs/extra")["name"], "extra");
   // The scheduled job fires again on its own.
-  std::string since = "@" + std::to_string(
-      std::chrono::duration_cast<seconds>(freed.time_since_epoch()).count() + 1);
-  ASSERT_TRUE(Coordinator::Eventually([&] {
-    return !coord_->GetJson("/v1/runs?job=tick&limit=1&since=" + since).empty();
-  }, seconds(10))) << "no fire after space returned";
+  std::string since =
+      "@" +
+      std::to_string(std::chrono::duration_cast<seconds>(freed.time_since_epoch()).count() + 1);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return !coord_->GetJson("/v1/runs?job=tick&limit=1&since=" + since).empty(); },
+      seconds(10)))
+      << "no fire after space returned";
 
   // Nothing acknowledged was lost, before a restart and after it.
   for (int pass = 0; pass < 2; ++pass) {
@@ -170,7 +175,8 @@ TEST_F(FullDiskTest, WritesAreRefusedWith507ReadsWorkNothingAckedIsLostAndItReco
     EXPECT_EQ(got.size(), want.size()) << "pass " << pass;
     EXPECT_EQ(Sha256Hex(got), Sha256Hex(want)) << "pass " << pass;
     for (int64_t id : acked_runs) {
-      EXPECT_EQ(coord_->Request("GET", "/v1/runs/" + std::to_string(id)).status, 200) << "run " << id;
+      EXPECT_EQ(coord_->Request("GET", "/v1/runs/" + std::to_string(id)).status, 200)
+          << "run " << id;
     }
     EXPECT_EQ(GetRun(run)["state"], "succeeded");
     if (pass == 0) {

@@ -75,9 +75,10 @@ class HostileClientTest : public EnvFaultTest {
 TEST_F(HostileClientTest, JsonNestedAHundredThousandDeepIsRefusedOnEveryRoute) {
   Start("");
   std::string deep = Nested(100'000);
-  std::string agent = coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "deep"}})["token"];
-  for (const char* path : {"/v1/agent/results", "/v1/agent/result", "/v1/agent/claim",
-                           "/v1/agent/heartbeat"}) {
+  std::string agent =
+      coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "deep"}})["token"];
+  for (const char* path :
+       {"/v1/agent/results", "/v1/agent/result", "/v1/agent/claim", "/v1/agent/heartbeat"}) {
     RawResponse r = Exchange(HttpRequest("POST", path, agent, deep));
     EXPECT_EQ(r.status, 400) << path << ": " << r.body;
     EXPECT_NE(r.body.find("nested deeper than 64"), std::string::npos) << path << ": " << r.body;
@@ -128,7 +129,8 @@ TEST_F(HostileClientTest, AnonymousUploadsAreRefusedAtTheHeadersAndHoldNoMemory)
 TEST_F(HostileClientTest, TricklingHeadsAndBodiesAreClosedAtTheirDeadlines) {
   Start("header_timeout = \"2s\"\nbody_timeout = \"2s\"\nidle_timeout = \"30s\"\n");
   // An agent's own credential: the join token may only enrol, and would be refused at once.
-  std::string agent = coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "trickler"}})["token"];
+  std::string agent =
+      coord_->PostJson("/v1/tokens", {{"role", "agent"}, {"agent", "trickler"}})["token"];
   auto head = Connect();
   auto body = Connect();
   body->Send("POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + agent +
@@ -137,10 +139,11 @@ TEST_F(HostileClientTest, TricklingHeadsAndBodiesAreClosedAtTheirDeadlines) {
   auto start = Clock::now();
   double head_closed = -1, body_closed = -1;
   // A byte every 250 ms from each: before, the body deadline restarted at every byte.
-  for (size_t i = 0; Clock::now() - start < seconds(8) && (head_closed < 0 || body_closed < 0); ++i) {
+  for (size_t i = 0; Clock::now() - start < seconds(8) && (head_closed < 0 || body_closed < 0);
+       ++i) {
     double now_s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (head_closed < 0 && (!head->Send(line.substr(i % line.size(), 1)) ||
-                            head->WaitClosed(milliseconds(125)))) {
+    if (head_closed < 0 &&
+        (!head->Send(line.substr(i % line.size(), 1)) || head->WaitClosed(milliseconds(125)))) {
       head_closed = now_s;
     }
     if (body_closed < 0 && (!body->Send("x") || body->WaitClosed(milliseconds(125)))) {
@@ -200,8 +203,8 @@ TEST_F(HostileClientTest, WaitsReleaseTheirBodiesAndHungUpWaitersAreDropped) {
             << " MiB\n";
   EXPECT_LT(peak - before, 96 * 1024) << "the waits kept their bodies";
   waits.clear();  // the clients hang up
-  EXPECT_TRUE(Coordinator::Eventually(
-      [&] { return coord_->Metric("jobctl_parked_waiters") == 0; }, seconds(10)))
+  EXPECT_TRUE(Coordinator::Eventually([&] { return coord_->Metric("jobctl_parked_waiters") == 0; },
+                                      seconds(10)))
       << "hung-up waiters stayed: " << coord_->Metric("jobctl_parked_waiters");
 }
 
@@ -214,17 +217,20 @@ TEST_F(HostileClientTest, HostileClientsNextToRealTrafficKeepFiresOnTimeAndMemor
   constexpr int kJobs = 10;
   std::string jobs;
   for (int j = 0; j < kJobs; ++j) {
-    jobs += "[[job]]\nname = \"tick" + std::to_string(j) + "\"\nschedule = \"@every 1s\"\n"
+    jobs += "[[job]]\nname = \"tick" + std::to_string(j) +
+            "\"\nschedule = \"@every 1s\"\n"
             "shell = \"true\"\n";
   }
   coord_->Apply(jobs);
   const auto phase = seconds(15);
   auto wall_ms = [] {
     return std::chrono::duration_cast<milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch()).count();
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   };
   // Settle, then the idle phase: real traffic only.
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !coord_->Runs("tick0", 5).empty(); }, seconds(10)));
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !coord_->Runs("tick0", 5).empty(); }, seconds(10)));
   long idle_rss = Rss();
   int64_t idle_from = wall_ms();
   auto until = Clock::now() + phase;
@@ -289,12 +295,16 @@ TEST_F(HostileClientTest, HostileClientsNextToRealTrafficKeepFiresOnTimeAndMemor
     std::string deep = Nested(100'000);
     std::string big_header = "X-Filler: " + std::string(17 << 10, 'a') + "\r\n";
     for (int i = 0; i < 100 && running(); ++i) {
-      if (Exchange(HttpRequest("POST", "/v1/agent/results", agent, deep), "127.0.0.9").status == 400)
+      if (Exchange(HttpRequest("POST", "/v1/agent/results", agent, deep), "127.0.0.9").status ==
+          400)
         ++refused;
-      if (Exchange(HttpRequest("GET", "/v1/jobs", agent, "", big_header), "127.0.0.9").status == 431)
+      if (Exchange(HttpRequest("GET", "/v1/jobs", agent, "", big_header), "127.0.0.9").status ==
+          431)
         ++refused;
-      if (Exchange("POST /v1/agent/heartbeat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + agent +
-                   "\r\nContent-Length: 4194304\r\n\r\n", "127.0.0.9").status == 413)
+      if (Exchange("POST /v1/agent/heartbeat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                       agent + "\r\nContent-Length: 4194304\r\n\r\n",
+                   "127.0.0.9")
+              .status == 413)
         ++refused;
     }
   });
@@ -323,13 +333,14 @@ TEST_F(HostileClientTest, HostileClientsNextToRealTrafficKeepFiresOnTimeAndMemor
   std::vector<double> hostile = Lateness(kJobs, hostile_from, hostile_to);
   double idle_p99 = Percentile(idle, 0.99), hostile_p99 = Percentile(hostile, 0.99);
   std::cout << "fire lateness (scheduled -> shard started): idle n=" << idle.size()
-            << " p50=" << Percentile(idle, 0.5) << "ms p99=" << idle_p99 << "ms; hostile n="
-            << hostile.size() << " p50=" << Percentile(hostile, 0.5) << "ms p99=" << hostile_p99
-            << "ms\ncoordinator RSS: idle " << idle_rss / 1024 << " MiB, hostile max "
-            << hostile_rss / 1024 << " MiB\nreader: n=" << reads_ms.size()
+            << " p50=" << Percentile(idle, 0.5) << "ms p99=" << idle_p99
+            << "ms; hostile n=" << hostile.size() << " p50=" << Percentile(hostile, 0.5)
+            << "ms p99=" << hostile_p99 << "ms\ncoordinator RSS: idle " << idle_rss / 1024
+            << " MiB, hostile max " << hostile_rss / 1024 << " MiB\nreader: n=" << reads_ms.size()
             << " p99=" << Percentile(reads_ms, 0.99) << "ms failures=" << read_failures
-            << "\nhostile requests refused: " << refused << "; flood connections opened: "
-            << flood_opened << ", closed at once: " << flood_closed << "\n";
+            << "\nhostile requests refused: " << refused
+            << "; flood connections opened: " << flood_opened
+            << ", closed at once: " << flood_closed << "\n";
   ASSERT_GE(idle.size(), static_cast<size_t>(kJobs * 10));
   ASSERT_GE(hostile.size(), static_cast<size_t>(kJobs * 10)) << "fires went missing under attack";
   // Twice the idle figure; 20 ms of slack keeps a 3 ms idle p99 from making one slow

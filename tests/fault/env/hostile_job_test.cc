@@ -33,9 +33,13 @@ TEST_F(HostileJobTest, TwoGibibytesOfOutputKeepTheAgentSmallAndStoreTheCapPlusAM
       Launch{{}, {{"ASAN_OPTIONS", std::string(asan ? asan : "") + ":quarantine_size_mb=4"}}});
   WaitForAgents(1);
   std::string stamps = dir_.path() + "/flood";
-  coord_->Apply("[[job]]\nname = \"flood\"\nschedule = \"@yearly\"\ntimeout = \"10m\"\n"
-                "shell = \"" + JobPids() + "date +%s%N > " + stamps + ".start; "
-                "head -c 2147483648 /dev/zero; date +%s%N > " + stamps + ".end; echo done >&2\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"flood\"\nschedule = \"@yearly\"\ntimeout = \"10m\"\n"
+      "shell = \"" +
+      JobPids() + "date +%s%N > " + stamps +
+      ".start; "
+      "head -c 2147483648 /dev/zero; date +%s%N > " +
+      stamps + ".end; echo done >&2\"\n");
   long idle_rss = RssKib(agent.process().pid());
   int64_t id = Trigger("flood")["id"];
   long max_rss = idle_rss;
@@ -48,7 +52,8 @@ TEST_F(HostileJobTest, TwoGibibytesOfOutputKeepTheAgentSmallAndStoreTheCapPlusAM
     std::this_thread::sleep_for(milliseconds(100));
   }
   ASSERT_EQ(run["state"], "succeeded") << run.dump();
-  double job_s = (std::stod(ReadFile(stamps + ".end")) - std::stod(ReadFile(stamps + ".start"))) / 1e9;
+  double job_s =
+      (std::stod(ReadFile(stamps + ".end")) - std::stod(ReadFile(stamps + ".start"))) / 1e9;
   std::string out = Output(id, 0, "stdout");
   std::string marker = Output(id, 0, "marker");
   std::cout << "2 GiB job: wrote for " << job_s << " s (" << 2048 / job_s << " MiB/s); agent RSS "
@@ -77,16 +82,21 @@ TEST_F(HostileJobTest, AnEnormousLineAndBinaryBytesArriveByteExact) {
   std::string binary;
   for (int round = 0; round < 64; ++round) {
     for (int b = 0; b < 256; ++b) binary += static_cast<char>(b);
-    binary += std::string("\0\0\0", 3) + "\x1b[2J\x1b[31mred\x1b[0m\x1b]0;title\x07\r\r\n\xff\xfe\xc3\x28\xed\xa0\x80";
+    binary += std::string("\0\0\0", 3) +
+              "\x1b[2J\x1b[31mred\x1b[0m\x1b]0;title\x07\r\r\n\xff\xfe\xc3\x28\xed\xa0\x80";
   }
   std::string file = dir_.path() + "/binary.bin";
   std::ofstream(file, std::ios::binary) << binary;
   std::string line(10 << 20, 'x');
   line += "\n";
-  coord_->Apply("[[job]]\nname = \"line\"\nschedule = \"@yearly\"\n"
-                "shell = \"" + JobPids() + "head -c 10485760 /dev/zero | tr '\\\\0' x; echo\"\n"
-                "[[job]]\nname = \"binary\"\nschedule = \"@yearly\"\n"
-                "shell = \"" + JobPids() + "cat " + file + "; cat " + file + " >&2\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"line\"\nschedule = \"@yearly\"\n"
+      "shell = \"" +
+      JobPids() +
+      "head -c 10485760 /dev/zero | tr '\\\\0' x; echo\"\n"
+      "[[job]]\nname = \"binary\"\nschedule = \"@yearly\"\n"
+      "shell = \"" +
+      JobPids() + "cat " + file + "; cat " + file + " >&2\"\n");
   auto start = Clock::now();
   int64_t line_run = Trigger("line")["id"];
   ASSERT_EQ(WaitRun(line_run, seconds(120))["state"], "succeeded");
@@ -95,15 +105,16 @@ TEST_F(HostileJobTest, AnEnormousLineAndBinaryBytesArriveByteExact) {
   int64_t binary_run = Trigger("binary")["id"];
   ASSERT_EQ(WaitRun(binary_run, seconds(60))["state"], "succeeded");
   std::cout << "10 MiB line: run took " << line_s << " s; " << binary.size()
-            << " binary bytes twice: " << std::chrono::duration<double>(Clock::now() - start).count()
-            << " s\n";
+            << " binary bytes twice: "
+            << std::chrono::duration<double>(Clock::now() - start).count() << " s\n";
   std::string got_line = Output(line_run, 0, "stdout");
   EXPECT_EQ(got_line.size(), line.size());
   EXPECT_EQ(Sha256Hex(got_line), Sha256Hex(line));
   EXPECT_EQ(Sha256Hex(Output(binary_run, 0, "stdout")), Sha256Hex(binary));
   EXPECT_EQ(Sha256Hex(Output(binary_run, 0, "stderr")), Sha256Hex(binary));
   // The API's JSON stays valid whatever the bytes (they travel base64-encoded).
-  http::HttpResponse logs = coord_->Request("GET", "/v1/runs/" + std::to_string(binary_run) + "/logs");
+  http::HttpResponse logs =
+      coord_->Request("GET", "/v1/runs/" + std::to_string(binary_run) + "/logs");
   EXPECT_FALSE(json::parse(logs.body, nullptr, false).is_discarded());
 }
 
@@ -128,14 +139,17 @@ TEST_F(HostileJobTest, AForkBombIsContainedAndKilledAtItsTimeoutWhileOtherShards
   const char* user = "jobctl-fault";
   if (getpwnam(user) == nullptr) {
     ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-fault-home "
-                          "--shell /bin/sh jobctl-fault"), 0);
+                          "--shell /bin/sh jobctl-fault"),
+              0);
   }
   uid_t uid = getpwnam(user)->pw_uid;
   for (pid_t pid : ProcessesOf(uid)) ::kill(pid, SIGKILL);  // a bomb left by a killed run
   StartCoordinator();
   AgentProcess& agent = AddAgent(
       "a", {"--slots", "4"}, "allow_run_as = [\"root\", \"jobctl-fault\"]\n",
-      Launch{{"/usr/bin/prlimit", "--nproc=" + std::to_string(kLimit) + ":" + std::to_string(kLimit)}, {}});
+      Launch{
+          {"/usr/bin/prlimit", "--nproc=" + std::to_string(kLimit) + ":" + std::to_string(kLimit)},
+          {}});
   WaitForAgents(1);
   // Each bomb process forks copies of itself forever; the job's main process waits on a
   // sleeper forked first, so only the timeout ends it.
@@ -144,15 +158,18 @@ TEST_F(HostileJobTest, AForkBombIsContainedAndKilledAtItsTimeoutWhileOtherShards
       "timeout = \"6s\"\nkill_grace = \"1s\"\n"
       "shell = 'b() { while :; do b & sleep 0.05; done; }; sleep 1000 & s=$!; b & wait $s'\n"
       "[[job]]\nname = \"ok\"\nschedule = \"@yearly\"\nrun_as = \"root\"\n"
-      "shell = \"" + JobPids() + "echo fine\"\n");
+      "shell = \"" +
+      JobPids() + "echo fine\"\n");
   auto start = Clock::now();
   int64_t bomb = Trigger("bomb")["id"];
-  ASSERT_TRUE(Coordinator::Eventually([&] { return ProcessesOf(uid).size() >= kLimit / 2; }, seconds(10)))
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return ProcessesOf(uid).size() >= kLimit / 2; }, seconds(10)))
       << "the bomb did not go off";
   // While it rages: at most the limit, and other shards still run.
   size_t most = 0;
   std::vector<double> ok_ms;
-  while (GetRun(bomb)["finished_at"].get<std::string>().empty() && Clock::now() - start < seconds(20)) {
+  while (GetRun(bomb)["finished_at"].get<std::string>().empty() &&
+         Clock::now() - start < seconds(20)) {
     most = std::max(most, ProcessesOf(uid).size());
     auto t0 = Clock::now();
     json ok = WaitRun(Trigger("ok")["id"], seconds(10));
@@ -171,8 +188,8 @@ TEST_F(HostileJobTest, AForkBombIsContainedAndKilledAtItsTimeoutWhileOtherShards
   EXPECT_TRUE(gone) << left << " bomb processes outlived the run";
   std::cout << "fork bomb: at most " << most << " processes (limit " << kLimit << "), run ended "
             << ended_s << " s after the trigger (timeout 6 s + kill_grace 1 s); " << ok_ms.size()
-            << " other runs meanwhile, slowest " << (ok_ms.empty() ? 0 : *std::max_element(ok_ms.begin(), ok_ms.end()))
-            << " ms\n";
+            << " other runs meanwhile, slowest "
+            << (ok_ms.empty() ? 0 : *std::max_element(ok_ms.begin(), ok_ms.end())) << " ms\n";
   EXPECT_FALSE(ok_ms.empty()) << "no other shard ran during the bomb";
   EXPECT_LT(ended_s, 6 + 1 + 3);
   EXPECT_TRUE(agent.process().running());

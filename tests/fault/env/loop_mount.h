@@ -1,7 +1,7 @@
 // LoopMount is a small ext4 filesystem of a test's own: an image file under the test's temp
-// directory, attached to a loop device and mounted where the test says (a data directory), for tests that
-// fill a disk up. Fill() takes every free block with one file (fallocate, then writes for
-// what a reserve leaves) and Free() deletes it again.
+// directory, attached to a loop device and mounted where the test says (a data directory), for
+// tests that fill a disk up. Fill() takes every free block with one file (fallocate, then writes
+// for what a reserve leaves) and Free() deletes it again.
 //
 // The destructor unmounts (lazily if something still holds it open), detaches the loop device
 // and deletes the image, also after a failed assertion. Test thread only; needs root,

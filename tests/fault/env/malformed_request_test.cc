@@ -24,8 +24,9 @@ class MalformedRequestTest : public EnvFaultTest {
  protected:
   void SetUp() override {
     UseEventLogs();
-    StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\nheader_timeout = \"2s\"\n"
-                     "idle_timeout = \"3s\"\nbody_timeout = \"3s\"\n");
+    StartCoordinator(
+        "lease_ttl = \"3s\"\nheartbeat = \"1s\"\nheader_timeout = \"2s\"\n"
+        "idle_timeout = \"3s\"\nbody_timeout = \"3s\"\n");
   }
 
   std::unique_ptr<RawConnection> Connect() {
@@ -76,7 +77,8 @@ TEST_F(MalformedRequestTest, TruncatedRequestsAreDroppedAndNothingOfThemIsKept) 
   // in the body; the client then gives up (half-close) or vanishes (close).
   for (size_t cut : {size_t{5}, size_t{30}, full.find("\r\n\r\n"), full.size() - body.size() / 2}) {
     for (bool vanish : {false, true}) {
-      std::string what = "request cut at byte " + std::to_string(cut) + (vanish ? ", closed" : ", half-closed");
+      std::string what =
+          "request cut at byte " + std::to_string(cut) + (vanish ? ", closed" : ", half-closed");
       auto c = Connect();
       ASSERT_TRUE(c->Send(full.substr(0, cut)));
       if (vanish) {
@@ -104,20 +106,25 @@ TEST_F(MalformedRequestTest, GarbageAndUnsupportedFramingGetAJsonErrorAndAClose)
       {"HELLO THERE\r\n\r\n", 400, "bad_request"},
       {nul_and_escapes, 400, "bad_request"},
       {"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505, "http_version_not_supported"},
-      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
        411, "length_required"},
-      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400, "bad_request"},
-      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", 400,
+       "bad_request"},
+      {"POST /v1/agent/claim HTTP/1.1\r\nHost: x\r\nContent-Length: "
+       "99999999999999999999999\r\n\r\n",
        400, "bad_request"},
       {"GET /v1/jobs%00/x HTTP/1.1\r\nHost: x\r\n\r\n", 400, "bad_request"},
   };
   for (const Case& c : cases) {
-    std::string what = "request " + json(c.bytes).dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string what =
+        "request " + json(c.bytes).dump(-1, ' ', false, json::error_handler_t::replace);
     auto conn = Connect();
     conn->Send(c.bytes);
     RawResponse r = conn->Read(milliseconds(5000));
     if (r.status == 413 && c.status == 400) r.status = 400;  // an overflowing length is either
-    ExpectError(r, r.status == 413 ? 413 : c.status, r.status == 413 ? "payload_too_large" : c.code, what);
+    ExpectError(r, r.status == 413 ? 413 : c.status, r.status == 413 ? "payload_too_large" : c.code,
+                what);
     EXPECT_TRUE(r.closed || conn->WaitClosed(milliseconds(3000))) << what << ": not closed";
     ExpectServing(what);
   }
@@ -136,9 +143,10 @@ TEST_F(MalformedRequestTest, OversizedHeadsAndBodiesAreRefusedBeforeTheyAreRead)
     std::string path;
     size_t length;
   };
-  for (const Case& c : {Case{"/v1/agent/claim", (1u << 20) + 1}, Case{"/v1/agent/heartbeat", 2u << 20},
-                        Case{"/v1/agent/result", 1u << 30}, Case{"/v1/agent/logs?run=1", (256u << 10) + 1},
-                        Case{"/v1/jobfile", 11u << 20}, Case{"/v1/jobs/x/trigger", 5u << 20}}) {
+  for (const Case& c :
+       {Case{"/v1/agent/claim", (1u << 20) + 1}, Case{"/v1/agent/heartbeat", 2u << 20},
+        Case{"/v1/agent/result", 1u << 30}, Case{"/v1/agent/logs?run=1", (256u << 10) + 1},
+        Case{"/v1/jobfile", 11u << 20}, Case{"/v1/jobs/x/trigger", 5u << 20}}) {
     std::string what = "POST " + c.path + " with " + std::to_string(c.length) + " bytes";
     std::string req = "POST " + c.path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
                       (c.path.find("/agent/") != std::string::npos ? Agent() : Admin()) +
@@ -160,7 +168,8 @@ TEST_F(MalformedRequestTest, OversizedHeadsAndBodiesAreRefusedBeforeTheyAreRead)
   RawResponse r = conn->Read(milliseconds(5000));
   ExpectError(r, 413, "payload_too_large", "4 MiB heartbeat");
   ExpectServing("4 MiB heartbeat");
-  EXPECT_LT(RssKib(coord_->process().pid()), 200 * 1024) << "the coordinator buffered an oversized body";
+  EXPECT_LT(RssKib(coord_->process().pid()), 200 * 1024)
+      << "the coordinator buffered an oversized body";
 }
 
 TEST_F(MalformedRequestTest, WrongJsonTypesInEveryAgentRouteGet400) {
@@ -170,22 +179,28 @@ TEST_F(MalformedRequestTest, WrongJsonTypesInEveryAgentRouteGet400) {
         "{\"agent\":\"t\",\"slots\":\"2\"}", "{\"agent\":\"t\",\"labels\":[\"a\"]}",
         "{\"agent\":\"t\",\"labels\":{\"a\":1}}", "{\"agent\":\"t\",\"wait_ms\":1e30}",
         "{\"agent\":\"t\",\"free\":true}", "{\"agent\":\"t\",\"free\":1.5}",
-        "{\"agent\":\"t\",\"version\":{}}",
-        "{\"agent\":\"t\",\"slots\":99999999999999999999}"}},
+        "{\"agent\":\"t\",\"version\":{}}", "{\"agent\":\"t\",\"slots\":99999999999999999999}"}},
       {"/v1/agent/heartbeat",
        {"not json", "[]", "{\"agent\":[]}", "{\"agent\":\"t\",\"leases\":{}}",
-        "{\"agent\":\"t\",\"leases\":[1]}", "{\"agent\":\"t\",\"leases\":[{\"run\":\"1\",\"shard\":0,\"token\":1}]}",
+        "{\"agent\":\"t\",\"leases\":[1]}",
+        "{\"agent\":\"t\",\"leases\":[{\"run\":\"1\",\"shard\":0,\"token\":1}]}",
         "{\"agent\":\"t\",\"leases\":[{\"run\":1,\"shard\":0.5,\"token\":1}]}",
-        "{\"agent\":\"t\",\"leases\":[{\"run\":1,\"shard\":0}]}", "{\"agent\":\"t\",\"free\":\"1\"}",
-        std::string(100000, '[') + std::string(100000, ']')}},
+        "{\"agent\":\"t\",\"leases\":[{\"run\":1,\"shard\":0}]}",
+        "{\"agent\":\"t\",\"free\":\"1\"}", std::string(100000, '[') + std::string(100000, ']')}},
       {"/v1/agent/result",
-       {"not json", "{}", "{\"agent\":\"t\",\"run\":\"1\",\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exited\"}",
+       {"not json", "{}",
+        "{\"agent\":\"t\",\"run\":\"1\",\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":"
+        "\"exited\"}",
         "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":5}",
-        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exploded\"}",
-        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exited\",\"exit_code\":\"0\"}",
-        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":-1e300,\"outcome\":\"exited\"}",
+        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":"
+        "\"exploded\"}",
+        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exited\","
+        "\"exit_code\":\"0\"}",
+        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":-1e300,\"outcome\":"
+        "\"exited\"}",
         "{\"agent\":\"t\",\"run\":1,\"shard\":[],\"attempt\":1,\"token\":1,\"outcome\":\"exited\"}",
-        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exited\",\"message\":7}"}},
+        "{\"agent\":\"t\",\"run\":1,\"shard\":0,\"attempt\":1,\"token\":1,\"outcome\":\"exited\","
+        "\"message\":7}"}},
   };
   for (const auto& [path, list] : bodies) {
     for (const std::string& body : list) {
@@ -203,8 +218,9 @@ TEST_F(MalformedRequestTest, WrongJsonTypesInEveryAgentRouteGet400) {
         "?run=1&shard=0x1&attempt=1&seq=1&token=1&stream=stdout",
         "?run=1&shard=0&attempt=1&seq=1.5&token=1&stream=stdout"}) {
     std::string what = "POST /v1/agent/logs" + std::string(query);
-    ExpectError(Exchange(HttpRequest("POST", "/v1/agent/logs" + std::string(query), Agent(), "data")),
-                400, "bad_request", what);
+    ExpectError(
+        Exchange(HttpRequest("POST", "/v1/agent/logs" + std::string(query), Agent(), "data")), 400,
+        "bad_request", what);
   }
   ExpectServing("log chunks");
 }
@@ -230,7 +246,8 @@ TEST_F(MalformedRequestTest, EveryRouteButHealthAndReadinessRefusesMissingWrongO
                 "unauthenticated", what + " with a malformed token");
     // A token of the wrong role: agent tokens only reach agent routes (and enrolment), the
     // join token only enrolment, read tokens only read.
-    bool agent_route = route.role == coordinator::Role::kAgent || route.role == coordinator::Role::kJoin;
+    bool agent_route =
+        route.role == coordinator::Role::kAgent || route.role == coordinator::Role::kJoin;
     if (!agent_route) {
       ExpectError(Exchange(HttpRequest(route.method, path, Agent(), body)), 403, "forbidden",
                   what + " with an agent token");
@@ -314,8 +331,9 @@ TEST_F(MalformedRequestTest, SlowAndIdleConnectionsAreClosedWhileHealthzStaysFas
 }
 
 TEST_F(MalformedRequestTest, ReplaysWithAnOldTokenGet409AndStoreNothing) {
-  coord_->Apply("[[job]]\nname = \"work\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
-                "shell = \"sleep 30\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"work\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+      "shell = \"sleep 30\"\n");
   int64_t id = Trigger("work")["id"];
   TestAgent a(*coord_, "a"), b(*coord_, "b");
   std::vector<json> first = a.Claim(1, 5000);

@@ -46,8 +46,8 @@ class PartitionTest : public EnvFaultTest {
       args.insert(args.end(), rule.begin(), rule.end());
       return args;
     };
-    CutOffMidShardThenHeal(what, [&] { netns_->Iptables(with("-A")); },
-                           [&] { netns_->Iptables(with("-D")); });
+    CutOffMidShardThenHeal(
+        what, [&] { netns_->Iptables(with("-A")); }, [&] { netns_->Iptables(with("-D")); });
   }
 };
 
@@ -57,12 +57,16 @@ void PartitionTest::CutOffMidShardThenHeal(const std::string& what,
   AgentProcess& island = AddAgent("island", {"--labels", "zone=island"}, "", netns_->launch());
   WaitForAgents(1);
   std::string pidfile = dir_.path() + "/pid";
-  coord_->Apply("[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
-                "shell = \"" + JobPids() + "echo $$ > " + pidfile + "-$JOB_ATTEMPT; i=0; "
-                "while [ $i -lt 600 ]; do echo attempt $JOB_ATTEMPT tick $i; i=$((i+1)); "
-                "sleep 0.1; done\"\n");
+  coord_->Apply(
+      "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\nroute = \"failover\"\n"
+      "shell = \"" +
+      JobPids() + "echo $$ > " + pidfile +
+      "-$JOB_ATTEMPT; i=0; "
+      "while [ $i -lt 600 ]; do echo attempt $JOB_ATTEMPT tick $i; i=$((i+1)); "
+      "sleep 0.1; done\"\n");
   int64_t id = Trigger("long")["id"];
-  ASSERT_TRUE(Coordinator::Eventually([&] { return !ReadFile(pidfile + "-1").empty(); }, seconds(15)))
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return !ReadFile(pidfile + "-1").empty(); }, seconds(15)))
       << "the shard did not start on the agent in the namespace";
   pid_t first = std::stoi(ReadFile(pidfile + "-1"));
   json before = GetRun(id);
@@ -143,15 +147,17 @@ void PartitionTest::CutOffMidShardThenHeal(const std::string& what,
   EXPECT_FALSE(ended["finished_at"].get<std::string>().empty()) << ended.dump();
   WaitForAgents(2);
   std::string jobfile = coord_->GetJson("/v1/jobfile").value("text", "");
-  coord_->Apply(jobfile + "[[job]]\nname = \"after\"\nschedule = \"@yearly\"\n"
-                "on = [\"zone=island\"]\nshell = \"" + JobPids() + "echo back\"\n");
+  coord_->Apply(jobfile +
+                "[[job]]\nname = \"after\"\nschedule = \"@yearly\"\n"
+                "on = [\"zone=island\"]\nshell = \"" +
+                JobPids() + "echo back\"\n");
   json back = WaitRun(Trigger("after")["id"], seconds(30));
   EXPECT_EQ(back["state"], "succeeded") << "the healed agent takes no new work: " << back.dump();
 
   // The checker over every process's events and the store: I1-I8, the cut counted as the
   // island's failure for I8.
-  fault::Report report = CheckInvariants(
-      {.kills = {{"island", int64_t{mono.tv_sec} * 1'000'000'000 + mono.tv_nsec}}});
+  fault::Report report =
+      CheckInvariants({.kills = {{"island", int64_t{mono.tv_sec} * 1'000'000'000 + mono.tv_nsec}}});
   for (const fault::Failover& f : report.failovers) {
     std::cout << what << ": checker: lease of " << f.agent << " ended " << f.ended_ms
               << " ms after the cut, shard granted again after " << f.regranted_ms << " ms\n";
@@ -163,8 +169,8 @@ void PartitionTest::CutOffMidShardThenHeal(const std::string& what,
 }
 
 TEST_F(PartitionTest, LinkDownBothWaysFencesTheAgentAndHandsTheShardOver) {
-  CutOffMidShardThenHeal("link down", [&] { netns_->SetLink(false); },
-                         [&] { netns_->SetLink(true); });
+  CutOffMidShardThenHeal(
+      "link down", [&] { netns_->SetLink(false); }, [&] { netns_->SetLink(true); });
 }
 
 TEST_F(PartitionTest, DroppedRepliesFenceTheAgentAndHandTheShardOver) {

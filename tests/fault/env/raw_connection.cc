@@ -83,7 +83,8 @@ RawResponse RawConnection::Read(std::chrono::milliseconds timeout) {
   size_t at = line_end;
   while (at != std::string::npos && at < head.size()) {
     size_t next = head.find("\r\n", at + 2);
-    std::string line = head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
+    std::string line =
+        head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
     size_t colon = line.find(':');
     if (colon != std::string::npos) {
       std::string name = line.substr(0, colon);
@@ -121,7 +122,8 @@ std::string HttpRequest(const std::string& method, const std::string& target,
   std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   if (!token.empty()) r += "Authorization: Bearer " + token + "\r\n";
   if (!body.empty() || method == "POST") {
-    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   return r + extra_headers + "\r\n" + body;
 }

@@ -42,9 +42,9 @@ class VethNamespace {
   void Ip(const std::vector<std::string>& args);
 
  private:
-  std::string name_;         // the namespace, also in /run/netns
-  std::string host_veth_;    // this side's end of the pair
-  std::string ns_veth_;      // the end inside the namespace
+  std::string name_;       // the namespace, also in /run/netns
+  std::string host_veth_;  // this side's end of the pair
+  std::string ns_veth_;    // the end inside the namespace
   std::string host_address_;
   std::string ns_address_;
 };
