@@ -48,7 +48,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
   claimer_ = std::make_unique<Claimer>(
       loop, link_.get(), clock, settings_.identity,
       [this](std::vector<Assignment> list, int64_t sent) { OnAssignments(std::move(list), sent); },
-      [this](const ClaimReplyExtras& extras) {
+      [this](const wire::ClaimReply& extras) {
         // Once a coordinator said it takes batches, the agent keeps sending them (until one
         // is refused: then the LogShipper and the RunReporter fall back to one per request).
         if (extras.log_batch_bytes)

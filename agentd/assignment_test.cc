@@ -5,60 +5,12 @@
 namespace jobctl::agentd {
 namespace {
 
-TEST(AssignmentTest, ParsesAClaimReply) {
-  Result<std::vector<Assignment>> r = ParseClaimReply(R"({"assignments":[{
-    "run":12,"shard":1,"shard_total":3,"attempt":2,"token":57,"ttl_ms":15000,
-    "heartbeat_ms":5000,"job":"nightly","scheduled_at":"2026-11-22T04:29:20Z",
-    "trace_id":"0af7651916cd43dd8448eb211c80319c","command":["/bin/echo","x"],"shell":"",
-    "env":{"K":"V"},"run_as":"","cwd":"","timeout_ms":null,"kill_grace_ms":10000}]})");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->size(), 1u);
-  const Assignment& a = (*r)[0];
-  EXPECT_EQ(a.key, (AttemptKey{12, 1, 2}));
-  EXPECT_EQ(a.shard_total, 3);
-  EXPECT_EQ(a.token, 57);
-  EXPECT_EQ(a.command, (std::vector<std::string>{"/bin/echo", "x"}));
-  EXPECT_EQ(a.env.at("K"), "V");
-  EXPECT_FALSE(a.timeout_ms);
-  EXPECT_EQ(*a.kill_grace_ms, 10000);
-}
-
-TEST(AssignmentTest, EmptyReplyAndBadReplies) {
-  EXPECT_TRUE(ParseClaimReply(R"({"assignments":[]})")->empty());
-  EXPECT_FALSE(ParseClaimReply("not json").ok());
-  EXPECT_FALSE(ParseClaimReply(R"({"assignments":[{"run":1}]})").ok());
-  EXPECT_FALSE(
-      ParseClaimReply(R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})").ok());
-}
-
-TEST(AssignmentTest, NumbersOutOfRangeAreRejected) {
-  Result<std::vector<Assignment>> r =
-      ParseClaimReply(R"({"assignments":[{"run":1,"shard":1e300,"attempt":1,"token":2}]})");
-  EXPECT_EQ(r.status().message(), "claim reply: \"shard\" is out of range");
-  EXPECT_FALSE(
-      ParseClaimReply(R"({"assignments":[{"run":1,"shard":0,"attempt":4294967297,"token":2}]})")
-          .ok());
-  EXPECT_FALSE(
-      ResultFromJson(
-          R"({"run":18446744073709551615,"shard":0,"attempt":1,"token":2,"outcome":"exited"})")
-          .ok());
-}
-
-TEST(AssignmentTest, ClaimReplyTellsTheLargestBatchesWhenTheCoordinatorTakesThem) {
-  ClaimReplyExtras extras;
-  ASSERT_TRUE(
-      ParseClaimReply(R"({"assignments":[],"log_batch_bytes":4194304,"result_batch_max":1000})",
-                      &extras)
-          .ok());
-  EXPECT_EQ(extras.log_batch_bytes, 4194304);
-  EXPECT_EQ(extras.result_batch_max, 1000);
-  ClaimReplyExtras none;
-  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[]})", &none).ok());
-  EXPECT_FALSE(none.log_batch_bytes);
-  EXPECT_FALSE(none.result_batch_max);
-  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":"big"})", &none).ok());
-  ASSERT_TRUE(ParseClaimReply(R"({"assignments":[],"log_batch_bytes":-1})", &none).ok());
-  EXPECT_FALSE(none.log_batch_bytes);
+TEST(AssignmentTest, AResultFileThatDoesNotDecodeIsCorrupt) {
+  Result<ShardResult> r = ResultFromJson(
+      R"({"run":18446744073709551615,"shard":0,"attempt":1,"token":2,"outcome":"exited"})");
+  EXPECT_EQ(r.status().code(), Status::Code::kCorrupt);
+  EXPECT_EQ(r.status().message(), "result: field \"run\" is out of range");
+  EXPECT_EQ(ResultFromJson("not json").status().code(), Status::Code::kCorrupt);
 }
 
 TEST(AssignmentTest, ResultRoundTripsThroughJson) {

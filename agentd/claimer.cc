@@ -55,23 +55,22 @@ void Claimer::MaybeClaim() {
 }
 
 void Claimer::Claim(int free, int64_t wait_ms) {
-  nlohmann::json body = {{"agent", identity_.name},      {"labels", identity_.labels},
-                         {"slots", identity_.slots},     {"free", free},
-                         {"version", identity_.version}, {"wait_ms", wait_ms}};
+  wire::ClaimRequest body{identity_.name, identity_.labels,  identity_.slots,
+                          free,           identity_.version, wait_ms};
   uint64_t seq = ++seq_;
   open_ = true;
   int64_t sent = clock_->MonotonicMs();
   link_->Post(
-      "/v1/agent/claim", body.dump(), "application/json",
+      "/v1/agent/claim", body.ToJson().dump(), "application/json",
       std::chrono::milliseconds(wait_ms + 15'000),
       [this, seq, sent](Result<http::HttpResponse> r) { OnReply(seq, sent, std::move(r)); });
 }
 
 Result<std::vector<Assignment>> Claimer::Parse(const std::string& body) {
-  ClaimReplyExtras extras;
-  Result<std::vector<Assignment>> list = ParseClaimReply(body, &extras);
-  if (list.ok() && on_extras_) on_extras_(extras);
-  return list;
+  Result<wire::ClaimReply> reply = wire::ClaimReply::FromJson(body);
+  if (!reply.ok()) return reply.status();
+  if (on_extras_) on_extras_(*reply);
+  return std::move(reply->assignments);
 }
 
 void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> r) {

@@ -37,7 +37,7 @@ class Claimer {
   static constexpr int64_t kWaitMs = 30'000;
   using OnAssignments = std::function<void(std::vector<Assignment>, int64_t sent_ms)>;
   // What each readable claim reply says besides its assignments (before them, if any).
-  using OnExtras = std::function<void(const ClaimReplyExtras&)>;
+  using OnExtras = std::function<void(const wire::ClaimReply&)>;
 
   Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
           OnAssignments on_assignments, OnExtras on_extras);

@@ -1,11 +1,9 @@
 #include "lease_keeper.h"
 
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "base/log.h"
-#include "wire/bounded_json.h"
-#include "wire/json_number.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::agentd {
 
@@ -84,75 +82,38 @@ void LeaseKeeper::Heartbeat() {
   // Expired leases are given up before asking: a late renewal must not revive them.
   CheckDeadlines();
   if (table_.empty()) return;
-  nlohmann::json leases = nlohmann::json::array();
-  for (const HeldLease& l : table_.All()) {
-    leases.push_back({{"run", l.key.run}, {"shard", l.key.shard}, {"token", l.token}});
-  }
-  nlohmann::json body = {{"agent", agent_}, {"free", free_slots_()}, {"leases", leases}};
+  wire::HeartbeatRequest body{agent_, free_slots_(), {}};
+  for (const HeldLease& l : table_.All()) body.leases.push_back({l.key, l.token});
   in_flight_ = true;
   int64_t sent = clock_->MonotonicMs();
   // A reply later than one period is useless: the next heartbeat is due.
   auto timeout = std::chrono::milliseconds(std::max<int64_t>(every_ms_, 1000));
-  link_->Post("/v1/agent/heartbeat", body.dump(), "application/json", timeout,
+  link_->Post("/v1/agent/heartbeat", body.ToJson().dump(), "application/json", timeout,
               [this, sent](Result<http::HttpResponse> r) { OnReply(sent, std::move(r)); });
 }
 
-// Applies a heartbeat reply: renewed leases get new deadlines, revoked ones are lost. Reads
-// the lists in place (no copies: a deeply nested value must not recurse); throws
-// nlohmann::json::exception on values of the wrong type.
-void LeaseKeeper::ApplyReply(int64_t sent_ms, const std::string& body) {
-  nlohmann::json j = wire::ParseJson(body);
-  if (!j.is_object()) return;
-  // A positive integer that fits, or nothing.
-  auto number = [](const nlohmann::json& obj, const char* name) -> std::optional<int64_t> {
-    auto it = obj.find(name);
-    if (it == obj.end() || !it->is_number_integer() || !wire::JsonNumberFits<int>(*it))
-      return std::nullopt;
-    return it->get<int64_t>();
-  };
-  if (auto t = number(j, "ttl_ms"); t && *t > 0) ttl_ms_ = *t;
-  if (auto h = number(j, "heartbeat_ms"); h && *h > 0) heartbeat_ms_ = *h;
-  auto item = [](const nlohmann::json& e, ShardKey* key, int64_t* token) {
-    if (!e.is_object()) return false;
-    auto run = e.find("run"), shard = e.find("shard"), tok = e.find("token");
-    if (run == e.end() || shard == e.end() || tok == e.end() || !run->is_number_integer() ||
-        !shard->is_number_integer() || !tok->is_number_integer() ||
-        !wire::JsonNumberFits<int64_t>(*run) || !wire::JsonNumberFits<int>(*shard) ||
-        !wire::JsonNumberFits<int64_t>(*tok)) {
-      return false;
-    }
-    *key = {run->get<int64_t>(), shard->get<int>()};
-    *token = tok->get<int64_t>();
-    return true;
-  };
-  ShardKey key;
-  int64_t token = 0;
-  if (auto renewed = j.find("renewed"); renewed != j.end() && renewed->is_array()) {
-    for (const auto& e : *renewed) {
-      if (item(e, &key, &token) && table_.Renewed(key, token, sent_ms, ttl_ms_) && cb_.on_renewed) {
-        cb_.on_renewed(key, token);
-      }
+// Applies a heartbeat reply: renewed leases get new deadlines, revoked ones are lost.
+void LeaseKeeper::ApplyReply(int64_t sent_ms, const wire::HeartbeatReply& reply) {
+  if (reply.ttl_ms > 0) ttl_ms_ = reply.ttl_ms;
+  if (reply.heartbeat_ms > 0) heartbeat_ms_ = reply.heartbeat_ms;
+  for (const wire::LeaseRef& l : reply.renewed) {
+    if (table_.Renewed(l.key, l.token, sent_ms, ttl_ms_) && cb_.on_renewed) {
+      cb_.on_renewed(l.key, l.token);
     }
   }
-  if (auto revoked = j.find("revoked"); revoked != j.end() && revoked->is_array()) {
-    for (const auto& e : *revoked) {
-      if (!item(e, &key, &token) || !table_.Remove(key, token)) continue;
-      auto reason = e.find("reason");
-      std::string_view why = reason != e.end() && reason->is_string()
-                                 ? std::string_view(reason->get_ref<const std::string&>())
-                                 : std::string_view("stale");
-      LeaseLoss loss = why == "canceled"   ? LeaseLoss::kCanceled
-                       : why == "finished" ? LeaseLoss::kFinished
-                                           : LeaseLoss::kStale;
-      // A finished lease is the normal end of a shard whose result is still being
-      // acknowledged: not worth a line at the default level.
-      (loss == LeaseLoss::kFinished ? log::Debug : log::Info)("lease revoked",
-                                                              {{"run", key.run},
-                                                               {"shard", key.shard},
-                                                               {"token", token},
-                                                               {"reason", LeaseLossName(loss)}});
-      cb_.on_lost(key, token, loss);
-    }
+  for (const wire::RevokedLease& l : reply.revoked) {
+    if (!table_.Remove(l.key, l.token)) continue;
+    LeaseLoss loss = l.reason == wire::Revocation::kCanceled   ? LeaseLoss::kCanceled
+                     : l.reason == wire::Revocation::kFinished ? LeaseLoss::kFinished
+                                                               : LeaseLoss::kStale;
+    // A finished lease is the normal end of a shard whose result is still being
+    // acknowledged: not worth a line at the default level.
+    (loss == LeaseLoss::kFinished ? log::Debug : log::Info)("lease revoked",
+                                                            {{"run", l.key.run},
+                                                             {"shard", l.key.shard},
+                                                             {"token", l.token},
+                                                             {"reason", LeaseLossName(loss)}});
+    cb_.on_lost(l.key, l.token, loss);
   }
 }
 
@@ -160,11 +121,11 @@ void LeaseKeeper::OnReply(int64_t sent_ms, Result<http::HttpResponse> r) {
   in_flight_ = false;
   if (closed_) return;
   if (Classify(r) == Reply::kOk) {
-    try {
-      ApplyReply(sent_ms, r->body);
-    } catch (const nlohmann::json::exception& e) {
-      // A reply that does not decode renews nothing; the deadlines stay as they were.
-      log::Warn("heartbeat reply not understood", {{"error", e.what()}});
+    // A reply that does not decode renews nothing; the deadlines stay as they were.
+    if (Result<wire::HeartbeatReply> reply = wire::HeartbeatReply::FromJson(r->body); reply.ok()) {
+      ApplyReply(sent_ms, *reply);
+    } else {
+      log::Warn("heartbeat reply not understood", {{"error", reply.status().message()}});
     }
   } else if (Classify(r) == Reply::kRejected) {
     log::Warn("heartbeat rejected", {{"error", Describe(r)}});

@@ -19,6 +19,7 @@
 #include "coordinator_link.h"
 #include "lease_table.h"
 #include "uvx/handles.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::agentd {
 
@@ -50,7 +51,7 @@ class LeaseKeeper {
  private:
   void Heartbeat();
   void OnReply(int64_t sent_ms, Result<http::HttpResponse> r);
-  void ApplyReply(int64_t sent_ms, const std::string& body);
+  void ApplyReply(int64_t sent_ms, const wire::HeartbeatReply& reply);
   void CheckDeadlines();
   void Rearm();
 

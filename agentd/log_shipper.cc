@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "wire/agent_messages.h"
 #include "wire/bounded_json.h"
 #include "wire/log_batch.h"
 
@@ -18,10 +19,8 @@ namespace {
 
 // {"stored": ..., "truncated": true}: the run is at its log cap on the coordinator.
 bool ReachedCap(const std::string& body) {
-  nlohmann::json j = wire::ParseJson(body);
-  if (!j.is_object()) return false;
-  auto it = j.find("truncated");
-  return it != j.end() && it->is_boolean() && it->get<bool>();
+  Result<wire::LogAppendReply> r = wire::LogAppendReply::FromJson(body);
+  return r.ok() && r->truncated;
 }
 
 }  // namespace

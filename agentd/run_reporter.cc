@@ -9,12 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/log.h"
 #include "base/secret_file.h"
-#include "wire/bounded_json.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::agentd {
 
@@ -174,36 +173,30 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
     ready_.insert(ready_.begin(), pending.begin(), pending.end());
     return SendMore();
   }
-  nlohmann::json body = wire::ParseJson(r->body);
-  auto answers = body.is_object() ? body.find("results") : body.end();
-  if (answers == body.end() || !answers->is_array() || answers->size() != keys.size()) {
-    log::Warn("result batch answer not understood; sending again", {{"error", Describe(r)}});
+  Result<wire::ResultBatchReply> answers = wire::ResultBatchReply::FromJson(r->body);
+  if (!answers.ok() || answers->results.size() != keys.size()) {
+    log::Warn("result batch answer not understood; sending again",
+              {{"error", answers.ok() ? Describe(r) : answers.status().message()}});
     return Retry(pending);  // results are idempotent: repeating one gets the same answer
   }
   std::vector<AttemptKey> again;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (results_.find(keys[i]) == results_.end()) continue;
-    const nlohmann::json& a = (*answers)[i];
+    const wire::ResultAnswer& a = answers->results[i];
     if (closed_) return;  // the last settled result let the agent shut down
-    if (a.is_object() && a.contains("accepted")) {
+    if (a.accepted) {
       Settle(keys[i], true);
       continue;
     }
     // Each refusal is what the single route would have answered: retried or given up alike.
-    int status = a.is_object() && a.contains("status") && a["status"].is_number_integer()
-                     ? a["status"].get<int>()
-                     : 500;
-    if (ClassifyStatus(status) == Reply::kRetry) {
+    if (ClassifyStatus(a.status) == Reply::kRetry) {
       again.push_back(keys[i]);
       continue;
     }
-    std::string message = a.is_object() && a.contains("message") && a["message"].is_string()
-                              ? a["message"].get<std::string>()
-                              : a.dump();
     log::Warn("result refused", {{"run", keys[i].run},
                                  {"shard", keys[i].shard},
                                  {"attempt", keys[i].attempt},
-                                 {"error", "HTTP " + std::to_string(status) + ": " + message}});
+                                 {"error", "HTTP " + std::to_string(a.status) + ": " + a.message}});
     Settle(keys[i], false);
   }
   // The backoff grows while some result keeps failing, as for a single result.

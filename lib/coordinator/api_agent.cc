@@ -123,7 +123,7 @@ void Api::Heartbeat(Call& c) {
   ++ctx_->metrics->heartbeats_total;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  Result<HeartbeatRequest> req = HeartbeatRequestFromJson(*body);
+  Result<wire::HeartbeatRequest> req = wire::HeartbeatRequest::FromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   if (!SameAgent(c, req->agent)) return;
   c.res->Send(
@@ -172,8 +172,7 @@ void Api::AppendLog(Call& c) {
     return Fail(c, s);
   }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
-  int64_t stored = 0, duplicates = 0;
-  bool truncated = false;
+  wire::LogAppendReply reply;
   for (const wire::LogRecord& r : records) {
     store::LogStream stream = r.stream == "stdout"   ? store::LogStream::kStdout
                               : r.stream == "stderr" ? store::LogStream::kStderr
@@ -182,7 +181,7 @@ void Api::AppendLog(Call& c) {
     std::string data = batch ? std::string(r.data) : std::move(c.req.body);
     store::LogChunk chunk{0,
                           *run,
-                          key.index,
+                          key.shard,
                           static_cast<int>(*attempt),
                           r.seq,
                           stream,
@@ -200,23 +199,19 @@ void Api::AppendLog(Call& c) {
                                             {"bytes", static_cast<int64_t>(chunk.data.size())},
                                             {"stored", fresh}});
     if (fresh) {
-      ++stored;
+      ++reply.stored;
       ctx_->metrics->log_bytes_total += chunk.data.size();
     } else if (*appended == store::LogStore::AppendResult::kDuplicate) {
-      ++duplicates;
+      ++reply.duplicates;
     } else {
-      truncated = true;
+      reply.truncated = true;
     }
   }
   int64_t run_id = *run;
   ctx_->batch->OnCommit([this, run_id](const Status& s) {
     if (s.ok()) p_.log_hub->Notify(run_id);
   });
-  if (batch) {
-    return JsonAfterCommit(
-        c, 200, {{"stored", stored}, {"duplicates", duplicates}, {"truncated", truncated}});
-  }
-  JsonAfterCommit(c, 200, {{"stored", stored > 0}, {"truncated", truncated}});
+  JsonAfterCommit(c, 200, reply.ToJson(batch));
 }
 
 Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const std::string& agent,
@@ -224,18 +219,18 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const 
   // The lease is live (the usual case): the lease decides, not a declared end.
   if (p_.dispatcher->HeldBy(key, token, agent)) return Status::NotFound("lease held");
   Result<std::optional<store::OutputEndRow>> end =
-      ctx_->store->GetOutputEnd(key.run, key.index, attempt);
+      ctx_->store->GetOutputEnd(key.run, key.shard, attempt);
   if (!end.ok()) return end.status();
   if (!*end) return Status::NotFound("no declared end");
   // Only while no later lease of the shard was granted: output is never taken under a token
   // older than the shard's newest (a retry's output must not be mixed with a stale one).
   int64_t newest = 0;
   if (const RunRecord* open = p_.book->FindOpen(key.run)) {
-    if (key.index >= 0 && key.index < static_cast<int>(open->shards.size())) {
-      newest = open->shards[static_cast<size_t>(key.index)].token;
+    if (key.shard >= 0 && key.shard < static_cast<int>(open->shards.size())) {
+      newest = open->shards[static_cast<size_t>(key.shard)].token;
     }
   } else {
-    Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
+    Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.shard);
     if (!shard.ok()) return shard.status();
     if (*shard) newest = (*shard)->token;
   }
@@ -244,7 +239,7 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const 
     return Status::Ok();
   }
   p_.book->NoteRefusedLog(key, token, agent);
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.shard) +
                           " attempt " + std::to_string(attempt) +
                           ": its result was taken; output after it is taken only from the "
                           "agent that reported it, under that lease, up to the end it declared");
@@ -253,7 +248,7 @@ Status Api::CheckTrailingOutput(ShardKey key, int attempt, int64_t token, const 
 void Api::PostResult(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  Result<ResultReport> r = ResultReportFromJson(*body);
+  Result<ResultReport> r = ResultReport::FromJson(*body);
   if (!r.ok()) return Fail(c, r.status());
   if (!SameAgent(c, r->agent)) return;
   r->agent = c.who.agent;
@@ -261,19 +256,18 @@ void Api::PostResult(Call& c) {
   if (!state.ok()) return Fail(c, state.status());
   // Only once durable: a turn that fails to commit is rolled back, result included, and the
   // agent must keep its result to send again.
-  JsonAfterCommit(c, 200, {{"accepted", true}, {"state", RunStateName(*state)}});
+  JsonAfterCommit(c, 200, wire::ResultAnswer{true, std::string(RunStateName(*state))}.ToJson());
 }
 
 void Api::PostResults(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  Result<std::vector<json>> items = ResultBatchFromJson(*body);
-  if (!items.ok()) return Fail(c, items.status());
+  Result<wire::ResultBatch> batch = wire::ResultBatch::FromJson(*body);
+  if (!batch.ok()) return Fail(c, batch.status());
   // Each result is taken or refused on its own, as if it had come alone; one commit covers
   // all that were taken.
-  json answers = json::array();
-  for (const json& item : *items) {
-    Result<ResultReport> r = ResultReportFromJson(item);
+  wire::ResultBatchReply answers;
+  for (Result<ResultReport>& r : batch->results) {
     if (r.ok() && !r->agent.empty() && r->agent != c.who.agent) {
       r = Status::PermissionDenied(OtherAgentMessage(c.who, r->agent));
     } else if (r.ok()) {
@@ -281,13 +275,13 @@ void Api::PostResults(Call& c) {
     }
     Result<RunState> state = r.ok() ? p_.book->OnResult(*r) : Result<RunState>(r.status());
     if (state.ok()) {
-      answers.push_back({{"accepted", true}, {"state", RunStateName(*state)}});
+      answers.results.push_back({true, std::string(RunStateName(*state))});
     } else {
       HttpError e = HttpErrorFor(state.status());
-      answers.push_back({{"status", e.status}, {"error", e.error}, {"message", e.message}});
+      answers.results.push_back({false, "", e.status, std::string(e.error), e.message});
     }
   }
-  JsonAfterCommit(c, 200, {{"results", std::move(answers)}});
+  JsonAfterCommit(c, 200, answers.ToJson());
 }
 
 }  // namespace jobctl::coordinator

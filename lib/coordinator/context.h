@@ -9,6 +9,7 @@
 #include "base/event_log.h"
 #include "config/coordinator_config.h"
 #include "coordinator/write_batch.h"
+#include "model/ids.h"
 #include "store/log_store.h"
 #include "store/store.h"
 
@@ -36,13 +37,6 @@ struct Context {
     });
   }
   int64_t MonoMs() const { return clock->MonotonicMs(); }
-};
-
-// Identifies one shard of one run.
-struct ShardKey {
-  int64_t run = 0;
-  int index = 0;
-  auto operator<=>(const ShardKey&) const = default;
 };
 
 }  // namespace jobctl::coordinator

@@ -5,7 +5,6 @@
 #include "base/log.h"
 #include "coordinator/http_errors.h"
 #include "coordinator/metrics.h"
-#include "coordinator/request_json.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
@@ -13,17 +12,18 @@ namespace {
 
 // Every claim answer says that this coordinator takes log batches (wire/log_batch.h) and
 // batches of results (POST /v1/agent/results).
-std::string ClaimReply(nlohmann::json assignments) {
-  return nlohmann::json{{"assignments", std::move(assignments)},
-                        {"log_batch_bytes", wire::kMaxLogBatchBytes},
-                        {"result_batch_max", kMaxResultBatch}}
-      .dump();
+std::string ClaimReply(std::vector<wire::Grant> assignments = {}) {
+  wire::ClaimReply r;
+  r.assignments = std::move(assignments);
+  r.log_batch_bytes = static_cast<int64_t>(wire::kMaxLogBatchBytes);
+  r.result_batch_max = static_cast<int64_t>(wire::kMaxResultBatch);
+  return r.ToJson();
 }
 
 constexpr int64_t kMaxClaimWaitMs = 60'000;
 
 std::string LeaseKey(ShardKey k) {
-  return "shard/" + std::to_string(k.run) + "/" + std::to_string(k.index);
+  return "shard/" + std::to_string(k.run) + "/" + std::to_string(k.shard);
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ void Dispatcher::Start() {
 void Dispatcher::Close() {
   for (auto& [name, a] : agents_) {
     if (a.waiting) {
-      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
+      a.waiting->Send({200, "application/json", ClaimReply(), {}});
       a.waiting.reset();
     }
   }
@@ -93,7 +93,7 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
   lease_by_token_[token] = key;
   lease_wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
   ctx_->events->Write("lease_loaded",
-                      {{"run", key.run}, {"shard", key.index}, {"token", token}, {"agent", agent}});
+                      {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"agent", agent}});
   AgentInfo& a = agents_[agent];
   a.name = agent;
   a.held.Add(key);
@@ -191,7 +191,7 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
   uint64_t turn = shard.route == Route::kRoundRobin ? round_robin_[shard.job] : 0;
   RouteChoice choice = PickAgent({.job = shard.job,
                                   .run = shard.key.run,
-                                  .index = shard.key.index,
+                                  .index = shard.key.shard,
                                   .on = shard.on,
                                   .route = shard.route,
                                   .bound_agent = shard.bound_agent,
@@ -204,7 +204,7 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
 void Dispatcher::TryDispatch() {
   if (pending_.empty()) return;
   int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
-  std::map<std::string, nlohmann::json> granted;
+  std::map<std::string, std::vector<wire::Grant>> granted;
   int64_t retry_in = -1;
   auto want_retry = [&retry_in](int64_t in) {
     in = std::max<int64_t>(in, 1);
@@ -228,9 +228,7 @@ void Dispatcher::TryDispatch() {
       ++it;
       continue;
     }
-    nlohmann::json& list = granted[agent->name];
-    if (list.is_null()) list = nlohmann::json::array();
-    Grant(*agent, *it, &list);
+    Grant(*agent, *it, &granted[agent->name]);
     --room;
     it = pending_.erase(it);
   }
@@ -243,7 +241,8 @@ void Dispatcher::TryDispatch() {
   ArmTimers();
 }
 
-void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::json* assignments) {
+void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard,
+                       std::vector<wire::Grant>* assignments) {
   int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
   int64_t token = ++last_token_;
   Lease lease{shard.key, agent.name, token, now_mono + ctx_->config.lease_ttl.count(), false};
@@ -257,24 +256,24 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::js
   ctx_->batch->Stage([&] {
     return ctx_->store->PutLease({LeaseKey(shard.key), agent.name, token, now_ms});
   });
-  nlohmann::json a = events_.granted(shard.key, agent.name, token, now_ms);
+  wire::Grant a = events_.granted(shard.key, agent.name, token, now_ms);
   ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
-                                   {"shard", shard.key.index},
-                                   {"attempt", a["attempt"].get<int64_t>()},
+                                   {"shard", shard.key.shard},
+                                   {"attempt", a.key.attempt},
                                    {"agent", agent.name},
                                    {"token", token}});
-  a["ttl_ms"] = ctx_->config.lease_ttl.count();
-  a["heartbeat_ms"] = ctx_->config.heartbeat.count();
+  a.ttl_ms = ctx_->config.lease_ttl.count();
+  a.heartbeat_ms = ctx_->config.heartbeat.count();
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;
   ctx_->metrics->claim_latency.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
   log::Debug("lease granted", {{"run", shard.key.run},
-                               {"shard", shard.key.index},
+                               {"shard", shard.key.shard},
                                {"agent", agent.name},
                                {"token", token}});
 }
 
-void Dispatcher::AnswerClaim(AgentInfo& agent, nlohmann::json assignments) {
+void Dispatcher::AnswerClaim(AgentInfo& agent, std::vector<wire::Grant> assignments) {
   std::shared_ptr<http::Responder> responder = std::move(agent.waiting);
   agent.waiting.reset();
   ++agent.claim_seq;
@@ -306,8 +305,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
                                     a.last_seen_ms, a.draining});
     });
   }
-  if (a.waiting)
-    a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
+  if (a.waiting) a.waiting->Send({200, "application/json", ClaimReply(), {}});
   a.waiting = std::move(responder);
   a.waiting_token_id = req.token_id;
   a.waiting_free = std::max(req.free, 0);
@@ -323,7 +321,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
     if (it != agents_.end() && it->second.claim_seq == seq) it->second.waiting.reset();
   });
   TryDispatch();
-  if (a.waiting && wait_ms <= 0) AnswerClaim(a, nlohmann::json::array());
+  if (a.waiting && wait_ms <= 0) AnswerClaim(a, {});
   ArmTimers();
 }
 
@@ -334,15 +332,11 @@ std::string Dispatcher::Heartbeat(const std::string& agent,
   a.last_seen_mono = ctx_->MonoMs();
   a.last_seen_ms = ctx_->NowMs();
   (void)free;
-  // The reply is written directly: at 10,000 agents this runs 2,000 times a second, and every
-  // value in it is a number or one of two fixed words.
-  std::string renewed, revoked;
-  auto item = [](std::string* out, const HeartbeatLease& l, const char* reason) {
-    if (!out->empty()) *out += ',';
-    *out += "{\"run\":" + std::to_string(l.key.run) + ",\"shard\":" + std::to_string(l.key.index) +
-            ",\"token\":" + std::to_string(l.token);
-    if (reason != nullptr) *out += std::string(",\"reason\":\"") + reason + '"';
-    *out += '}';
+  wire::HeartbeatReply reply;
+  reply.ttl_ms = ctx_->config.lease_ttl.count();
+  reply.heartbeat_ms = ctx_->config.heartbeat.count();
+  auto revoke = [&reply](const HeartbeatLease& l, wire::Revocation why) {
+    reply.revoked.push_back({l.key, l.token, why});
   };
   for (const HeartbeatLease& l : leases) {
     auto it = leases_.find(l.key);
@@ -351,33 +345,31 @@ std::string Dispatcher::Heartbeat(const std::string& agent,
       // crossing a result names a lease that just ended: not stale, and the agent is told
       // so. Only the rest is staleness (a lease that expired or was never this agent's).
       if (events_.ended_by_result && events_.ended_by_result(l.key, l.token)) {
-        item(&revoked, l, "finished");
+        revoke(l, wire::Revocation::kFinished);
         continue;
       }
       ++ctx_->metrics->stale_token_total;
       ctx_->events->Write("refused",
                           {{"what", "renew"},
                            {"run", l.key.run},
-                           {"shard", l.key.index},
+                           {"shard", l.key.shard},
                            {"token", l.token},
                            {"agent", agent},
                            {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
-      item(&revoked, l, "stale");
+      revoke(l, wire::Revocation::kStale);
     } else if (it->second.canceled) {
-      item(&revoked, l, "canceled");
+      revoke(l, wire::Revocation::kCanceled);
     } else {
       it->second.expires_mono = a.last_seen_mono + ctx_->config.lease_ttl.count();
       ctx_->events->Write(
           "renewed",
-          {{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}, {"agent", agent}});
+          {{"run", l.key.run}, {"shard", l.key.shard}, {"token", l.token}, {"agent", agent}});
       lease_wheel_.Schedule(static_cast<uint64_t>(l.token), it->second.expires_mono);
-      item(&renewed, l, nullptr);
+      reply.renewed.push_back(l);
     }
   }
-  if (!renewed.empty()) ArmLeaseTimer();
-  return "{\"ttl_ms\":" + std::to_string(ctx_->config.lease_ttl.count()) +
-         ",\"heartbeat_ms\":" + std::to_string(ctx_->config.heartbeat.count()) + ",\"renewed\":[" +
-         renewed + "],\"revoked\":[" + revoked + "]}";
+  if (!reply.renewed.empty()) ArmLeaseTimer();
+  return reply.ToJson();
 }
 
 Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t token) const {
@@ -389,13 +381,13 @@ Status Dispatcher::CheckToken(ShardKey key, const std::string& agent, int64_t to
   ctx_->events->Write("refused",
                       {{"what", "result"},
                        {"run", key.run},
-                       {"shard", key.index},
+                       {"shard", key.shard},
                        {"token", token},
                        {"agent", agent},
                        {"current", it == leases_.end() ? int64_t{0} : it->second.token}});
   // Neither token is told: the caller's own is no news, and the current one belongs to the
   // holder alone.
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.shard) +
                           ": agent " + agent +
                           " holds no live lease on it under that token (it expired, ended, or "
                           "is another agent's)");
@@ -477,7 +469,7 @@ void Dispatcher::Release(ShardKey key, std::string_view why) {
   auto it = leases_.find(key);
   if (it == leases_.end()) return;
   ctx_->EventAfterCommit("lease_end", {{"run", key.run},
-                                       {"shard", key.index},
+                                       {"shard", key.shard},
                                        {"token", it->second.token},
                                        {"agent", it->second.agent},
                                        {"why", why}});
@@ -527,7 +519,7 @@ void Dispatcher::OnLeaseTimer() {
     Release(key, "expired");
     ++ctx_->metrics->leases_expired_total;
     log::Warn("lease expired", {{"run", key.run},
-                                {"shard", key.index},
+                                {"shard", key.shard},
                                 {"agent", agent},
                                 {"token", static_cast<int64_t>(token)}});
     // The holder did not renew for a whole TTL: it may be cut off, and its long-poll claim,
@@ -535,7 +527,7 @@ void Dispatcher::OnLeaseTimer() {
     // be granted straight back through that claim, into the void, and run elsewhere only a
     // TTL later. Answered empty, a live agent simply asks again.
     if (auto it = agents_.find(agent); it != agents_.end() && it->second.waiting) {
-      AnswerClaim(it->second, nlohmann::json::array());
+      AnswerClaim(it->second, {});
     }
     events_.lease_expired(key, static_cast<int64_t>(token));
   }
@@ -546,7 +538,7 @@ void Dispatcher::OnClaimTimer() {
   int64_t now = ctx_->MonoMs();
   for (auto& [name, a] : agents_) {
     if (a.waiting && a.wait_deadline_mono <= now) {
-      a.waiting->Send({200, "application/json", ClaimReply(nlohmann::json::array()), {}});
+      a.waiting->Send({200, "application/json", ClaimReply(), {}});
       a.waiting.reset();
       ++a.claim_seq;
     }

@@ -28,6 +28,7 @@
 #include "model/routing.h"
 #include "model/timing_wheel.h"
 #include "uvx/handles.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::coordinator {
 
@@ -35,8 +36,7 @@ namespace jobctl::coordinator {
 struct ShardEvents {
   // A shard was granted to `agent` under `token`: records it as running and returns the
   // assignment the agent receives (the Dispatcher adds the lease's ttl_ms and heartbeat_ms).
-  std::function<nlohmann::json(ShardKey key, const std::string& agent, int64_t token,
-                               int64_t now_ms)>
+  std::function<wire::Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms)>
       granted;
   // Whether the lease `token` of the shard ended because its result arrived.
   std::function<bool(ShardKey key, int64_t token)> ended_by_result;
@@ -107,21 +107,14 @@ struct PendingShard {
   int64_t since_mono = 0;
 };
 
-struct ClaimRequest {
-  std::string agent;  // from the credential (Api), never from the body
+// A claim as the Dispatcher takes it: the agent's message, its "agent" replaced by the
+// credential's (Api), and what the credential says besides.
+struct ClaimRequest : wire::ClaimRequest {
   int64_t token_id = 0;
   std::optional<int64_t> token_expires_ms;  // the claim is not held open past it
-  std::map<std::string, std::string> labels;
-  int slots = 1;
-  int free = 1;
-  std::string version;
-  int64_t wait_ms = 30'000;
 };
 
-struct HeartbeatLease {
-  ShardKey key;
-  int64_t token = 0;
-};
+using HeartbeatLease = wire::LeaseRef;
 
 class Dispatcher {
  public:
@@ -180,8 +173,8 @@ class Dispatcher {
   void TryDispatch();
   AgentInfo* Pick(const PendingShard& shard, int64_t now_mono, bool* hold);
   int FreeOf(const AgentInfo& a) const;
-  void Grant(AgentInfo& agent, const PendingShard& shard, nlohmann::json* assignments);
-  void AnswerClaim(AgentInfo& agent, nlohmann::json assignments);
+  void Grant(AgentInfo& agent, const PendingShard& shard, std::vector<wire::Grant>* assignments);
+  void AnswerClaim(AgentInfo& agent, std::vector<wire::Grant> assignments);
   void OnLeaseTimer();
   void OnClaimTimer();
   // Forgets agents neither seen nor holding a lease within agent_expiry.

@@ -19,11 +19,7 @@
 
 namespace jobctl::coordinator {
 
-struct HeartbeatRequest {
-  std::string agent;  // "" when the body names none; the credential decides (Api)
-  int free = 0;
-  std::vector<HeartbeatLease> leases;
-};
+using HeartbeatRequest = wire::HeartbeatRequest;  // "agent" may be "": the credential decides
 
 struct TriggerRequest {
   std::string idempotency_key;                // "" = none; at most kMaxIdempotencyKey bytes
@@ -59,12 +55,8 @@ struct EnrolRequest {
 // `body` is the request body as a JSON object (Api::Body). The agent routes' "agent" field is
 // optional: who the agent is comes from its credential, and Api refuses a body naming another.
 Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
-Result<HeartbeatRequest> HeartbeatRequestFromJson(const nlohmann::json& body);
-Result<ResultReport> ResultReportFromJson(const nlohmann::json& body);
-// POST /v1/agent/results: {"results": [result, ...]}, at most kMaxResultBatch of them; each
-// is decoded on its own with ResultReportFromJson.
-inline constexpr size_t kMaxResultBatch = 1000;
-Result<std::vector<nlohmann::json>> ResultBatchFromJson(const nlohmann::json& body);
+// The agent routes' messages are wire/agent_messages.h; these add the checks that need the
+// coordinator's rules (label syntax, version length).
 // The author is the caller's token name, or "AUTHOR (token NAME)" when the body names one.
 Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body,
                                           const std::string& token_name);

@@ -199,10 +199,9 @@ void RunBook::Save(const ShardRecord& shard) {
   ctx_->batch->Stage([&] { return ctx_->store->UpdateShard(shard); });
 }
 
-nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t token,
-                              int64_t now_ms) {
+wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms) {
   OpenRun& run = open_.at(key.run);
-  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.index));
+  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.shard));
   shard.state = RunState::kRunning;
   shard.agent = agent;
   shard.token = token;
@@ -222,26 +221,22 @@ nlohmann::json RunBook::Grant(ShardKey key, const std::string& agent, int64_t to
   // pending -> running. Once running, a grant cannot change the run's state (the shard it
   // starts is open), so the O(shards) derivation is skipped: a wide run's grants stay O(1).
   if (run.rec.state != RunState::kRunning) MaybeFinish(run);
-  // Built key by key: an initializer list would copy every value once more, and this runs
-  // for every shard granted.
-  nlohmann::json a(nlohmann::json::value_t::object);
-  a["run"] = key.run;
-  a["shard"] = key.index;
-  a["shard_total"] = run.rec.shard_total;
-  a["attempt"] = shard.attempt;
-  a["token"] = token;
-  a["job"] = run.rec.job;
-  a["scheduled_at"] = FormatUtc(FromUnixMs(run.rec.scheduled_ms));
-  a["trace_id"] = run.rec.trace_id;
-  a["command"] = spec.command;
-  a["shell"] = spec.shell;
-  a["env"] = ShardEnv(spec, RunParams(run.rec.env_json));
-  if (!spec.secrets.empty()) a["secrets"] = spec.secrets;  // names only: the agent reads them
-  a["run_as"] = spec.run_as;
-  a["cwd"] = spec.cwd;
-  a["timeout_ms"] = spec.timeout ? nlohmann::json(spec.timeout->count()) : nlohmann::json();
-  a["kill_grace_ms"] = spec.kill_grace.count();
-  return a;
+  wire::Grant g;
+  g.key = {key.run, key.shard, shard.attempt};
+  g.shard_total = run.rec.shard_total;
+  g.token = token;
+  g.job = run.rec.job;
+  g.scheduled_at = FormatUtc(FromUnixMs(run.rec.scheduled_ms));
+  g.trace_id = run.rec.trace_id;
+  g.command = spec.command;
+  g.shell = spec.shell;
+  g.env = ShardEnv(spec, RunParams(run.rec.env_json));
+  g.secrets = spec.secrets;  // names only: the agent reads them
+  g.run_as = spec.run_as;
+  g.cwd = spec.cwd;
+  if (spec.timeout) g.timeout_ms = spec.timeout->count();
+  g.kill_grace_ms = spec.kill_grace.count();
+  return g;
 }
 
 int64_t RunBook::BackoffMs(const Job& spec, int attempt) const {
@@ -280,17 +275,18 @@ ResultFacts RunBook::FactsOf(const ShardRecord& s, const ResultReport& r, bool r
   ResultFacts f;
   f.run_open = run_open;
   f.holder_ended = s.token == r.token && IsTerminal(s.state) && s.agent == r.agent;
-  f.lease_held = dispatcher_->HeldBy(r.key, r.token, r.agent);
+  f.lease_held = dispatcher_->HeldBy(r.key.shard_key(), r.token, r.agent);
   f.ended_by_result = EndedByResultOf(s, r.token);
   if (run_open) {
-    auto a = answered_.find(r.key);
+    auto a = answered_.find(r.key.shard_key());
     f.answered = a != answered_.end() && a->second.token == r.token && a->second.agent == r.agent;
   }
-  f.current_attempt = s.attempt == r.attempt && s.state == RunState::kRunning;
+  f.current_attempt = s.attempt == r.key.attempt && s.state == RunState::kRunning;
   return f;
 }
 
 Result<RunState> RunBook::OnResult(const ResultReport& r) {
+  const ShardKey key = r.key.shard_key();
   auto it = open_.find(r.key.run);
   std::optional<RunRecord> finished;
   if (it == open_.end()) {
@@ -301,31 +297,31 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     finished = std::move(**stored);
   }
   RunRecord& rec = finished ? *finished : it->second.rec;
-  if (r.key.index < 0 || r.key.index >= static_cast<int>(rec.shards.size())) {
-    return Status::NotFound("no shard " + std::to_string(r.key.index));
+  if (r.key.shard < 0 || r.key.shard >= static_cast<int>(rec.shards.size())) {
+    return Status::NotFound("no shard " + std::to_string(r.key.shard));
   }
-  ShardRecord& shard = rec.shards[static_cast<size_t>(r.key.index)];
+  ShardRecord& shard = rec.shards[static_cast<size_t>(r.key.shard)];
   switch (JudgeResult(FactsOf(shard, r, !finished))) {
     case ResultVerdict::kReleaseAndAnswerEnded:
-      dispatcher_->Release(r.key, "released");
+      dispatcher_->Release(key, "released");
       return shard.state;
     case ResultVerdict::kAnswerEnded: return shard.state;
-    case ResultVerdict::kAnswerAgain: return answered_.at(r.key).state;
+    case ResultVerdict::kAnswerAgain: return answered_.at(key).state;
     case ResultVerdict::kRefuseStale:
       // CheckToken refuses it, counts the stale token and writes the event.
-      if (Status s = dispatcher_->CheckToken(r.key, r.agent, r.token); !s.ok()) return s;
+      if (Status s = dispatcher_->CheckToken(key, r.agent, r.token); !s.ok()) return s;
       return Status::Conflict("run " + std::to_string(r.key.run) + " shard " +
-                              std::to_string(r.key.index) + ": stale token");
+                              std::to_string(r.key.shard) + ": stale token");
     case ResultVerdict::kRefuseRunEnded:
       return Status::Conflict("run " + std::to_string(r.key.run) + " has ended");
     case ResultVerdict::kRefuseWrongAttempt:
       ctx_->events->Write("refused", {{"what", "result"},
                                       {"run", r.key.run},
-                                      {"shard", r.key.index},
+                                      {"shard", r.key.shard},
                                       {"token", r.token},
                                       {"agent", r.agent},
                                       {"current", shard.token}});
-      return Status::Conflict("result for attempt " + std::to_string(r.attempt) +
+      return Status::Conflict("result for attempt " + std::to_string(r.key.attempt) +
                               " but the shard is at attempt " + std::to_string(shard.attempt));
     case ResultVerdict::kAccept: break;
   }
@@ -334,7 +330,7 @@ Result<RunState> RunBook::OnResult(const ResultReport& r) {
     // deliver up to it after its lease ended (Api::AppendLog).
     ctx_->batch->Stage([&] {
       return ctx_->store->PutOutputEnd(
-          {r.key.run, r.key.index, r.attempt, *r.output_seq, r.agent, r.token});
+          {r.key.run, r.key.shard, r.key.attempt, *r.output_seq, r.agent, r.token});
     });
   }
   return Accept(it->second, shard, r);
@@ -345,15 +341,15 @@ RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r
   ResultDisposition d = DisposeResult(r.outcome, r.exit_code, shard, *run.spec);
   RunState state = ResultState(r.outcome, r.exit_code);
   ctx_->EventAfterCommit("result_accepted", {{"run", r.key.run},
-                                             {"shard", r.key.index},
-                                             {"attempt", r.attempt},
+                                             {"shard", r.key.shard},
+                                             {"attempt", r.key.attempt},
                                              {"token", r.token},
                                              {"agent", r.agent},
                                              {"outcome", OutcomeName(r.outcome)},
                                              {"state", RunStateName(state)}});
-  dispatcher_->Release(r.key, "result");
-  EraseDeadline(r.key);
-  answered_[r.key] = {r.token, r.agent, state};
+  dispatcher_->Release(r.key.shard_key(), "result");
+  EraseDeadline(r.key.shard_key());
+  answered_[r.key.shard_key()] = {r.token, r.agent, state};
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
@@ -385,7 +381,7 @@ bool RunBook::EndedByResult(ShardKey key, int64_t token) {
     return a != answered_.end() && a->second.token == token;
   }
   // A finished run: its shard row keeps the last attempt's token and outcome.
-  Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.index);
+  Result<std::optional<ShardRecord>> shard = ctx_->store->GetShard(key.run, key.shard);
   return shard.ok() && *shard && EndedByResultOf(**shard, token);
 }
 
@@ -393,7 +389,7 @@ void RunBook::NoteRefusedLog(ShardKey key, int64_t token, const std::string& age
   ++ctx_->metrics->stale_token_total;
   ctx_->events->Write("refused", {{"what", "log"},
                                   {"run", key.run},
-                                  {"shard", key.index},
+                                  {"shard", key.shard},
                                   {"token", token},
                                   {"agent", agent}});
 }
@@ -402,7 +398,7 @@ Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token, const st
   if (!dispatcher_->HeldBy(key, token, agent)) {
     NoteRefusedLog(key, token, agent);
     return Status::Conflict("run " + std::to_string(key.run) + " shard " +
-                            std::to_string(key.index) + ": agent " + agent +
+                            std::to_string(key.shard) + ": agent " + agent +
                             " holds no live lease on it under that token (the attempt ended, "
                             "its lease expired, or it is another agent's); output is taken "
                             "only from the holder of a live lease");
@@ -411,18 +407,18 @@ Status RunBook::CheckLogToken(ShardKey key, int attempt, int64_t token, const st
   const ShardRecord* shard = nullptr;
   std::optional<RunRecord> stored;
   if (auto it = open_.find(key.run); it != open_.end()) {
-    shard = &it->second.rec.shards.at(static_cast<size_t>(key.index));
+    shard = &it->second.rec.shards.at(static_cast<size_t>(key.shard));
   } else {
     Result<std::optional<RunRecord>> r = ctx_->store->GetRun(key.run);
     if (!r.ok()) return r.status();
     stored = std::move(*r);
-    if (stored && key.index >= 0 && key.index < static_cast<int>(stored->shards.size())) {
-      shard = &stored->shards[static_cast<size_t>(key.index)];
+    if (stored && key.shard >= 0 && key.shard < static_cast<int>(stored->shards.size())) {
+      shard = &stored->shards[static_cast<size_t>(key.shard)];
     }
   }
   if (shard == nullptr) return Status::NotFound("no such run or shard");
   if (shard->attempt == attempt) return Status::Ok();
-  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.index) +
+  return Status::Conflict("run " + std::to_string(key.run) + " shard " + std::to_string(key.shard) +
                           ": that lease is not of attempt " + std::to_string(attempt));
 }
 
@@ -430,7 +426,7 @@ void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {
   auto it = open_.find(key.run);
   if (it == open_.end()) return;
   OpenRun& run = it->second;
-  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.index));
+  ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.shard));
   if (shard.token != token || shard.state != RunState::kRunning) return;
   int64_t now = ctx_->NowMs();
   shard.outcome = "lease_lost";
@@ -553,22 +549,21 @@ void RunBook::OnDeadlineTimer() {
     deadlines_.erase(deadlines_.begin());
     auto it = open_.find(key.run);
     if (it == open_.end()) continue;
-    ShardRecord& shard = it->second.rec.shards.at(static_cast<size_t>(key.index));
+    ShardRecord& shard = it->second.rec.shards.at(static_cast<size_t>(key.shard));
     if (shard.state != RunState::kRunning) continue;
     log::Warn("shard past its timeout without a result; failing it", {{"job", it->second.rec.job},
                                                                       {"run", key.run},
-                                                                      {"shard", key.index},
+                                                                      {"shard", key.shard},
                                                                       {"agent", shard.agent}});
-    ResultReport r{key,
-                   shard.attempt,
-                   shard.token,
-                   shard.agent,
-                   Outcome::kTimedOut,
-                   std::nullopt,
-                   "no result from the agent within the timeout (coordinator backstop)"};
+    ResultReport r;
+    r.key = {key.run, key.shard, shard.attempt};
+    r.token = shard.token;
+    r.agent = shard.agent;
+    r.outcome = Outcome::kTimedOut;
+    r.message = "no result from the agent within the timeout (coordinator backstop)";
     if (Result<RunState> ended = OnResult(r); !ended.ok()) {
       log::Error("cannot fail a shard past its timeout",
-                 {{"run", key.run}, {"shard", key.index}, {"error", ended.status().ToString()}});
+                 {{"run", key.run}, {"shard", key.shard}, {"error", ended.status().ToString()}});
     }
   }
   ArmDeadlines();

@@ -20,23 +20,14 @@
 #include "model/result_rules.h"
 #include "model/run.h"
 #include "uvx/handles.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::coordinator {
 
 class Dispatcher;
 
-struct ResultReport {
-  ShardKey key;
-  int attempt = 1;
-  int64_t token = 0;
-  std::string agent;
-  Outcome outcome = Outcome::kExited;
-  std::optional<int64_t> exit_code;
-  std::string message;
-  // The seq of the attempt's last log chunk the agent shipped (0: none): its output ends
-  // there. None from agents older than this field: the output is complete at the run's end.
-  std::optional<int64_t> output_seq;
-};
+// A result as the RunBook takes it: the agent's message, its agent set from the credential.
+using ResultReport = wire::ShardResult;
 
 class RunBook {
  public:
@@ -62,7 +53,7 @@ class RunBook {
   Status RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note);
 
   // The dispatcher granted a lease: records it and returns the assignment for the agent.
-  nlohmann::json Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms);
+  wire::Grant Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms);
   // An agent's result. kConflict for a stale token (the agent must stop); a repeat of an
   // accepted result returns the same state.
   Result<RunState> OnResult(const ResultReport& report);

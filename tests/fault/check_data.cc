@@ -6,6 +6,7 @@
 
 #include "fault/checker.h"
 #include "fault/probe_output.h"
+#include "model/ids.h"
 
 namespace jobctl::fault {
 namespace {
@@ -138,7 +139,7 @@ void MeasureOverlaps(const History& h, Report* r) {
     int64_t start = -1;
     int64_t end = LLONG_MAX;
   };
-  std::map<std::pair<int64_t, int>, std::map<int, Life>> lives;
+  std::map<ShardKey, std::map<int, Life>> lives;
   auto life = [&](const Event& e) -> Life& {
     return lives[{e.Int("run"), static_cast<int>(e.Int("shard"))}]
                 [static_cast<int>(e.Int("attempt"))];
@@ -162,7 +163,7 @@ void MeasureOverlaps(const History& h, Report* r) {
         int64_t from = std::max(a->second.start, b->second.start);
         int64_t to = std::min(std::min(a->second.end, b->second.end), last_ns);
         if (to <= from) continue;
-        r->overlaps.push_back({key.first, key.second, a->first, b->first, (to - from) / 1'000'000,
+        r->overlaps.push_back({key.run, key.shard, a->first, b->first, (to - from) / 1'000'000,
                                a->second.end != LLONG_MAX});
       }
     }

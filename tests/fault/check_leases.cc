@@ -10,11 +10,12 @@
 #include <set>
 
 #include "fault/checker.h"
+#include "model/ids.h"
 
 namespace jobctl::fault {
 namespace {
 
-using Key = std::pair<int64_t, int>;  // (run, shard)
+using Key = ShardKey;
 
 struct Interval {
   Key key;
@@ -27,7 +28,7 @@ struct Interval {
 };
 
 std::string Shard(Key k) {
-  return "run " + std::to_string(k.first) + " shard " + std::to_string(k.second);
+  return "run " + std::to_string(k.run) + " shard " + std::to_string(k.shard);
 }
 
 std::string JobOf(const StoreView& s, int64_t run) {
@@ -94,7 +95,7 @@ class Replay {
       ++logs;
       auto latest = latest_.find(key);
       if (latest == latest_.end() || latest->second != token) {
-        r_->Fail("I4", JobOf(s_, key.first) + Shard(key) + " token " + std::to_string(token) +
+        r_->Fail("I4", JobOf(s_, key.run) + Shard(key) + " token " + std::to_string(token) +
                            ": log chunk seq " + std::to_string(e.Int("seq")) + " accepted at " +
                            e.where + " but the newest token granted is " +
                            (latest == latest_.end() ? "none" : std::to_string(latest->second)));
@@ -130,13 +131,13 @@ class Replay {
   void Grant(const Event& e, Key key, int64_t token) {
     ++grants;
     if (token <= max_token_) {
-      r_->Fail("I3", JobOf(s_, key.first) + Shard(key) + ": token " + std::to_string(token) +
+      r_->Fail("I3", JobOf(s_, key.run) + Shard(key) + ": token " + std::to_string(token) +
                          " granted at " + e.where + " after token " + std::to_string(max_token_) +
                          " (tokens must strictly increase)");
     }
     if (auto it = open_.find(key); it != open_.end()) {
       const Interval& live = intervals[it->second];
-      r_->Fail("I3", JobOf(s_, key.first) + Shard(key) + ": token " + std::to_string(token) +
+      r_->Fail("I3", JobOf(s_, key.run) + Shard(key) + ": token " + std::to_string(token) +
                          " granted to " + e.Str("agent") + " at " + e.where + " while token " +
                          std::to_string(live.token) + " of " + live.agent + " (granted at " +
                          live.where + ") was still live");
@@ -153,7 +154,7 @@ class Replay {
       return;
     }
     if (intervals[it->second].token != token) {
-      r_->Fail("I3", JobOf(s_, key.first) + Shard(key) + ": lease_end of token " +
+      r_->Fail("I3", JobOf(s_, key.run) + Shard(key) + ": lease_end of token " +
                          std::to_string(token) + " at " + e.where +
                          " but the live lease is token " +
                          std::to_string(intervals[it->second].token));
@@ -167,7 +168,7 @@ class Replay {
     auto it = open_.find(key);
     if (it == open_.end() || intervals[it->second].token != token) {
       r_->Fail("I4",
-               JobOf(s_, key.first) + Shard(key) + " token " + std::to_string(token) + ": " + what +
+               JobOf(s_, key.run) + Shard(key) + " token " + std::to_string(token) + ": " + what +
                    " accepted at " + e.where + " but the live lease is " +
                    (it == open_.end() ? std::string("none")
                                       : "token " + std::to_string(intervals[it->second].token)));
@@ -181,7 +182,7 @@ class Replay {
     auto [by_token, fresh_token] = by_token_.emplace(std::make_pair(key, token), e.where);
     auto [by_attempt, fresh_attempt] = by_attempt_.emplace(std::make_pair(key, attempt), e.where);
     if (!fresh_token || !fresh_attempt) {
-      r_->Fail("I5", JobOf(s_, key.first) + Shard(key) + " token " + std::to_string(token) +
+      r_->Fail("I5", JobOf(s_, key.run) + Shard(key) + " token " + std::to_string(token) +
                          " attempt " + std::to_string(attempt) + ": a second result accepted at " +
                          e.where + " after one at " +
                          (fresh_token ? by_attempt->second : by_token->second));
@@ -206,7 +207,7 @@ void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions
       if (held.agent != kill.agent || held.start_ns > kill.mono_ns || held.end_ns <= kill.mono_ns) {
         continue;
       }
-      Failover f{kill.agent, held.key.first, held.key.second, held.token};
+      Failover f{kill.agent, held.key.run, held.key.shard, held.token};
       if (held.end_ns != LLONG_MAX) f.ended_ms = (held.end_ns - kill.mono_ns) / 1'000'000;
       for (const Interval& next : replay.intervals) {
         if (next.key == held.key && next.token > held.token) {
@@ -216,10 +217,10 @@ void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions
         }
       }
       r->failovers.push_back(f);
-      const RunRecord* run = s.FindRun(held.key.first);
+      const RunRecord* run = s.FindRun(held.key.run);
       const JobView* job = run != nullptr ? s.FindJob(run->job_id) : nullptr;
       bool rerun = job == nullptr || job->spec.on_lost == OnLost::kRerun;
-      std::string who = JobOf(s, held.key.first) + Shard(held.key) + " token " +
+      std::string who = JobOf(s, held.key.run) + Shard(held.key) + " token " +
                         std::to_string(held.token) + " of killed agent " + kill.agent;
       if (f.ended_ms < 0 || f.ended_ms > bound_ms) {
         r->Fail("I8",

@@ -21,6 +21,7 @@ namespace {
 using jobctl::Result;
 using nlohmann::json;
 namespace coord = jobctl::coordinator;
+namespace wire = jobctl::wire;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -39,52 +40,30 @@ void CheckClaim(const json& body) {
   if (!r.ok()) return;
   // The agent's name may be left out (the credential says it); labels are bounded.
   Check(r->labels.size() <= coord::kMaxLabels);
-  // The shape agentd's Claimer sends.
-  json sent = {{"agent", r->agent}, {"labels", r->labels},   {"slots", r->slots},
-               {"free", r->free},   {"version", r->version}, {"wait_ms", r->wait_ms}};
-  coord::ClaimRequest back = Again(&coord::ClaimRequestFromJson, sent);
-  Check(back.agent == r->agent && back.labels == r->labels && back.slots == r->slots &&
-        back.free == r->free && back.version == r->version && back.wait_ms == r->wait_ms);
+  // What agentd's Claimer sends for it decodes to the same claim.
+  coord::ClaimRequest back = Again(&coord::ClaimRequestFromJson, r->ToJson());
+  Check(static_cast<const wire::ClaimRequest&>(back) == static_cast<const wire::ClaimRequest&>(*r));
 }
 
 void CheckHeartbeat(const json& body) {
-  Result<coord::HeartbeatRequest> r = coord::HeartbeatRequestFromJson(body);
+  Result<wire::HeartbeatRequest> r = wire::HeartbeatRequest::FromJson(body);
   if (!r.ok()) return;
   bool has_leases = body.contains("leases") && !body["leases"].is_null();
   Check(r->leases.size() == (has_leases ? body["leases"].size() : 0));
-  // The shape agentd's LeaseKeeper sends.
-  json leases = json::array();
-  for (const coord::HeartbeatLease& l : r->leases) {
-    leases.push_back({{"run", l.key.run}, {"shard", l.key.index}, {"token", l.token}});
-  }
-  coord::HeartbeatRequest back =
-      Again(&coord::HeartbeatRequestFromJson,
-            {{"agent", r->agent}, {"free", r->free}, {"leases", leases}});
-  Check(back.agent == r->agent && back.free == r->free && back.leases.size() == r->leases.size());
-  for (size_t i = 0; i < back.leases.size(); ++i) {
-    Check(back.leases[i].key == r->leases[i].key && back.leases[i].token == r->leases[i].token);
-  }
-}
-
-bool Same(const coord::ResultReport& a, const coord::ResultReport& b) {
-  return a.key == b.key && a.attempt == b.attempt && a.token == b.token && a.agent == b.agent &&
-         a.outcome == b.outcome && a.exit_code == b.exit_code && a.message == b.message;
+  // What agentd's LeaseKeeper sends for it decodes to the same heartbeat.
+  Check(Again(&wire::HeartbeatRequest::FromJson, r->ToJson()) == *r);
 }
 
 void CheckResult(const json& body, std::string_view text) {
-  Result<coord::ResultReport> r = coord::ResultReportFromJson(body);
+  Result<coord::ResultReport> r = coord::ResultReport::FromJson(body);
   if (!r.ok()) return;
   // agentd reads the same body (its spooled copy) to the same values.
   Result<jobctl::agentd::ShardResult> agent_side = jobctl::agentd::ResultFromJson(text);
-  Check(agent_side.ok());
-  const jobctl::agentd::ShardResult& a = *agent_side;
-  Check(a.key.run == r->key.run && a.key.shard == r->key.index && a.key.attempt == r->attempt &&
-        a.token == r->token && a.outcome == r->outcome && a.exit_code == r->exit_code &&
-        a.message == r->message);
+  Check(agent_side.ok() && *agent_side == *r);
   // And what agentd writes for it, the coordinator reads unchanged.
-  json sent = json::parse(jobctl::agentd::ResultToJson(a, r->agent), nullptr, false);
-  Result<coord::ResultReport> back = coord::ResultReportFromJson(sent);
-  Check(back.ok() && Same(*back, *r));
+  json sent = json::parse(jobctl::agentd::ResultToJson(*agent_side, r->agent), nullptr, false);
+  Result<coord::ResultReport> back = coord::ResultReport::FromJson(sent);
+  Check(back.ok() && *back == *r);
 }
 
 void CheckApply(const json& body) {

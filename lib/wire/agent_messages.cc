@@ -1,0 +1,349 @@
+#include "wire/agent_messages.h"
+
+#include "wire/bounded_json.h"
+#include "wire/fields.h"
+#include "wire/log_batch.h"
+
+namespace jobctl::wire {
+namespace {
+
+using nlohmann::json;
+
+json OptionalJson(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
+
+// A positive number when present; anything else reads as none (older peers send nothing).
+std::optional<int64_t> PositiveOrNone(const json& j, const char* key) {
+  std::optional<int64_t> v;
+  if (!Opt(j, key, &v).ok() || !v || *v <= 0) return std::nullopt;
+  return v;
+}
+
+// A {"run", "shard", "token"} item of a heartbeat or its reply.
+Status ReadLease(const json& j, ShardKey* key, FencingToken* token) {
+  if (!j.is_object()) return Status::InvalidArgument("leases[] must be objects");
+  return FirstError(
+      {Need(j, "run", &key->run), Need(j, "shard", &key->shard), Need(j, "token", token)});
+}
+
+// The array `key` of `j` read in place (never copied: a copy recurses once per level of
+// nesting), or an empty array when absent or null.
+Result<const json*> ArrayField(const json& j, const char* key) {
+  static const json kNone = json::array();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return &kNone;
+  if (!it->is_array()) {
+    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
+  }
+  return &*it;
+}
+
+}  // namespace
+
+json ClaimRequest::ToJson() const {
+  return {{"agent", agent}, {"labels", labels},   {"slots", slots},
+          {"free", free},   {"version", version}, {"wait_ms", wait_ms}};
+}
+
+Result<ClaimRequest> ClaimRequest::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a claim is a JSON object");
+  ClaimRequest r;
+  if (Status s = FirstError({Opt(j, "agent", &r.agent), Opt(j, "labels", &r.labels),
+                             Opt(j, "slots", &r.slots), Opt(j, "free", &r.free),
+                             Opt(j, "version", &r.version), Opt(j, "wait_ms", &r.wait_ms)});
+      !s.ok()) {
+    return s;
+  }
+  return r;
+}
+
+json Grant::ToJson() const {
+  // Built key by key: an initializer list would copy every value once more, and this runs
+  // for every shard granted.
+  json a(json::value_t::object);
+  a["run"] = key.run;
+  a["shard"] = key.shard;
+  a["shard_total"] = shard_total;
+  a["attempt"] = key.attempt;
+  a["token"] = token;
+  a["ttl_ms"] = ttl_ms;
+  a["heartbeat_ms"] = heartbeat_ms;
+  a["job"] = job;
+  a["scheduled_at"] = scheduled_at;
+  a["trace_id"] = trace_id;
+  a["command"] = command;
+  a["shell"] = shell;
+  a["env"] = env;
+  if (!secrets.empty()) a["secrets"] = secrets;
+  a["run_as"] = run_as;
+  a["cwd"] = cwd;
+  a["timeout_ms"] = OptionalJson(timeout_ms);
+  a["kill_grace_ms"] = OptionalJson(kill_grace_ms);
+  return a;
+}
+
+Result<Grant> Grant::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("an assignment is not an object");
+  Grant g;
+  if (Status s = FirstError(
+          {Need(j, "run", &g.key.run), Need(j, "shard", &g.key.shard),
+           Need(j, "attempt", &g.key.attempt), Need(j, "token", &g.token),
+           Opt(j, "shard_total", &g.shard_total), Opt(j, "ttl_ms", &g.ttl_ms),
+           Opt(j, "heartbeat_ms", &g.heartbeat_ms), Opt(j, "job", &g.job),
+           Opt(j, "scheduled_at", &g.scheduled_at), Opt(j, "trace_id", &g.trace_id),
+           Opt(j, "command", &g.command), Opt(j, "shell", &g.shell), Opt(j, "env", &g.env),
+           Opt(j, "secrets", &g.secrets), Opt(j, "run_as", &g.run_as), Opt(j, "cwd", &g.cwd),
+           Opt(j, "timeout_ms", &g.timeout_ms), Opt(j, "kill_grace_ms", &g.kill_grace_ms)});
+      !s.ok()) {
+    return s;
+  }
+  if (g.ttl_ms <= 0) return Status::InvalidArgument("field \"ttl_ms\" must be positive");
+  return g;
+}
+
+std::string ClaimReply::ToJson() const {
+  json list = json::array();
+  for (const Grant& g : assignments) list.push_back(g.ToJson());
+  json j = {{"assignments", std::move(list)}};
+  if (log_batch_bytes) j["log_batch_bytes"] = *log_batch_bytes;
+  if (result_batch_max) j["result_batch_max"] = *result_batch_max;
+  return j.dump();
+}
+
+Result<ClaimReply> ClaimReply::FromJson(std::string_view body) {
+  json j = ParseJson(body);
+  if (!j.is_object()) {
+    return ReplyError("claim reply", Status::InvalidArgument("not a JSON object"), kAgentSides);
+  }
+  auto list = j.find("assignments");
+  if (list == j.end() || !list->is_array()) {
+    return ReplyError("claim reply",
+                      Status::InvalidArgument("field \"assignments\" is missing or not an array"),
+                      kAgentSides);
+  }
+  ClaimReply r;
+  r.log_batch_bytes = PositiveOrNone(j, "log_batch_bytes");
+  r.result_batch_max = PositiveOrNone(j, "result_batch_max");
+  for (const json& item : *list) {
+    Result<Grant> g = Grant::FromJson(item);
+    if (!g.ok()) return ReplyError("claim reply", g.status(), kAgentSides);
+    r.assignments.push_back(std::move(*g));
+  }
+  return r;
+}
+
+json HeartbeatRequest::ToJson() const {
+  json list = json::array();
+  for (const LeaseRef& l : leases) {
+    list.push_back({{"run", l.key.run}, {"shard", l.key.shard}, {"token", l.token}});
+  }
+  return {{"agent", agent}, {"free", free}, {"leases", std::move(list)}};
+}
+
+Result<HeartbeatRequest> HeartbeatRequest::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a heartbeat is a JSON object");
+  HeartbeatRequest r;
+  if (Status s = FirstError({Opt(j, "agent", &r.agent), Opt(j, "free", &r.free)}); !s.ok()) {
+    return s;
+  }
+  Result<const json*> leases = ArrayField(j, "leases");
+  if (!leases.ok()) return leases.status();
+  r.leases.reserve((*leases)->size());
+  for (const json& item : **leases) {
+    LeaseRef l;
+    if (Status s = ReadLease(item, &l.key, &l.token); !s.ok()) return s;
+    r.leases.push_back(l);
+  }
+  return r;
+}
+
+std::string_view RevocationName(Revocation r) {
+  switch (r) {
+    case Revocation::kStale: return "stale";
+    case Revocation::kCanceled: return "canceled";
+    case Revocation::kFinished: return "finished";
+  }
+  return "stale";
+}
+
+std::string HeartbeatReply::ToJson() const {
+  // Written directly: at 10,000 agents the coordinator answers 2,000 heartbeats a second, and
+  // every value here is a number or a fixed word.
+  auto lease = [](std::string* out, ShardKey key, FencingToken token) {
+    *out += "{\"run\":" + std::to_string(key.run) + ",\"shard\":" + std::to_string(key.shard) +
+            ",\"token\":" + std::to_string(token);
+  };
+  std::string out = "{\"ttl_ms\":" + std::to_string(ttl_ms) +
+                    ",\"heartbeat_ms\":" + std::to_string(heartbeat_ms) + ",\"renewed\":[";
+  for (size_t i = 0; i < renewed.size(); ++i) {
+    if (i > 0) out += ',';
+    lease(&out, renewed[i].key, renewed[i].token);
+    out += '}';
+  }
+  out += "],\"revoked\":[";
+  for (size_t i = 0; i < revoked.size(); ++i) {
+    if (i > 0) out += ',';
+    lease(&out, revoked[i].key, revoked[i].token);
+    out += ",\"reason\":\"";
+    out += RevocationName(revoked[i].reason);
+    out += "\"}";
+  }
+  out += "]}";
+  return out;
+}
+
+Result<HeartbeatReply> HeartbeatReply::FromJson(std::string_view body) {
+  json j = ParseJson(body);
+  if (!j.is_object()) {
+    return ReplyError("heartbeat reply", Status::InvalidArgument("not a JSON object"), kAgentSides);
+  }
+  HeartbeatReply r;
+  std::optional<int64_t> ttl, every;
+  Status s = FirstError({Opt(j, "ttl_ms", &ttl), Opt(j, "heartbeat_ms", &every)});
+  if (!s.ok()) return ReplyError("heartbeat reply", s, kAgentSides);
+  r.ttl_ms = ttl.value_or(0);
+  r.heartbeat_ms = every.value_or(0);
+  Result<const json*> renewed = ArrayField(j, "renewed");
+  Result<const json*> revoked = ArrayField(j, "revoked");
+  if (!renewed.ok()) return ReplyError("heartbeat reply", renewed.status(), kAgentSides);
+  if (!revoked.ok()) return ReplyError("heartbeat reply", revoked.status(), kAgentSides);
+  for (const json& item : **renewed) {
+    LeaseRef l;
+    if (s = ReadLease(item, &l.key, &l.token); !s.ok()) {
+      return ReplyError("heartbeat reply", s, kAgentSides);
+    }
+    r.renewed.push_back(l);
+  }
+  for (const json& item : **revoked) {
+    RevokedLease l;
+    std::string reason;
+    if (s = ReadLease(item, &l.key, &l.token); s.ok()) s = Opt(item, "reason", &reason);
+    if (!s.ok()) return ReplyError("heartbeat reply", s, kAgentSides);
+    l.reason = reason == "canceled"   ? Revocation::kCanceled
+               : reason == "finished" ? Revocation::kFinished
+                                      : Revocation::kStale;
+    r.revoked.push_back(l);
+  }
+  return r;
+}
+
+json ShardResult::ToJson() const {
+  json j = {{"run", key.run},
+            {"shard", key.shard},
+            {"attempt", key.attempt},
+            {"token", token},
+            {"outcome", OutcomeName(outcome)},
+            {"exit_code", OptionalJson(exit_code)},
+            {"message", message}};
+  if (!agent.empty()) j["agent"] = agent;
+  if (output_seq) j["output_seq"] = *output_seq;
+  return j;
+}
+
+Result<ShardResult> ShardResult::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("a result is a JSON object");
+  ShardResult r;
+  std::string outcome;
+  if (Status s = FirstError({Need(j, "run", &r.key.run), Need(j, "shard", &r.key.shard),
+                             Need(j, "attempt", &r.key.attempt), Need(j, "token", &r.token),
+                             Opt(j, "agent", &r.agent), Need(j, "outcome", &outcome),
+                             Opt(j, "message", &r.message), Opt(j, "exit_code", &r.exit_code),
+                             Opt(j, "output_seq", &r.output_seq)});
+      !s.ok()) {
+    return s;
+  }
+  if (r.output_seq && (*r.output_seq < 0 || *r.output_seq > kMaxOutputSeq)) {
+    return Status::InvalidArgument("field \"output_seq\" is out of range (0 to " +
+                                   std::to_string(kMaxOutputSeq) + ")");
+  }
+  std::optional<Outcome> o = ParseOutcome(outcome);
+  if (!o) return Status::InvalidArgument("unknown outcome \"" + outcome + "\"");
+  r.outcome = *o;
+  return r;
+}
+
+Result<ResultBatch> ResultBatch::FromJson(const json& j) {
+  auto it = j.is_object() ? j.find("results") : j.end();
+  if (it == j.end() || !it->is_array()) {
+    return Status::InvalidArgument("field \"results\" is required: an array of results");
+  }
+  if (it->size() > kMaxResultBatch) {
+    return Status::InvalidArgument("at most " + std::to_string(kMaxResultBatch) +
+                                   " results per request");
+  }
+  ResultBatch b;
+  b.results.reserve(it->size());
+  for (const json& item : *it) {
+    if (!item.is_object()) return Status::InvalidArgument("each result is an object");
+    b.results.push_back(ShardResult::FromJson(item));
+  }
+  return b;
+}
+
+json ResultAnswer::ToJson() const {
+  if (accepted) return {{"accepted", true}, {"state", state}};
+  return {{"status", status}, {"error", error}, {"message", message}};
+}
+
+Result<ResultAnswer> ResultAnswer::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("an answer is not an object");
+  ResultAnswer a;
+  if (Status s = Opt(j, "accepted", &a.accepted); !s.ok()) return s;
+  if (a.accepted) {
+    if (Status s = Opt(j, "state", &a.state); !s.ok()) return s;
+    return a;
+  }
+  if (Status s = FirstError(
+          {Need(j, "status", &a.status), Opt(j, "error", &a.error), Opt(j, "message", &a.message)});
+      !s.ok()) {
+    return s;
+  }
+  return a;
+}
+
+json ResultBatchReply::ToJson() const {
+  json list = json::array();
+  for (const ResultAnswer& a : results) list.push_back(a.ToJson());
+  return {{"results", std::move(list)}};
+}
+
+Result<ResultBatchReply> ResultBatchReply::FromJson(std::string_view body) {
+  json j = ParseJson(body);
+  Result<const json*> list =
+      j.is_object() ? ArrayField(j, "results")
+                    : Result<const json*>(Status::InvalidArgument("not a JSON object"));
+  if (!list.ok()) return ReplyError("result batch reply", list.status(), kAgentSides);
+  ResultBatchReply r;
+  for (const json& item : **list) {
+    Result<ResultAnswer> a = ResultAnswer::FromJson(item);
+    if (!a.ok()) return ReplyError("result batch reply", a.status(), kAgentSides);
+    r.results.push_back(std::move(*a));
+  }
+  return r;
+}
+
+json LogAppendReply::ToJson(bool batch) const {
+  if (batch) return {{"stored", stored}, {"duplicates", duplicates}, {"truncated", truncated}};
+  return {{"stored", stored > 0}, {"truncated", truncated}};
+}
+
+Result<LogAppendReply> LogAppendReply::FromJson(std::string_view body) {
+  json j = ParseJson(body);
+  if (!j.is_object()) {
+    return ReplyError("log reply", Status::InvalidArgument("not a JSON object"), kAgentSides);
+  }
+  LogAppendReply r;
+  auto stored = j.find("stored");
+  if (stored != j.end() && stored->is_boolean()) {
+    r.stored = stored->get<bool>() ? 1 : 0;
+  } else if (Status s = Opt(j, "stored", &r.stored); !s.ok()) {
+    return ReplyError("log reply", s, kAgentSides);
+  }
+  if (Status s =
+          FirstError({Opt(j, "duplicates", &r.duplicates), Opt(j, "truncated", &r.truncated)});
+      !s.ok()) {
+    return ReplyError("log reply", s, kAgentSides);
+  }
+  return r;
+}
+
+}  // namespace jobctl::wire

@@ -1,0 +1,190 @@
+// The agent routes' messages (man jobctl-api(7), "Agent routes"), one struct each, written and
+// read by the coordinator and agentd alike: the claim and its reply of grants, the heartbeat
+// and its reply, a result, a batch of results and their answers, and the answer to a log
+// append (the log batch body itself is wire/log_batch.h).
+//
+// Each has one ToJson and one FromJson. FromJson checks types and ranges only (the coordinator
+// checks the rest, such as label syntax, against the caller's credential); a missing, mistyped
+// or out-of-range field is kInvalidArgument naming the field. The replies agentd reads say,
+// besides, that agentd and the coordinator may be different versions. Pure, any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/ids.h"
+#include "model/run.h"
+
+namespace jobctl::wire {
+
+// What an agent says in the replies' errors about the two sides.
+inline constexpr std::string_view kAgentSides = "agentd and the coordinator";
+
+// POST /v1/agent/claim. "agent" is optional: who the agent is comes from its credential.
+struct ClaimRequest {
+  std::string agent;
+  std::map<std::string, std::string> labels;
+  int slots = 1;
+  int free = 1;
+  std::string version;
+  int64_t wait_ms = 30'000;
+
+  nlohmann::json ToJson() const;
+  static Result<ClaimRequest> FromJson(const nlohmann::json& j);
+  friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
+};
+
+// One shard handed to an agent by a claim: what to run and under which lease.
+struct Grant {
+  AttemptKey key;
+  int shard_total = 1;
+  FencingToken token = 0;
+  int64_t ttl_ms = 15'000;
+  int64_t heartbeat_ms = 5'000;
+  JobId job;
+  std::string scheduled_at;          // RFC 3339, UTC
+  std::string trace_id;              // 32 hex digits
+  std::vector<std::string> command;  // argv, or empty when `shell` is set
+  std::string shell;                 // run as /bin/sh -c SHELL
+  std::map<std::string, std::string> env;
+  // Variable -> file name in agentd's secrets_dir, read when the shard starts (names only).
+  std::map<std::string, std::string> secrets;
+  std::string run_as;  // "" = agentd's own user
+  std::string cwd;     // "" = the user's home (or the state dir without run_as)
+  std::optional<int64_t> timeout_ms;
+  std::optional<int64_t> kill_grace_ms;
+
+  nlohmann::json ToJson() const;
+  // Run, shard, attempt and token are required; ttl_ms, when given, is positive.
+  static Result<Grant> FromJson(const nlohmann::json& j);
+  friend bool operator==(const Grant&, const Grant&) = default;
+};
+
+// The 200 answer to a claim.
+struct ClaimReply {
+  std::vector<Grant> assignments;
+  // The largest log batch body the coordinator takes; none from one that takes one chunk per
+  // request. A value that is not positive reads as none.
+  std::optional<int64_t> log_batch_bytes;
+  // The most results one POST /v1/agent/results takes; none from one that takes one result
+  // per request. A value that is not positive reads as none.
+  std::optional<int64_t> result_batch_max;
+
+  std::string ToJson() const;
+  // One assignment that does not decode fails the whole reply.
+  static Result<ClaimReply> FromJson(std::string_view body);
+  friend bool operator==(const ClaimReply&, const ClaimReply&) = default;
+};
+
+// A lease an agent holds (in a heartbeat) or that the coordinator renewed (in its reply).
+struct LeaseRef {
+  ShardKey key;
+  FencingToken token = 0;
+  friend bool operator==(const LeaseRef&, const LeaseRef&) = default;
+};
+
+// POST /v1/agent/heartbeat: the leases the agent holds and its free slots.
+struct HeartbeatRequest {
+  std::string agent;
+  int free = 0;
+  std::vector<LeaseRef> leases;
+
+  nlohmann::json ToJson() const;
+  static Result<HeartbeatRequest> FromJson(const nlohmann::json& j);
+  friend bool operator==(const HeartbeatRequest&, const HeartbeatRequest&) = default;
+};
+
+// Why a lease in a heartbeat was not renewed.
+enum class Revocation { kStale, kCanceled, kFinished };
+std::string_view RevocationName(Revocation r);
+
+struct RevokedLease {
+  ShardKey key;
+  FencingToken token = 0;
+  Revocation reason = Revocation::kStale;
+  friend bool operator==(const RevokedLease&, const RevokedLease&) = default;
+};
+
+// The answer to a heartbeat: the lease period now in force, and each lease renewed or revoked.
+struct HeartbeatReply {
+  int64_t ttl_ms = 0;
+  int64_t heartbeat_ms = 0;
+  std::vector<LeaseRef> renewed;
+  std::vector<RevokedLease> revoked;
+
+  std::string ToJson() const;
+  // ttl_ms and heartbeat_ms may be absent (0); an unknown revocation reason reads as stale.
+  static Result<HeartbeatReply> FromJson(std::string_view body);
+  friend bool operator==(const HeartbeatReply&, const HeartbeatReply&) = default;
+};
+
+// How one attempt of a shard ended: POST /v1/agent/result, one item of a result batch, and
+// agentd's persisted copy until the coordinator took it.
+struct ShardResult {
+  AttemptKey key;
+  FencingToken token = 0;
+  Outcome outcome = Outcome::kExited;
+  std::optional<int64_t> exit_code;
+  std::string message;
+  // The seq of the attempt's last log chunk the agent shipped (0: none): its output ends
+  // there. None from agents older than this field: the output is complete at the run's end.
+  std::optional<int64_t> output_seq;
+  std::string agent;  // optional: the credential decides
+
+  nlohmann::json ToJson() const;
+  // output_seq, when given, is within 0..kMaxOutputSeq.
+  static Result<ShardResult> FromJson(const nlohmann::json& j);
+  friend bool operator==(const ShardResult&, const ShardResult&) = default;
+};
+
+// POST /v1/agent/results: {"results": [result, ...]}, at most kMaxResultBatch. Each item is
+// decoded on its own, so one bad item is refused alone.
+inline constexpr size_t kMaxResultBatch = 1000;
+struct ResultBatch {
+  std::vector<Result<ShardResult>> results;
+
+  // Only the batch's shape is checked here: an object with an array of at most
+  // kMaxResultBatch objects.
+  static Result<ResultBatch> FromJson(const nlohmann::json& j);
+};
+
+// The answer to one result: taken ({"accepted": true, "state": ...}) or refused with the
+// HTTP status, error and message the single route would have answered.
+struct ResultAnswer {
+  bool accepted = false;
+  std::string state;  // the run's state once taken
+  int status = 0;     // refused: HTTP status
+  std::string error;
+  std::string message;
+
+  nlohmann::json ToJson() const;
+  static Result<ResultAnswer> FromJson(const nlohmann::json& j);
+  friend bool operator==(const ResultAnswer&, const ResultAnswer&) = default;
+};
+
+// The answer to a result batch: one answer per result, in order.
+struct ResultBatchReply {
+  std::vector<ResultAnswer> results;
+
+  nlohmann::json ToJson() const;
+  static Result<ResultBatchReply> FromJson(std::string_view body);
+  friend bool operator==(const ResultBatchReply&, const ResultBatchReply&) = default;
+};
+
+// The answer to a log append. A single chunk says "stored" as a boolean, a batch as a count.
+struct LogAppendReply {
+  int64_t stored = 0;
+  int64_t duplicates = 0;
+  bool truncated = false;  // the run reached its log cap: further output is dropped
+
+  nlohmann::json ToJson(bool batch) const;
+  static Result<LogAppendReply> FromJson(std::string_view body);
+  friend bool operator==(const LogAppendReply&, const LogAppendReply&) = default;
+};
+
+}  // namespace jobctl::wire

@@ -1,0 +1,220 @@
+#include "wire/agent_messages.h"
+
+#include <gtest/gtest.h>
+
+namespace jobctl::wire {
+namespace {
+
+using nlohmann::json;
+
+Grant FullGrant() {
+  Grant g;
+  g.key = {12, 1, 2};
+  g.shard_total = 3;
+  g.token = 57;
+  g.ttl_ms = 15'000;
+  g.heartbeat_ms = 5'000;
+  g.job = "nightly";
+  g.scheduled_at = "2026-11-22T04:29:20Z";
+  g.trace_id = "0af7651916cd43dd8448eb211c80319c";
+  g.command = {"/bin/echo", "x"};
+  g.env = {{"K", "V"}};
+  g.secrets = {{"DB_PASSWORD", "db"}};
+  g.run_as = "backup";
+  g.cwd = "/srv";
+  g.timeout_ms = 60'000;
+  g.kill_grace_ms = 10'000;
+  return g;
+}
+
+TEST(AgentMessagesTest, AClaimReplyAsTheApiDocumentsItDecodes) {
+  Result<ClaimReply> r = ClaimReply::FromJson(R"({"assignments":[{
+    "run":12,"shard":1,"shard_total":3,"attempt":2,"token":57,"ttl_ms":15000,
+    "heartbeat_ms":5000,"job":"nightly","scheduled_at":"2026-11-22T04:29:20Z",
+    "trace_id":"0af7651916cd43dd8448eb211c80319c","command":["/bin/echo","x"],"shell":"",
+    "env":{"K":"V"},"run_as":"","cwd":"","timeout_ms":null,"kill_grace_ms":10000}],
+    "log_batch_bytes":4194304,"result_batch_max":1000})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->assignments.size(), 1u);
+  const Grant& a = r->assignments[0];
+  EXPECT_EQ(a.key, (AttemptKey{12, 1, 2}));
+  EXPECT_EQ(a.shard_total, 3);
+  EXPECT_EQ(a.token, 57);
+  EXPECT_EQ(a.command, (std::vector<std::string>{"/bin/echo", "x"}));
+  EXPECT_EQ(a.env.at("K"), "V");
+  EXPECT_FALSE(a.timeout_ms);
+  EXPECT_EQ(a.kill_grace_ms, 10000);
+  EXPECT_EQ(r->log_batch_bytes, 4194304);
+  EXPECT_EQ(r->result_batch_max, 1000);
+}
+
+TEST(AgentMessagesTest, AGrantRoundTripsAndKeepsTheApiFieldNames) {
+  ClaimReply reply;
+  reply.assignments = {FullGrant(), Grant{}};
+  reply.log_batch_bytes = 4 << 20;
+  reply.result_batch_max = 1000;
+  std::string text = reply.ToJson();
+  Result<ClaimReply> back = ClaimReply::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, reply);
+  json j = json::parse(text);
+  for (const char* key : {"run", "shard", "shard_total", "attempt", "token", "ttl_ms",
+                          "heartbeat_ms", "job", "scheduled_at", "trace_id", "command", "shell",
+                          "env", "secrets", "run_as", "cwd", "timeout_ms", "kill_grace_ms"}) {
+    EXPECT_TRUE(j["assignments"][0].contains(key)) << key;
+  }
+  // No secrets: no key (older agents never saw one).
+  EXPECT_FALSE(j["assignments"][1].contains("secrets"));
+}
+
+TEST(AgentMessagesTest, OldCoordinatorsSayNothingOfBatches) {
+  for (const char* text : {R"({"assignments":[]})", R"({"assignments":[],"log_batch_bytes":"big"})",
+                           R"({"assignments":[],"log_batch_bytes":-1,"result_batch_max":0})"}) {
+    Result<ClaimReply> r = ClaimReply::FromJson(text);
+    ASSERT_TRUE(r.ok()) << text;
+    EXPECT_FALSE(r->log_batch_bytes) << text;
+    EXPECT_FALSE(r->result_batch_max) << text;
+  }
+}
+
+TEST(AgentMessagesTest, AReplyThatDoesNotDecodeNamesTheFieldAndTheVersions) {
+  struct Case {
+    const char* reply;
+    const char* says;
+  };
+  const std::string kSkew = " (agentd and the coordinator may be different versions)";
+  for (const Case& c : std::vector<Case>{
+           {"not json", "claim reply: not a JSON object"},
+           {R"({"grants":[]})", "claim reply: field \"assignments\" is missing or not an array"},
+           {R"({"assignments":[{"run":1}]})", "claim reply: field \"shard\" is required"},
+           {R"({"assignments":[{"run":"x","shard":0,"attempt":1,"token":2}]})",
+            "claim reply: field \"run\" has the wrong type"},
+           {R"({"assignments":[{"run":1,"shard":1e300,"attempt":1,"token":2}]})",
+            "claim reply: field \"shard\" is out of range"},
+           {R"({"assignments":[{"run":1,"shard":0,"attempt":4294967297,"token":2}]})",
+            "claim reply: field \"attempt\" is out of range"},
+           {R"({"assignments":[{"run":1,"shard":0.5,"attempt":1,"token":2}]})",
+            "claim reply: field \"shard\" has the wrong type"},
+           {R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":2,"ttl_ms":0}]})",
+            "claim reply: field \"ttl_ms\" must be positive"},
+           {R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":2,"env":{"K":1}}]})",
+            "claim reply: field \"env\" has the wrong type"},
+       }) {
+    Result<ClaimReply> r = ClaimReply::FromJson(c.reply);
+    ASSERT_FALSE(r.ok()) << c.reply;
+    EXPECT_EQ(r.status().message(), c.says + kSkew) << c.reply;
+  }
+  Result<HeartbeatReply> h =
+      HeartbeatReply::FromJson(R"({"ttl_ms":15000,"renewed":[{"run":1,"token":3}]})");
+  EXPECT_EQ(h.status().message(), "heartbeat reply: field \"shard\" is required" + kSkew);
+  Result<ResultBatchReply> b = ResultBatchReply::FromJson(R"({"results":[{"error":"x"}]})");
+  EXPECT_EQ(b.status().message(), "result batch reply: field \"status\" is required" + kSkew);
+}
+
+TEST(AgentMessagesTest, AHeartbeatAndItsReplyRoundTrip) {
+  HeartbeatRequest hb{"host-a", 3, {{{7, 0}, 11}, {{7, 1}, 12}}};
+  Result<HeartbeatRequest> hb_back = HeartbeatRequest::FromJson(hb.ToJson());
+  ASSERT_TRUE(hb_back.ok());
+  EXPECT_EQ(*hb_back, hb);
+
+  HeartbeatReply reply{15'000,
+                       5'000,
+                       {{{7, 0}, 11}},
+                       {{{7, 1}, 12, Revocation::kCanceled},
+                        {{8, 0}, 13, Revocation::kFinished},
+                        {{9, 2}, 14, Revocation::kStale}}};
+  std::string text = reply.ToJson();
+  EXPECT_EQ(json::parse(text)["revoked"][0]["reason"], "canceled");
+  Result<HeartbeatReply> back = HeartbeatReply::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, reply);
+}
+
+TEST(AgentMessagesTest, AnUnknownRevocationIsStaleAndAMissingPeriodIsNone) {
+  Result<HeartbeatReply> r = HeartbeatReply::FromJson(
+      R"({"revoked":[{"run":1,"shard":0,"token":2,"reason":"moon phase"},{"run":1,"shard":1,"token":3}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ttl_ms, 0);
+  EXPECT_EQ(r->heartbeat_ms, 0);
+  ASSERT_EQ(r->revoked.size(), 2u);
+  EXPECT_EQ(r->revoked[0].reason, Revocation::kStale);
+  EXPECT_EQ(r->revoked[1].reason, Revocation::kStale);
+}
+
+TEST(AgentMessagesTest, AResultRoundTripsWithOrWithoutTheEndOfItsOutput) {
+  ShardResult r{{12, 0, 1}, 57, Outcome::kTimedOut, std::nullopt, "timed out after 1h"};
+  json j = r.ToJson();
+  EXPECT_EQ(j["outcome"], "timeout");
+  EXPECT_TRUE(j["exit_code"].is_null());
+  EXPECT_FALSE(j.contains("output_seq"));  // not known yet
+  EXPECT_EQ(*ShardResult::FromJson(j), r);
+  r.output_seq = 42;
+  r.exit_code = 3;
+  r.agent = "host-a";
+  EXPECT_EQ(*ShardResult::FromJson(r.ToJson()), r);
+}
+
+TEST(AgentMessagesTest, AResultOutsideTheRulesIsRefusedNamingWhy) {
+  const std::string head = R"({"run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited")";
+  struct Case {
+    std::string body;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {head + R"(,"output_seq":-3})",
+            "field \"output_seq\" is out of range (0 to 1000000000)"},
+           {head + R"(,"output_seq":1000000001})",
+            "field \"output_seq\" is out of range (0 to 1000000000)"},
+           {R"({"run":1,"shard":0,"attempt":1,"token":1,"outcome":"melted"})",
+            "unknown outcome \"melted\""},
+           {R"({"run":1,"shard":0,"attempt":1,"outcome":"exited"})", "field \"token\" is required"},
+           {head + R"(,"exit_code":"3"})", "field \"exit_code\" has the wrong type"},
+       }) {
+    Result<ShardResult> r = ShardResult::FromJson(json::parse(c.body));
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.status().message(), c.says) << c.body;
+  }
+}
+
+TEST(AgentMessagesTest, EachResultOfABatchIsDecodedAlone) {
+  Result<ResultBatch> b = ResultBatch::FromJson(json::parse(
+      R"({"results":[{"run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited"},{"run":"x"}]})"));
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->results.size(), 2u);
+  EXPECT_TRUE(b->results[0].ok());
+  EXPECT_FALSE(b->results[1].ok());
+  EXPECT_FALSE(ResultBatch::FromJson(json::parse(R"({"results":[1]})")).ok());
+  EXPECT_FALSE(ResultBatch::FromJson(json::parse(R"({"result":[]})")).ok());
+  EXPECT_FALSE(ResultBatch::FromJson(json::parse(R"({"results":{}})")).ok());
+  json many = {{"results", json::array()}};
+  for (size_t i = 0; i <= kMaxResultBatch; ++i) many["results"].push_back(json::object());
+  EXPECT_EQ(ResultBatch::FromJson(many).status().message(), "at most 1000 results per request");
+
+  ResultBatchReply reply{{{true, "running"}, {false, "", 409, "conflict", "stale token"}}};
+  Result<ResultBatchReply> back = ResultBatchReply::FromJson(reply.ToJson().dump());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, reply);
+}
+
+TEST(AgentMessagesTest, ALogAppendSaysStoredAsABooleanAloneAndACountInABatch) {
+  LogAppendReply r{3, 1, true};
+  EXPECT_EQ(r.ToJson(false), (json{{"stored", true}, {"truncated", true}}));
+  EXPECT_EQ(r.ToJson(true), (json{{"stored", 3}, {"duplicates", 1}, {"truncated", true}}));
+  EXPECT_EQ(*LogAppendReply::FromJson(r.ToJson(true).dump()), r);
+  Result<LogAppendReply> single = LogAppendReply::FromJson(r.ToJson(false).dump());
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->stored, 1);
+  EXPECT_TRUE(single->truncated);
+}
+
+TEST(AgentMessagesTest, AClaimRoundTrips) {
+  ClaimRequest c{"host-a", {{"zone", "eu"}}, 4, 2, "1.2.0", 30'000};
+  Result<ClaimRequest> back = ClaimRequest::FromJson(c.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, c);
+  EXPECT_EQ(ClaimRequest::FromJson(json::parse(R"({"slots":true})")).status().message(),
+            "field \"slots\" has the wrong type");
+}
+
+}  // namespace
+}  // namespace jobctl::wire
