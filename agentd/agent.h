@@ -16,12 +16,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "assignment.h"
 #include "base/clock.h"
+#include "base/random.h"
 #include "claimer.h"
 #include "coordinator_link.h"
 #include "enroller.h"
@@ -54,7 +54,9 @@ struct AgentSettings {
 
 class Agent {
  public:
-  Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings);
+  // `random` (not owned) is where every random draw of the agent comes from: the span ids and
+  // the jitter of its retries. nullptr: the Agent's own SystemRandom.
+  Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random* random = nullptr);
   ~Agent();
 
   Status Start();
@@ -91,7 +93,8 @@ class Agent {
   EventLog events_;
   AgentUser self_;
   UserInfo self_info_;
-  std::mt19937_64 rng_;
+  SystemRandom own_random_;
+  Random* random_;
   std::unique_ptr<CoordinatorLink> link_;
   Enroller enroller_;
   Spool spool_;
