@@ -353,13 +353,13 @@ void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, 
 // clang-format off
 constexpr JobKey kRetryKeys[] = {
     {"max", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.max, ReadInt(n, k, s, 0, INT_MAX)); }, KeyPlace::kAnywhere},
+       Set(d.job.retry.max, ReadInt(n, k, s, 0, INT_MAX)); }},
     {"backoff", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.backoff, ReadEnum(n, k, s, ParseBackoff, kBackoffs)); }, KeyPlace::kAnywhere},
+       Set(d.job.retry.backoff, ReadEnum(n, k, s, ParseBackoff, kBackoffs)); }},
     {"initial", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.initial, ReadDuration(n, k, s, Zero::kAllowed)); }, KeyPlace::kAnywhere},
+       Set(d.job.retry.initial, ReadDuration(n, k, s, Zero::kAllowed)); }},
     {"max_delay", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.max_delay, ReadDuration(n, k, s, Zero::kAllowed)); }, KeyPlace::kAnywhere},
+       Set(d.job.retry.max_delay, ReadDuration(n, k, s, Zero::kAllowed)); }},
 };
 // clang-format on
 
@@ -437,45 +437,44 @@ constexpr JobKey kJobKeys[] = {
     {"dialect", [](const Node& n, Key k, Scope& s, Draft& d) {
        std::optional<Dialect> v = ReadEnum(n, k, s, ParseDialect, kDialects);
        d.dialect_ok = v.has_value();
-       Set(d.job.dialect, v); }, KeyPlace::kAnywhere},
-    {"timezone", ApplyTimezone, KeyPlace::kAnywhere},
+       Set(d.job.dialect, v); }},
+    {"timezone", ApplyTimezone},
     {"on", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.on, ReadSelectors(n, k, s)); }, KeyPlace::kAnywhere},
+       Set(d.job.on, ReadSelectors(n, k, s)); }},
     {"shards", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.shards, ReadInt(n, k, s, 1, 10000)); }, KeyPlace::kAnywhere},
+       Set(d.job.shards, ReadInt(n, k, s, 1, 10000)); }},
     {"route", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.route, ReadEnum(n, k, s, ParseRoute, kRoutes)); }, KeyPlace::kAnywhere},
+       Set(d.job.route, ReadEnum(n, k, s, ParseRoute, kRoutes)); }},
     {"overlap", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.overlap, ReadEnum(n, k, s, ParseOverlap, kOverlaps)); }, KeyPlace::kAnywhere},
+       Set(d.job.overlap, ReadEnum(n, k, s, ParseOverlap, kOverlaps)); }},
     {"misfire", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.misfire, ReadEnum(n, k, s, ParseMisfire, kMisfires)); }, KeyPlace::kAnywhere},
+       Set(d.job.misfire, ReadEnum(n, k, s, ParseMisfire, kMisfires)); }},
     {"misfire_cap", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.misfire_cap, ReadInt(n, k, s, 1, INT_MAX)); }, KeyPlace::kAnywhere},
+       Set(d.job.misfire_cap, ReadInt(n, k, s, 1, INT_MAX)); }},
     {"on_lost", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.on_lost, ReadEnum(n, k, s, ParseOnLost, kOnLosts)); }, KeyPlace::kAnywhere},
-    {"retry", ApplyRetry, KeyPlace::kAnywhere},
+       Set(d.job.on_lost, ReadEnum(n, k, s, ParseOnLost, kOnLosts)); }},
+    {"retry", ApplyRetry},
     {"timeout", [](const Node& n, Key k, Scope& s, Draft& d) {
-       if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; },
-     KeyPlace::kAnywhere},
+       if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; }},
     {"jitter", [](const Node& n, Key k, Scope& s, Draft& d) {
        std::optional<Millis> v = ReadDuration(n, k, s, Zero::kAllowed);
        if (v && *v > kMaxJitter) {
          s.Fail(n, k, "expected at most \"24h\", got " + Render(n));
          v.reset();
        }
-       Set(d.job.jitter, v); }, KeyPlace::kAnywhere},
+       Set(d.job.jitter, v); }},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }, KeyPlace::kAnywhere},
-    {"run_as", ApplyRunAs, KeyPlace::kAnywhere},
-    {"cwd", ApplyCwd, KeyPlace::kAnywhere},
-    {"env", [](const Node& n, Key k, Scope& s, Draft& d) { ReadEnv(n, k, s, d.job.env); },
-     KeyPlace::kAnywhere},
+       Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }},
+    {"run_as", ApplyRunAs},
+    {"cwd", ApplyCwd},
+    {"env", [](const Node& n, Key k, Scope& s, Draft& d) {
+       ReadEnv(n, k, s, d.job.env); }},
     {"params", [](const Node& n, Key k, Scope& s, Draft& d) {
-       ReadParams(n, k, s, d.job.params); }, KeyPlace::kAnywhere},
+       ReadParams(n, k, s, d.job.params); }},
     {"secrets", [](const Node& n, Key k, Scope& s, Draft& d) {
-       ReadSecrets(n, k, s, d.job.secrets); }, KeyPlace::kAnywhere},
+       ReadSecrets(n, k, s, d.job.secrets); }},
     {"enabled", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.enabled, ReadBool(n, k, s)); }, KeyPlace::kAnywhere},
+       Set(d.job.enabled, ReadBool(n, k, s)); }},
 };
 // clang-format on
 
