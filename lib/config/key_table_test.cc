@@ -34,10 +34,8 @@ constexpr Spec kKeys[] = {
        t.size = *v;
      }},
     {"region",
-     [](const Node& n, std::string_view k, KeyProblems& p, Target& t) {
+     [](const Node& n, std::string_view, KeyProblems&, Target& t) {
        if (auto v = n.value<std::string>()) t.region = *v;
-       (void)k;
-       (void)p;
      },
      KeyPlace::kNotInDefaults},
 };
