@@ -54,8 +54,9 @@ struct AgentSettings {
 
 class Agent {
  public:
-  // `random` (not owned) is where every random draw of the agent comes from: the span ids and
-  // the jitter of its retries. nullptr: the Agent's own SystemRandom.
+  // `random` (not owned) draws the span ids and the retry jitter of the Enroller and the
+  // LogShipper (the Claimer's and the RunReporter's Backoffs still hold their own).
+  // nullptr: the Agent's own SystemRandom.
   Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random* random = nullptr);
   ~Agent();
 
