@@ -18,14 +18,14 @@ constexpr uint64_t kFlushOnStopMs = 10'000;
 
 }  // namespace
 
-Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
+Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random* random)
     : loop_(loop),
       clock_(clock),
       settings_(std::move(settings)),
-      rng_(std::random_device{}()),
+      random_(random != nullptr ? random : &own_random_),
       link_(std::make_unique<CoordinatorLink>(loop, settings_.coordinators, settings_.token,
                                               settings_.tls)),
-      enroller_(loop, link_.get(), settings_.state_dir, settings_.token),
+      enroller_(loop, link_.get(), settings_.state_dir, settings_.token, random_),
       spool_(settings_.state_dir + "/spool", settings_.spool_max_bytes),
       runner_(loop),
       drain_timer_(loop),
@@ -36,7 +36,8 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings)
                                                            reporter_->Release(k, last_seq);
                                                            MaybeFinishStop();
                                                          },
-                                                         [this](AttemptKey k) { OnLogsStale(k); }});
+                                                         [this](AttemptKey k) { OnLogsStale(k); }},
+                                   random_);
   reporter_ = std::make_unique<RunReporter>(
       loop, link_.get(), settings_.state_dir + "/results", settings_.identity.name,
       [this](const ShardResult& r, bool accepted) { OnResultSettled(r, accepted); });
@@ -110,7 +111,7 @@ int Agent::FreeSlots() const {
 
 std::string Agent::NewSpanId() {
   uint64_t v = 0;
-  while (v == 0) v = rng_();
+  while (v == 0) v = random_->Next();
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;

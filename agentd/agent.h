@@ -16,12 +16,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "assignment.h"
 #include "base/clock.h"
+#include "base/random.h"
 #include "claimer.h"
 #include "coordinator_link.h"
 #include "enroller.h"
@@ -54,7 +54,10 @@ struct AgentSettings {
 
 class Agent {
  public:
-  Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings);
+  // `random` (not owned) draws the span ids and the retry jitter of the Enroller and the
+  // LogShipper (the Claimer's and the RunReporter's Backoffs still hold their own).
+  // nullptr: the Agent's own SystemRandom.
+  Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random* random = nullptr);
   ~Agent();
 
   Status Start();
@@ -91,7 +94,8 @@ class Agent {
   EventLog events_;
   AgentUser self_;
   UserInfo self_info_;
-  std::mt19937_64 rng_;
+  SystemRandom own_random_;
+  Random* random_;
   std::unique_ptr<CoordinatorLink> link_;
   Enroller enroller_;
   Spool spool_;

@@ -1,8 +1,9 @@
 // Backoff spaces retries to the coordinator: "full jitter", a uniform pick in
 // [0, min(cap, base * 2^n)] after the n-th failure in a row, so that a fleet of agents does
 // not return in step after an outage. It counts the failures; the delay itself is the one
-// backoff rule of the tree (model/backoff.h). The random source is its own SystemRandom
-// unless a test injects one. Loop thread only, like its owner.
+// backoff rule of the tree (model/backoff.h). The random source is the one its owner passes
+// (the Agent's, which a test may replace with a FakeRandom); without one, its own
+// SystemRandom. Loop thread only, like its owner.
 #pragma once
 
 #include <cstdint>

@@ -44,5 +44,17 @@ TEST(BackoffTest, FullJitterStaysWithinTheCeiling) {
   EXPECT_EQ(b.Ceiling(), 30'000);
 }
 
+TEST(BackoffTest, BackoffsGivenOneRandomTakeTurnsDrawingFromIt) {
+  // The Agent hands its one Random to every part that backs off: their draws come from one
+  // sequence, so a test that injects a FakeRandom controls all of them.
+  FakeRandom random({100, 200, 300});
+  Backoff enroll(1'000, 60'000, &random);
+  Backoff ship(500, 30'000, &random);
+  EXPECT_EQ(enroll.Next(), 100);
+  EXPECT_EQ(ship.Next(), 200);
+  EXPECT_EQ(enroll.Next(), 300);
+  EXPECT_EQ(random.calls(), 3u);
+}
+
 }  // namespace
 }  // namespace jobctl::agentd

@@ -28,10 +28,11 @@ std::string ReadSecret(const std::string& path) {
 }  // namespace
 
 Enroller::Enroller(uv_loop_t* loop, CoordinatorLink* link, std::string state_dir,
-                   std::string configured_token)
+                   std::string configured_token, Random* random)
     : link_(link),
       path_(std::move(state_dir) + "/credential"),
       configured_(std::move(configured_token)),
+      backoff_(1000, 60'000, random),
       retry_timer_(loop) {}
 
 void Enroller::Start(std::string name, std::map<std::string, std::string> labels,

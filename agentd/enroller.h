@@ -28,8 +28,9 @@ namespace jobctl::agentd {
 
 class Enroller {
  public:
+  // `random` (not owned; nullptr: the retry backoff's own) draws the retry delays.
   Enroller(uv_loop_t* loop, CoordinatorLink* link, std::string state_dir,
-           std::string configured_token);
+           std::string configured_token, Random* random = nullptr);
 
   // Sets the link's token and calls `on_ready` once the coordinator took it (never inside
   // Start).
@@ -51,7 +52,7 @@ class Enroller {
   std::map<std::string, std::string> labels_;
   std::function<void()> on_ready_;
   std::string last_error_;  // logged once until it changes
-  Backoff backoff_{1000, 60'000};
+  Backoff backoff_;         // 1 s doubling up to 60 s
   uvx::Timer retry_timer_;
   bool closed_ = false;
 };

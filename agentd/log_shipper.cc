@@ -26,8 +26,13 @@ bool ReachedCap(const std::string& body) {
 }  // namespace
 
 LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
-                       Callbacks callbacks)
-    : link_(link), spool_(spool), events_(events), cb_(std::move(callbacks)), retry_timer_(loop) {}
+                       Callbacks callbacks, Random* random)
+    : link_(link),
+      spool_(spool),
+      events_(events),
+      cb_(std::move(callbacks)),
+      backoff_(500, 30'000, random),
+      retry_timer_(loop) {}
 
 void LogShipper::SetBatchLimit(size_t bytes) {
   // A batch must hold the largest single chunk, or it is no use.

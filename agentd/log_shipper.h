@@ -53,8 +53,9 @@ class LogShipper {
     std::function<void(AttemptKey, int64_t last_seq)> on_drained;
     std::function<void(AttemptKey)> on_stale;
   };
+  // `random` (not owned; nullptr: the retry backoff's own) draws the retry delays.
   LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, const EventLog* events,
-             Callbacks callbacks);
+             Callbacks callbacks, Random* random = nullptr);
 
   // Attempts left in the spool by an earlier agentd: resent, already finished.
   void Recover();
@@ -125,7 +126,7 @@ class LogShipper {
   bool paused_ = false;     // the coordinator failed us; retry at the timer
   bool suspended_ = false;  // shutting down
   bool warned_spool_ = false;
-  Backoff backoff_{500, 30'000};
+  Backoff backoff_;  // 500 ms doubling up to 30 s
   uvx::Timer retry_timer_;
 };
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "config/key_table.h"
 #include "config/toml_values.h"
 
 namespace jobctl {
@@ -19,133 +20,144 @@ bool IsLabelChar(char c) {
          c == '/';
 }
 
-// Collects every problem of one file, each with its position.
-class Checker {
- public:
-  explicit Checker(std::string_view filename) : filename_(filename) {}
+using Node = toml::node;
+using Key = std::string_view;
 
-  void Fail(const toml::node& n, std::string_view key, std::string_view expected) {
-    errors_ += (errors_.empty() ? "" : "\n") + Where(filename_, n.source()) + ": " +
-               std::string(key) + ": expected " + std::string(expected);
-  }
-  void Str(const toml::node& n, std::string_view key, std::string* out) {
-    if (auto v = n.value<std::string>(); v && !v->empty())
-      *out = *v;
-    else
-      Fail(n, key, "a non-empty string");
-  }
-  void Dur(const toml::node& n, std::string_view key, Millis* out) {
-    auto v = n.value<std::string>();
-    Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
-    if (d.ok())
-      *out = *d;
-    else
-      Fail(n, key, "a duration like \"60s\" or \"1m30s\"");
-  }
-  // A string or an array of non-empty strings.
-  void Strings(const toml::node& n, std::string_view key, std::vector<std::string>* out,
-               bool allow_single) {
-    out->clear();
-    if (auto v = n.value<std::string>(); v && allow_single) {
-      out->push_back(*v);
-      return;
-    }
-    const toml::array* a = n.as_array();
-    if (a == nullptr) {
-      Fail(n, key, allow_single ? "a string or an array of strings" : "an array of strings");
-      return;
-    }
-    for (const toml::node& item : *a) {
-      if (auto s = item.value<std::string>(); s && !s->empty())
-        out->push_back(*s);
-      else
-        Fail(item, key, "a non-empty string");
-    }
-  }
-  const std::string& errors() const { return errors_; }
+// The kinds of value this file has, each with what its error says it expected.
+void ReadName(const Node& n, Key k, KeyProblems& p, std::string& out) {
+  if (auto v = n.value<std::string>(); v && !v->empty())
+    out = *v;
+  else
+    p.Expected(n, k, "a non-empty string");
+}
 
- private:
-  std::string_view filename_;
-  std::string errors_;
-};
+void ReadDuration(const Node& n, Key k, KeyProblems& p, Millis& out) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok())
+    out = *d;
+  else
+    p.Expected(n, k, "a duration like \"60s\" or \"1m30s\"");
+}
 
-void ParseKey(Checker& c, std::string_view key, const toml::node& node, AgentConfig* cfg) {
-  if (key == "coordinator") {
-    c.Strings(node, key, &cfg->coordinators, /*allow_single=*/true);
-    for (const std::string& url : cfg->coordinators) {
-      if (Status s = CheckCoordinatorUrl(url); !s.ok()) c.Fail(node, key, s.message());
-    }
-  } else if (key == "token_file") {
-    c.Str(node, key, &cfg->token_file);
-  } else if (key == "name") {
-    c.Str(node, key, &cfg->name);
-  } else if (key == "state_dir") {
-    c.Str(node, key, &cfg->state_dir);
-  } else if (key == "log_level") {
-    c.Str(node, key, &cfg->log_level);
-    const std::string& l = cfg->log_level;
-    if (l != "debug" && l != "info" && l != "warn" && l != "error") {
-      c.Fail(node, key, "one of debug, info, warn, error");
-    }
-  } else if (key == "event_log") {
-    c.Str(node, key, &cfg->event_log);
-  } else if (key == "slots") {
-    auto v = node.value<int64_t>();
-    if (v && *v >= 1 && *v <= kMaxSlots)
-      cfg->slots = static_cast<int>(*v);
+enum class Single { kAllowed, kRejected };
+
+// An array of non-empty strings, or with kAllowed one string.
+void ReadStrings(const Node& n, Key k, KeyProblems& p, std::vector<std::string>& out,
+                 Single single) {
+  out.clear();
+  if (auto v = n.value<std::string>(); v && single == Single::kAllowed) {
+    out.push_back(*v);
+    return;
+  }
+  const toml::array* a = n.as_array();
+  if (a == nullptr) {
+    p.Expected(
+        n, k,
+        single == Single::kAllowed ? "a string or an array of strings" : "an array of strings");
+    return;
+  }
+  for (const Node& item : *a) {
+    if (auto s = item.value<std::string>(); s && !s->empty())
+      out.push_back(*s);
     else
-      c.Fail(node, key, "an integer from 1 to " + std::to_string(kMaxSlots));
-  } else if (key == "labels") {
-    const toml::table* t = node.as_table();
-    if (t == nullptr) return c.Fail(node, key, "a table like { role = \"web\" }");
-    for (auto&& [k, v] : *t) {
-      std::string name(k.str());
-      std::string path = "labels." + name;
-      auto value = v.value<std::string>();
-      if (Status s = CheckLabel(name, "label name"); !s.ok())
-        c.Fail(v, path, s.message());
-      else if (!value)
-        c.Fail(v, path, "a string");
-      else if (Status sv = CheckLabel(*value, "label value"); !sv.ok())
-        c.Fail(v, path, sv.message());
-      else
-        cfg->labels[name] = *value;
-    }
-  } else if (key == "allow_run_as") {
-    c.Strings(node, key, &cfg->allow_run_as, /*allow_single=*/false);
-  } else if (key == "allow_commands") {
-    c.Strings(node, key, &cfg->allow_commands, /*allow_single=*/false);
-    for (const std::string& p : cfg->allow_commands) {
-      if (p.front() != '/') c.Fail(node, key, "absolute path prefixes, got \"" + p + "\"");
-    }
-  } else if (key == "secrets_dir") {
-    c.Str(node, key, &cfg->secrets_dir);
-    if (cfg->secrets_dir.empty() || cfg->secrets_dir.front() != '/') {
-      c.Fail(node, key, "an absolute path");
-    }
-  } else if (key == "drain_timeout") {
-    c.Dur(node, key, &cfg->drain_timeout);
-  } else if (key == "kill_grace") {
-    c.Dur(node, key, &cfg->kill_grace);
-  } else if (key == "ca_file") {
-    c.Str(node, key, &cfg->ca_file);
-  } else if (key == "client_cert") {
-    c.Str(node, key, &cfg->client_cert);
-  } else if (key == "client_key") {
-    c.Str(node, key, &cfg->client_key);
-  } else if (key == "spool_max") {
-    std::optional<int64_t> v = ParseSize(node);
-    if (v && *v >= kMinSpoolBytes)
-      cfg->spool_max_bytes = *v;
-    else
-      c.Fail(node, key, "a size of at least 1MiB like \"256MiB\"");
-  } else {
-    c.Fail(node, key,
-           "one of coordinator, token_file, name, labels, slots, state_dir, log_level, event_log, "
-           "allow_run_as, allow_commands, secrets_dir, drain_timeout, kill_grace, spool_max, "
-           "ca_file, client_cert, client_key (unknown key)");
+      p.Expected(item, k, "a non-empty string");
   }
 }
+
+void ReadCoordinators(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  ReadStrings(n, k, p, c.coordinators, Single::kAllowed);
+  for (const std::string& url : c.coordinators) {
+    if (Status s = CheckCoordinatorUrl(url); !s.ok()) p.Expected(n, k, s.message());
+  }
+}
+
+void ReadLogLevel(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  ReadName(n, k, p, c.log_level);
+  const std::string& l = c.log_level;
+  if (l != "debug" && l != "info" && l != "warn" && l != "error") {
+    p.Expected(n, k, "one of debug, info, warn, error");
+  }
+}
+
+void ReadSlots(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  auto v = n.value<int64_t>();
+  if (v && *v >= 1 && *v <= kMaxSlots)
+    c.slots = static_cast<int>(*v);
+  else
+    p.Expected(n, k, "an integer from 1 to " + std::to_string(kMaxSlots));
+}
+
+void ReadLabels(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  const toml::table* t = n.as_table();
+  if (t == nullptr) return p.Expected(n, k, "a table like { role = \"web\" }");
+  for (auto&& [key, v] : *t) {
+    std::string name(key.str());
+    std::string path = KeyPath(k, name);
+    auto value = v.value<std::string>();
+    if (Status s = CheckLabel(name, "label name"); !s.ok())
+      p.Expected(v, path, s.message());
+    else if (!value)
+      p.Expected(v, path, "a string");
+    else if (Status sv = CheckLabel(*value, "label value"); !sv.ok())
+      p.Expected(v, path, sv.message());
+    else
+      c.labels[name] = *value;
+  }
+}
+
+void ReadAllowCommands(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  ReadStrings(n, k, p, c.allow_commands, Single::kRejected);
+  for (const std::string& prefix : c.allow_commands) {
+    if (prefix.front() != '/') p.Expected(n, k, "absolute path prefixes, got \"" + prefix + "\"");
+  }
+}
+
+void ReadSecretsDir(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  ReadName(n, k, p, c.secrets_dir);
+  if (c.secrets_dir.empty() || c.secrets_dir.front() != '/') p.Expected(n, k, "an absolute path");
+}
+
+void ReadSpoolMax(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  std::optional<int64_t> v = ParseSize(n);
+  if (v && *v >= kMinSpoolBytes)
+    c.spool_max_bytes = *v;
+  else
+    p.Expected(n, k, "a size of at least 1MiB like \"256MiB\"");
+}
+
+// The keys of agentd.toml, in the order of man/agentd.toml.5.
+// clang-format off
+constexpr KeySpec<AgentConfig, KeyProblems> kAgentKeys[] = {
+    {"coordinator", ReadCoordinators},
+    {"token_file", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.token_file); }},
+    {"name", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.name); }},
+    {"labels", ReadLabels},
+    {"slots", ReadSlots},
+    {"state_dir", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.state_dir); }},
+    {"log_level", ReadLogLevel},
+    {"event_log", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.event_log); }},
+    {"allow_run_as", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadStrings(n, k, p, c.allow_run_as, Single::kRejected); }},
+    {"allow_commands", ReadAllowCommands},
+    {"secrets_dir", ReadSecretsDir},
+    {"drain_timeout", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadDuration(n, k, p, c.drain_timeout); }},
+    {"kill_grace", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadDuration(n, k, p, c.kill_grace); }},
+    {"spool_max", ReadSpoolMax},
+    {"ca_file", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.ca_file); }},
+    {"client_cert", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.client_cert); }},
+    {"client_key", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+       ReadName(n, k, p, c.client_key); }},
+};
+// clang-format on
 
 }  // namespace
 
@@ -202,17 +214,12 @@ Result<std::map<std::string, std::string>> ParseLabels(std::string_view text) {
 }
 
 Result<AgentConfig> ParseAgentConfig(std::string_view text, std::string_view filename) {
-  toml::table root;
-  try {
-    root = toml::parse(text, filename);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(Where(filename, e.source()) + ": " +
-                                   std::string(e.description()));
-  }
+  Result<toml::table> root = ParseTomlFile(text, filename);
+  if (!root.ok()) return root.status();
   AgentConfig cfg;
-  Checker checker(filename);
-  for (auto&& [k, node] : root) ParseKey(checker, k.str(), node, &cfg);
-  if (!checker.errors().empty()) return Status::InvalidArgument(checker.errors());
+  KeyProblems problems(filename);
+  ReadKeys(*root, kAgentKeys, problems, cfg);
+  if (!problems.empty()) return problems.ToStatus();
   if (cfg.client_cert.empty() != cfg.client_key.empty()) {
     return Status::InvalidArgument(std::string(filename) +
                                    ": client_cert and client_key go together: set both or neither");

@@ -69,7 +69,19 @@ TEST(AgentConfigTest, ReportsEveryProblem) {
   const std::string& m = c.status().message();
   EXPECT_NE(m.find("a.toml:1:17: drain_timeout: expected a duration"), std::string::npos) << m;
   EXPECT_NE(m.find("a.toml:2:13: spool_max: expected a size"), std::string::npos) << m;
-  EXPECT_NE(m.find("a.toml:3:14: coordinatr: expected one of coordinator"), std::string::npos) << m;
+  EXPECT_NE(m.find("a.toml:3:1: unknown key \"coordinatr\" (did you mean \"coordinator\"?)"),
+            std::string::npos)
+      << m;
+}
+
+TEST(AgentConfigTest, UnknownKeyListsEveryKey) {
+  Result<AgentConfig> c = ParseAgentConfig("\n\ncolour = \"blue\"\n", "agentd.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "agentd.toml:3:1: unknown key \"colour\" (expected coordinator, token_file, name, "
+            "labels, slots, state_dir, log_level, event_log, allow_run_as, allow_commands, "
+            "secrets_dir, drain_timeout, kill_grace, spool_max, ca_file, client_cert or "
+            "client_key)");
 }
 
 TEST(AgentConfigTest, SyntaxErrorHasPosition) {

@@ -5,41 +5,45 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include "config/key_table.h"
 
 namespace jobctl {
 
+namespace {
+
+// Every key of jobctl's config file is a string.
+template <std::string CliConfig::*Field>
+void ReadString(const toml::node& n, std::string_view k, KeyProblems& p, CliConfig& c) {
+  if (auto v = n.value<std::string>())
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a string");
+}
+
+// The keys, in the order of FILES in man/jobctl.1.
+constexpr KeySpec<CliConfig, KeyProblems> kCliKeys[] = {
+    {"coordinator", ReadString<&CliConfig::coordinator>},
+    {"token", ReadString<&CliConfig::token>},
+    {"token_file", ReadString<&CliConfig::token_file>},
+    {"file", ReadString<&CliConfig::file>},
+    {"ca_file", ReadString<&CliConfig::ca_file>},
+    {"client_cert", ReadString<&CliConfig::client_cert>},
+    {"client_key", ReadString<&CliConfig::client_key>},
+};
+
+}  // namespace
+
 Result<CliConfig> ParseCliConfig(std::string_view text, std::string_view filename) {
-  toml::table root;
-  try {
-    root = toml::parse(text, filename);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(
-        std::string(filename) + ":" + std::to_string(e.source().begin.line) + ":" +
-        std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-  }
+  Result<toml::table> root = ParseTomlFile(text, filename);
+  if (!root.ok()) return root.status();
   CliConfig c;
   c.path = std::string(filename);
-  for (auto&& [k, node] : root) {
-    std::string key(k.str());
-    std::string* slot = key == "coordinator"   ? &c.coordinator
-                        : key == "token"       ? &c.token
-                        : key == "token_file"  ? &c.token_file
-                        : key == "file"        ? &c.file
-                        : key == "ca_file"     ? &c.ca_file
-                        : key == "client_cert" ? &c.client_cert
-                        : key == "client_key"  ? &c.client_key
-                                               : nullptr;
-    auto where = std::string(filename) + ":" + std::to_string(node.source().begin.line) + ":" +
-                 std::to_string(node.source().begin.column);
-    if (slot == nullptr) {
-      return Status::InvalidArgument(where + ": unknown key \"" + key +
-                                     "\" (expected coordinator, token, token_file, file, "
-                                     "ca_file, client_cert or client_key)");
-    }
-    auto v = node.value<std::string>();
-    if (!v) return Status::InvalidArgument(where + ": " + key + ": expected a string");
-    *slot = *v;
-  }
+  KeyProblems problems(filename);
+  ReadKeys(*root, kCliKeys, problems, c);
+  if (!problems.empty()) return problems.ToStatus();
   return c;
 }
 

@@ -6,131 +6,114 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/key_table.h"
 #include "config/toml_values.h"
 
 namespace jobctl {
 
-Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename) {
-  toml::table root;
-  try {
-    root = toml::parse(text, filename);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(Where(filename, e.source()) + ": " +
-                                   std::string(e.description()));
-  }
-  CoordinatorConfig c;
-  std::string errors;
-  auto fail = [&](const toml::node& n, std::string_view key, std::string_view expected) {
-    errors += (errors.empty() ? "" : "\n") + Where(filename, n.source()) + ": " + std::string(key) +
-              ": expected " + std::string(expected);
-  };
-  auto str = [&](const toml::node& n, std::string_view key, std::string* out) {
-    if (auto v = n.value<std::string>())
-      *out = *v;
-    else
-      fail(n, key, "a string");
-  };
-  auto dur = [&](const toml::node& n, std::string_view key, Millis* out) {
-    auto v = n.value<std::string>();
-    Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
-    if (d.ok() && d->count() > 0)
-      *out = *d;
-    else
-      fail(n, key, "a duration like \"15s\"");
-  };
-  auto count = [&](const toml::node& n, std::string_view key, int64_t* out) {
-    if (auto v = n.value<int64_t>(); v && *v > 0)
-      *out = *v;
-    else
-      fail(n, key, "a positive integer");
-  };
-  auto size = [&](const toml::node& n, std::string_view key, int64_t* out) {
-    if (auto v = ParseSize(n); v && *v > 0)
-      *out = *v;
-    else
-      fail(n, key, "a size like \"32MiB\"");
-  };
-  auto rate = [&](const toml::node& n, std::string_view key, double* out) {
-    if (auto v = n.value<double>(); v && *v >= 0)
-      *out = *v;
-    else
-      fail(n, key, "a number of requests per second (0: no limit)");
-  };
-  for (auto&& [k, node] : root) {
-    std::string key(k.str());
-    if (key == "listen")
-      str(node, key, &c.listen);
-    else if (key == "data_dir")
-      str(node, key, &c.data_dir);
-    else if (key == "log_level")
-      str(node, key, &c.log_level);
-    else if (key == "event_log")
-      str(node, key, &c.event_log);
-    else if (key == "tls_cert")
-      str(node, key, &c.tls_cert);
-    else if (key == "tls_key")
-      str(node, key, &c.tls_key);
-    else if (key == "tls_client_ca")
-      str(node, key, &c.tls_client_ca);
-    else if (key == "lease_ttl")
-      dur(node, key, &c.lease_ttl);
-    else if (key == "heartbeat")
-      dur(node, key, &c.heartbeat);
-    else if (key == "misfire_grace")
-      dur(node, key, &c.misfire_grace);
-    else if (key == "timeout_grace")
-      dur(node, key, &c.timeout_grace);
-    else if (key == "header_timeout")
-      dur(node, key, &c.header_timeout);
-    else if (key == "idle_timeout")
-      dur(node, key, &c.idle_timeout);
-    else if (key == "agent_expiry")
-      dur(node, key, &c.agent_expiry);
-    else if (key == "body_timeout")
-      dur(node, key, &c.body_timeout);
-    else if (key == "max_connections")
-      count(node, key, &c.max_connections);
-    else if (key == "max_connections_per_client")
-      count(node, key, &c.max_connections_per_client);
-    else if (key == "max_inflight")
-      size(node, key, &c.max_inflight_bytes);
-    else if (key == "max_inflight_per_client")
-      size(node, key, &c.max_inflight_bytes_per_client);
-    else if (key == "rate_limit")
-      rate(node, key, &c.rate_limit);
-    else if (key == "rate_burst")
-      rate(node, key, &c.rate_burst);
-    else if (key == "trigger_rate_limit")
-      rate(node, key, &c.trigger_rate_limit);
-    else if (key == "trigger_burst")
-      rate(node, key, &c.trigger_burst);
-    else if (key == "agent_rate_limit")
-      rate(node, key, &c.agent_rate_limit);
-    else if (key == "agent_burst")
-      rate(node, key, &c.agent_burst);
-    else if (key == "log_cap") {
-      if (auto v = ParseSize(node))
-        c.log_cap_bytes = *v;
-      else
-        fail(node, key, "a size like \"64MiB\"");
-    } else if (key == "max_jobfile") {
-      if (auto v = ParseSize(node); v && *v > 0)
-        c.max_jobfile_bytes = *v;
-      else
-        fail(node, key, "a size like \"8MiB\"");
-    } else {
-      fail(node, key,
-           "one of listen, data_dir, log_level, event_log, lease_ttl, heartbeat, "
-           "misfire_grace, timeout_grace, header_timeout, idle_timeout, "
-           "body_timeout, log_cap, max_jobfile, agent_expiry, max_connections, "
-           "max_connections_per_client, max_inflight, max_inflight_per_client, "
-           "rate_limit, rate_burst, trigger_rate_limit, trigger_burst, "
-           "agent_rate_limit, agent_burst, tls_cert, tls_key, tls_client_ca "
-           "(unknown key)");
-    }
-  }
-  if (errors.empty() && c.heartbeat * 2 > c.lease_ttl) {
-    errors = std::string(filename) + ": heartbeat must be at most half of lease_ttl";
+namespace {
+
+using Node = toml::node;
+using Key = std::string_view;
+using Config = CoordinatorConfig;
+
+// The kinds of value this file has, each with what its error says it expected. Each is a
+// template on the field it sets, so that the table below names one function per key.
+template <std::string Config::*Field>
+void ReadString(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = n.value<std::string>())
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a string");
+}
+
+// A duration > 0.
+template <Millis Config::*Field>
+void ReadDuration(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && d->count() > 0)
+    c.*Field = *d;
+  else
+    p.Expected(n, k, "a duration like \"15s\"");
+}
+
+template <int64_t Config::*Field>
+void ReadCount(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = n.value<int64_t>(); v && *v > 0)
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a positive integer");
+}
+
+// A size > 0 of a limit on bodies in flight.
+template <int64_t Config::*Field>
+void ReadInflight(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = ParseSize(n); v && *v > 0)
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a size like \"32MiB\"");
+}
+
+// Requests per second, 0 or more.
+template <double Config::*Field>
+void ReadRate(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = n.value<double>(); v && *v >= 0)
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a number of requests per second (0: no limit)");
+}
+
+// 0 is a size here: no output is kept.
+void ReadLogCap(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = ParseSize(n))
+    c.log_cap_bytes = *v;
+  else
+    p.Expected(n, k, "a size like \"64MiB\"");
+}
+
+void ReadMaxJobfile(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = ParseSize(n); v && *v > 0)
+    c.max_jobfile_bytes = *v;
+  else
+    p.Expected(n, k, "a size like \"8MiB\"");
+}
+
+// The keys of coordinator.toml, in the order of man/jobctl-coordinator.toml.5.
+constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
+    {"listen", ReadString<&Config::listen>},
+    {"data_dir", ReadString<&Config::data_dir>},
+    {"lease_ttl", ReadDuration<&Config::lease_ttl>},
+    {"heartbeat", ReadDuration<&Config::heartbeat>},
+    {"misfire_grace", ReadDuration<&Config::misfire_grace>},
+    {"timeout_grace", ReadDuration<&Config::timeout_grace>},
+    {"header_timeout", ReadDuration<&Config::header_timeout>},
+    {"idle_timeout", ReadDuration<&Config::idle_timeout>},
+    {"body_timeout", ReadDuration<&Config::body_timeout>},
+    {"max_connections", ReadCount<&Config::max_connections>},
+    {"max_connections_per_client", ReadCount<&Config::max_connections_per_client>},
+    {"max_inflight", ReadInflight<&Config::max_inflight_bytes>},
+    {"max_inflight_per_client", ReadInflight<&Config::max_inflight_bytes_per_client>},
+    {"rate_limit", ReadRate<&Config::rate_limit>},
+    {"rate_burst", ReadRate<&Config::rate_burst>},
+    {"trigger_rate_limit", ReadRate<&Config::trigger_rate_limit>},
+    {"trigger_burst", ReadRate<&Config::trigger_burst>},
+    {"agent_rate_limit", ReadRate<&Config::agent_rate_limit>},
+    {"agent_burst", ReadRate<&Config::agent_burst>},
+    {"agent_expiry", ReadDuration<&Config::agent_expiry>},
+    {"log_cap", ReadLogCap},
+    {"max_jobfile", ReadMaxJobfile},
+    {"log_level", ReadString<&Config::log_level>},
+    {"event_log", ReadString<&Config::event_log>},
+    {"tls_cert", ReadString<&Config::tls_cert>},
+    {"tls_key", ReadString<&Config::tls_key>},
+    {"tls_client_ca", ReadString<&Config::tls_client_ca>},
+};
+
+// The checks of keys together, once each key is valid on its own; the first that fails.
+Status CheckTogether(const toml::table& root, Config& c) {
+  if (c.heartbeat * 2 > c.lease_ttl) {
+    return Status::InvalidArgument("heartbeat must be at most half of lease_ttl");
   }
   // A job file travels as a JSON string (escapes add up to a quarter): it must fit. Limits
   // left unset grow with max_jobfile; set ones too small are an error.
@@ -141,17 +124,28 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
   if (!root.contains("max_inflight")) {
     c.max_inflight_bytes = std::max(c.max_inflight_bytes, c.max_inflight_bytes_per_client);
   }
-  if (errors.empty() && c.max_inflight_bytes_per_client < jobfile_body) {
-    errors = std::string(filename) +
-             ": max_inflight_per_client must hold a whole job file "
-             "(max_jobfile plus a quarter)";
+  if (c.max_inflight_bytes_per_client < jobfile_body) {
+    return Status::InvalidArgument(
+        "max_inflight_per_client must hold a whole job file (max_jobfile plus a quarter)");
   }
-  if (errors.empty() && c.max_inflight_bytes < c.max_inflight_bytes_per_client) {
-    errors = std::string(filename) + ": max_inflight must be at least max_inflight_per_client";
+  if (c.max_inflight_bytes < c.max_inflight_bytes_per_client) {
+    return Status::InvalidArgument("max_inflight must be at least max_inflight_per_client");
   }
-  if (Status s = CheckTlsFiles(c); errors.empty() && !s.ok())
-    errors = std::string(filename) + ": " + s.message();
-  if (!errors.empty()) return Status::InvalidArgument(errors);
+  return CheckTlsFiles(c);
+}
+
+}  // namespace
+
+Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename) {
+  Result<toml::table> root = ParseTomlFile(text, filename);
+  if (!root.ok()) return root.status();
+  CoordinatorConfig c;
+  KeyProblems problems(filename);
+  ReadKeys(*root, kCoordinatorKeys, problems, c);
+  if (!problems.empty()) return problems.ToStatus();
+  if (Status s = CheckTogether(*root, c); !s.ok()) {
+    return Status::InvalidArgument(std::string(filename) + ": " + s.message());
+  }
   return c;
 }
 

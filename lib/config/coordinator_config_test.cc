@@ -60,7 +60,15 @@ TEST(CoordinatorConfigTest, ErrorsNameFileLineKeyAndWhatWasExpected) {
   EXPECT_NE(m.find("coordinator.toml:2:15: max_jobfile: expected a size like \"8MiB\""),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find("coordinator.toml:3:9: listn: expected one of listen,"), std::string::npos) << m;
+  EXPECT_NE(m.find("coordinator.toml:3:1: unknown key \"listn\" (did you mean \"listen\"?)"),
+            std::string::npos)
+      << m;
+  Result<CoordinatorConfig> far = ParseCoordinatorConfig("colour = 1\n", "coordinator.toml");
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.status().message().rfind(
+                "coordinator.toml:1:1: unknown key \"colour\" (expected listen, data_dir, ", 0),
+            0u)
+      << far.status().message();
 }
 
 TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {

@@ -1,6 +1,7 @@
 // Reading jobs.toml. toml++ gives a tree whose tables are sorted by key, not kept in file
 // order, so the reader walks it in any order and sorts the diagnostics by position at the
-// end. Every key is checked by a small function from a table (kJobKeys, kRetryKeys); a
+// end. Every key is checked by a small function from a key table (kJobKeys, kRetryKeys,
+// kParamKeys; key_table.h reads them and reports unknown keys, as for every config file); a
 // [defaults] table fills a Job that each [[job]] then starts from, so "a job value overrides
 // the default" falls out of applying the job's keys second. Checks that need the whole job
 // (required keys, command xor shell, the schedule, duplicate names) run after its keys.
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/key_table.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
 #include "model/zone.h"
@@ -31,23 +33,7 @@ namespace {
 using Node = toml::node;
 using Key = std::string_view;  // a key path relative to the scope: "timeout", "retry.max"
 
-// ---- Showing values and suggesting keys --------------------------------------------------
-
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += {'\\', c};
-    } else if (c == '\n' || c == '\t') {
-      out += c == '\n' ? "\\n" : "\\t";
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04X}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+// ---- Showing values -----------------------------------------------------------------
 
 // The value as it would read in TOML, so "got ..." shows what the user wrote: strings in
 // double quotes, numbers and dates as toml++ prints them (hex stays hex).
@@ -75,57 +61,6 @@ std::string Render(const Node& n) {
   return out.substr(0, cut) + "...";
 }
 
-// Optimal string alignment distance: Levenshtein plus swapping two neighbours, the typo
-// people make most ("tiemout").
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// Words people bring from crontab, systemd and other schedulers that no edit distance finds.
-// clang-format off
-constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
-    {"cmd", "command"},      {"args", "command"},  {"argv", "command"},   {"script", "shell"},
-    {"user", "run_as"},      {"tz", "timezone"},   {"zone", "timezone"},  {"cron", "schedule"},
-    {"retries", "retry"},    {"labels", "on"},     {"selector", "on"},    {"workdir", "cwd"},
-    {"directory", "cwd"},    {"dir", "cwd"},       {"environment", "env"}, {"disabled", "enabled"},
-    {"concurrency", "overlap"},
-};
-// clang-format on
-
-// " (did you mean "x"?)" for the closest candidate, or "" when none is close enough.
-std::string DidYouMean(std::string_view word, std::span<const std::string_view> candidates) {
-  auto listed = [&](std::string_view c) {
-    return std::find(candidates.begin(), candidates.end(), c) != candidates.end();
-  };
-  for (const auto& [alias, key] : kAliases) {
-    if (alias == word && listed(key)) return fmt::format(" (did you mean \"{}\"?)", key);
-  }
-  std::string_view best;
-  size_t best_distance = SIZE_MAX;
-  for (std::string_view c : candidates) {
-    size_t d = EditDistance(word, c);
-    // Allow two edits in longer words, one in short ones, and never a complete rewrite.
-    size_t limit = c.size() >= 5 ? 2 : 1;
-    if (d <= limit && d < word.size() && d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", best);
-}
-
 // ---- Reporting ---------------------------------------------------------------------------
 
 class Reporter {
@@ -150,9 +85,7 @@ class Scope {
 
   void Fail(const Node& at, Key key, std::string_view detail) { Fail(at.source(), key, detail); }
   void Fail(const toml::source_region& at, Key key, std::string_view detail) {
-    std::string path = root_.empty() ? std::string(key)
-                       : key.empty() ? root_
-                                     : root_ + "." + std::string(key);
+    std::string path = KeyPath(root_, key);
     ++errors_;
     reporter_.Report(at, job_,
                      path.empty() ? std::string(detail) : fmt::format("{}: {}", path, detail));
@@ -218,16 +151,6 @@ std::optional<Millis> ReadDuration(const Node& n, Key k, Scope& s, Zero zero) {
   return *d;
 }
 
-// "spread, round-robin or hash"
-std::string OneOf(std::span<const std::string_view> names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
-    out += names[i];
-  }
-  return out;
-}
-
 template <typename E>
 std::optional<E> ReadEnum(const Node& n, Key k, Scope& s, std::optional<E> (*parse)(Key),
                           std::span<const std::string_view> names) {
@@ -236,7 +159,7 @@ std::optional<E> ReadEnum(const Node& n, Key k, Scope& s, std::optional<E> (*par
     if (std::optional<E> e = parse(*text)) return e;
   }
   s.Fail(n, k,
-         fmt::format("expected {}, got {}{}", OneOf(names), Render(n),
+         fmt::format("expected {}, got {}{}", ListOfNames(names), Render(n),
                      text ? DidYouMean(*text, names) : ""));
   return std::nullopt;
 }
@@ -363,26 +286,25 @@ void ReadSecrets(const Node& n, Key k, Scope& s, std::map<std::string, std::stri
       });
 }
 
+// The keys of a parameter written as a table.
+// clang-format off
+constexpr KeySpec<Param, Scope> kParamKeys[] = {
+    {"default", [](const Node& n, Key k, Scope& s, Param& p) {
+       p.default_value = ReadString(n, k, s); }},
+    {"required", [](const Node& n, Key k, Scope& s, Param& p) {
+       p.required = ReadBool(n, k, s).value_or(false); }},
+    {"max_length", [](const Node& n, Key k, Scope& s, Param& p) {
+       p.max_length = ReadInt(n, k, s, 1, kMaxParamLength).value_or(p.max_length); }},
+};
+// clang-format on
+
 // One parameter: a default (a string), or a table of default, required and max_length.
 std::optional<Param> ReadParam(const Node& value, const std::string& path, Scope& s) {
   Param p;
   if (value.is_string()) {
     p.default_value = ReadString(value, path, s);
   } else if (const toml::table* spec = value.as_table()) {
-    for (auto&& [key, v] : *spec) {
-      std::string sub = fmt::format("{}.{}", path, key.str());
-      if (key.str() == "default") {
-        p.default_value = ReadString(v, sub, s);
-      } else if (key.str() == "required") {
-        p.required = ReadBool(v, sub, s).value_or(false);
-      } else if (key.str() == "max_length") {
-        p.max_length = ReadInt(v, sub, s, 1, kMaxParamLength).value_or(p.max_length);
-      } else {
-        s.Fail(key.source(), path,
-               fmt::format("unknown key {} (expected default, required or max_length)",
-                           Quote(key.str())));
-      }
-    }
+    ReadKeys(*spec, kParamKeys, s, p, {.parent = path});
   } else {
     s.Fail(value, path,
            "expected a default value (a string) or a table like { required = true, "
@@ -423,28 +345,21 @@ struct Draft {
   bool timezone_ok = true;
 };
 
-using Apply = void (*)(const Node& value, Key key, Scope& scope, Draft& draft);
-enum class Where { kAnywhere, kJobOnly };
-struct KeySpec {
-  std::string_view name;
-  Apply apply;  // nullptr: read elsewhere (name)
-  Where where;
-};
+using JobKey = KeySpec<Draft, Scope>;
 
-void ApplyKeys(const toml::table& t, std::span<const KeySpec> specs, Key parent, Scope& s,
-               Draft& d);
+void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, Scope& s, Draft& d);
 
 // The tables below keep one key to two lines so that they read as a table.
 // clang-format off
-constexpr KeySpec kRetryKeys[] = {
+constexpr JobKey kRetryKeys[] = {
     {"max", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.max, ReadInt(n, k, s, 0, INT_MAX)); }, Where::kAnywhere},
+       Set(d.job.retry.max, ReadInt(n, k, s, 0, INT_MAX)); }},
     {"backoff", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.backoff, ReadEnum(n, k, s, ParseBackoff, kBackoffs)); }, Where::kAnywhere},
+       Set(d.job.retry.backoff, ReadEnum(n, k, s, ParseBackoff, kBackoffs)); }},
     {"initial", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.initial, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
+       Set(d.job.retry.initial, ReadDuration(n, k, s, Zero::kAllowed)); }},
     {"max_delay", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.retry.max_delay, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
+       Set(d.job.retry.max_delay, ReadDuration(n, k, s, Zero::kAllowed)); }},
 };
 // clang-format on
 
@@ -508,94 +423,67 @@ void ApplyRunAs(const Node& n, Key k, Scope& s, Draft& d) {
 }
 
 // clang-format off
-constexpr KeySpec kJobKeys[] = {
-    {"name", nullptr, Where::kJobOnly},
+constexpr JobKey kJobKeys[] = {
+    {"name", nullptr, KeyPlace::kNotInDefaults},
     {"schedule", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.schedule, ReadNonEmptyString(n, k, s)); }, Where::kJobOnly},
-    {"anchor", ApplyAnchor, Where::kJobOnly},
+       Set(d.job.schedule, ReadNonEmptyString(n, k, s)); }, KeyPlace::kNotInDefaults},
+    {"anchor", ApplyAnchor, KeyPlace::kNotInDefaults},
     {"command", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.command, ReadCommand(n, k, s)); }, Where::kJobOnly},
+       Set(d.job.command, ReadCommand(n, k, s)); }, KeyPlace::kNotInDefaults},
     {"shell", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.shell, ReadNonEmptyString(n, k, s)); }, Where::kJobOnly},
+       Set(d.job.shell, ReadNonEmptyString(n, k, s)); }, KeyPlace::kNotInDefaults},
     {"description", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.description, ReadString(n, k, s)); }, Where::kJobOnly},
+       Set(d.job.description, ReadString(n, k, s)); }, KeyPlace::kNotInDefaults},
     {"dialect", [](const Node& n, Key k, Scope& s, Draft& d) {
        std::optional<Dialect> v = ReadEnum(n, k, s, ParseDialect, kDialects);
        d.dialect_ok = v.has_value();
-       Set(d.job.dialect, v); }, Where::kAnywhere},
-    {"timezone", ApplyTimezone, Where::kAnywhere},
+       Set(d.job.dialect, v); }},
+    {"timezone", ApplyTimezone},
     {"on", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.on, ReadSelectors(n, k, s)); }, Where::kAnywhere},
+       Set(d.job.on, ReadSelectors(n, k, s)); }},
     {"shards", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.shards, ReadInt(n, k, s, 1, 10000)); }, Where::kAnywhere},
+       Set(d.job.shards, ReadInt(n, k, s, 1, 10000)); }},
     {"route", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.route, ReadEnum(n, k, s, ParseRoute, kRoutes)); }, Where::kAnywhere},
+       Set(d.job.route, ReadEnum(n, k, s, ParseRoute, kRoutes)); }},
     {"overlap", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.overlap, ReadEnum(n, k, s, ParseOverlap, kOverlaps)); }, Where::kAnywhere},
+       Set(d.job.overlap, ReadEnum(n, k, s, ParseOverlap, kOverlaps)); }},
     {"misfire", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.misfire, ReadEnum(n, k, s, ParseMisfire, kMisfires)); }, Where::kAnywhere},
+       Set(d.job.misfire, ReadEnum(n, k, s, ParseMisfire, kMisfires)); }},
     {"misfire_cap", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.misfire_cap, ReadInt(n, k, s, 1, INT_MAX)); }, Where::kAnywhere},
+       Set(d.job.misfire_cap, ReadInt(n, k, s, 1, INT_MAX)); }},
     {"on_lost", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.on_lost, ReadEnum(n, k, s, ParseOnLost, kOnLosts)); }, Where::kAnywhere},
-    {"retry", ApplyRetry, Where::kAnywhere},
+       Set(d.job.on_lost, ReadEnum(n, k, s, ParseOnLost, kOnLosts)); }},
+    {"retry", ApplyRetry},
     {"timeout", [](const Node& n, Key k, Scope& s, Draft& d) {
-       if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; },
-     Where::kAnywhere},
+       if (auto v = ReadDuration(n, k, s, Zero::kRejected)) d.job.timeout = *v; }},
     {"jitter", [](const Node& n, Key k, Scope& s, Draft& d) {
        std::optional<Millis> v = ReadDuration(n, k, s, Zero::kAllowed);
        if (v && *v > kMaxJitter) {
          s.Fail(n, k, "expected at most \"24h\", got " + Render(n));
          v.reset();
        }
-       Set(d.job.jitter, v); }, Where::kAnywhere},
+       Set(d.job.jitter, v); }},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }, Where::kAnywhere},
-    {"run_as", ApplyRunAs, Where::kAnywhere},
-    {"cwd", ApplyCwd, Where::kAnywhere},
-    {"env", [](const Node& n, Key k, Scope& s, Draft& d) { ReadEnv(n, k, s, d.job.env); },
-     Where::kAnywhere},
+       Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }},
+    {"run_as", ApplyRunAs},
+    {"cwd", ApplyCwd},
+    {"env", [](const Node& n, Key k, Scope& s, Draft& d) {
+       ReadEnv(n, k, s, d.job.env); }},
     {"params", [](const Node& n, Key k, Scope& s, Draft& d) {
-       ReadParams(n, k, s, d.job.params); }, Where::kAnywhere},
+       ReadParams(n, k, s, d.job.params); }},
     {"secrets", [](const Node& n, Key k, Scope& s, Draft& d) {
-       ReadSecrets(n, k, s, d.job.secrets); }, Where::kAnywhere},
+       ReadSecrets(n, k, s, d.job.secrets); }},
     {"enabled", [](const Node& n, Key k, Scope& s, Draft& d) {
-       Set(d.job.enabled, ReadBool(n, k, s)); }, Where::kAnywhere},
+       Set(d.job.enabled, ReadBool(n, k, s)); }},
 };
 // clang-format on
 
-const KeySpec* FindKey(std::span<const KeySpec> specs, std::string_view name) {
-  for (const KeySpec& spec : specs) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
-}
-
-void ReportUnknownKey(const toml::key& key, std::span<const KeySpec> specs, Key parent, Scope& s) {
-  std::vector<std::string_view> allowed;
-  for (const KeySpec& spec : specs) {
-    // [defaults] suggests only what it may hold; "nmae" there should not lead to "name".
-    if (!s.in_defaults() || spec.where == Where::kAnywhere) allowed.push_back(spec.name);
-  }
-  s.Fail(key.source(), parent,
-         fmt::format("unknown key {}{}", Quote(key.str()), DidYouMean(key.str(), allowed)));
-}
-
 // `parent` is the key path of `t` ("" for the job or [defaults] itself, "retry" below it).
-void ApplyKeys(const toml::table& t, std::span<const KeySpec> specs, Key parent, Scope& s,
+void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, Scope& s,
                Draft& d) {
-  for (auto&& [key, value] : t) {
-    const KeySpec* spec = FindKey(specs, key.str());
-    std::string path =
-        parent.empty() ? std::string(key.str()) : fmt::format("{}.{}", parent, key.str());
-    if (spec == nullptr) {
-      ReportUnknownKey(key, specs, parent, s);
-    } else if (s.in_defaults() && spec->where == Where::kJobOnly) {
-      s.Fail(key.source(), path, "set it in each [[job]], not in [defaults]");
-    } else if (spec->apply != nullptr) {
-      spec->apply(value, path, s, d);
-    }
-  }
+  ReadKeys(t, specs, s, d,
+           {.parent = parent,
+            .defaults_note = s.in_defaults() ? "set it in each [[job]], not in [defaults]" : ""});
 }
 
 // ---- The file ----------------------------------------------------------------------------
@@ -647,7 +535,7 @@ void JobFileReader::CheckTopLevel(const toml::table& root) {
     } else if (name == "job" && !value.is_array()) {
       reporter_.Report(value.source(), "", "job: expected [[job]] tables, got " + Render(value));
     } else if (name != "defaults" && name != "job") {
-      bool job_key = FindKey(kJobKeys, name) != nullptr;
+      bool job_key = FindKey(std::span<const JobKey>(kJobKeys), name) != nullptr;
       std::string hint =
           job_key ? " (it belongs in [defaults] or a [[job]])" : DidYouMean(name, kTables);
       if (hint.empty()) hint = " (expected only [defaults] and [[job]])";
@@ -750,8 +638,8 @@ std::string Diagnostic::ToString() const {
 JobFileResult ParseJobFile(std::string_view text, std::string_view filename) {
   JobFileResult result;
   toml::table root;
-  // toml++ reports syntax errors only by throwing; every reader in lib/config catches them
-  // around its parse (STYLE.md §5), and for job files it is here.
+  // toml++ reports syntax errors only by throwing (STYLE.md §5): the flat config files catch
+  // them in ParseTomlFile, and a job file here, to give them the form of its diagnostics.
   try {
     root = toml::parse(text, std::string(filename));
   } catch (const toml::parse_error& e) {

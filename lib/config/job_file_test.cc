@@ -245,7 +245,11 @@ colour = "blue"
                 R"(jobs.toml:6:1: job "a": unknown key "tiemzone" (did you mean "timezone"?))",
                 R"(jobs.toml:7:1: job "a": unknown key "user" (did you mean "run_as"?))",
                 R"(jobs.toml:8:11: job "a": retry: unknown key "mxa" (did you mean "max"?))",
-                R"(jobs.toml:9:1: job "a": unknown key "colour")",
+                // With no key close enough, the message lists the keys a job takes.
+                R"(jobs.toml:9:1: job "a": unknown key "colour" (expected name, schedule, )"
+                R"(anchor, command, shell, description, dialect, timezone, on, shards, route, )"
+                R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, kill_grace, )"
+                R"(run_as, cwd, env, params, secrets or enabled))",
             }));
 }
 
