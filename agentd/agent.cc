@@ -40,7 +40,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random
                                    random_);
   reporter_ = std::make_unique<RunReporter>(
       loop, link_.get(), settings_.state_dir + "/results", settings_.identity.name,
-      [this](const ShardResult& r, bool accepted) { OnResultSettled(r, accepted); });
+      [this](const ShardResult& r, bool accepted) { OnResultSettled(r, accepted); }, random_);
   leases_ = std::make_unique<LeaseKeeper>(
       loop, link_.get(), clock, settings_.identity.name, [this] { return FreeSlots(); },
       LeaseKeeper::Callbacks{
@@ -56,7 +56,8 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random
           shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
         if (extras.result_batch_max)
           reporter_->SetBatchLimit(static_cast<size_t>(*extras.result_batch_max));
-      });
+      },
+      random_);
 }
 
 Agent::~Agent() = default;

@@ -54,9 +54,8 @@ struct AgentSettings {
 
 class Agent {
  public:
-  // `random` (not owned) draws the span ids and the retry jitter of the Enroller and the
-  // LogShipper (the Claimer's and the RunReporter's Backoffs still hold their own).
-  // nullptr: the Agent's own SystemRandom.
+  // `random` (not owned) draws the span ids and the retry jitter of the Enroller, the
+  // LogShipper, the Claimer and the RunReporter. nullptr: the Agent's own SystemRandom.
   Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random* random = nullptr);
   ~Agent();
 

@@ -7,12 +7,13 @@
 namespace jobctl::agentd {
 
 Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
-                 OnAssignments on_assignments, OnExtras on_extras)
+                 OnAssignments on_assignments, OnExtras on_extras, Random* random)
     : link_(link),
       clock_(clock),
       identity_(std::move(identity)),
       on_assignments_(std::move(on_assignments)),
       on_extras_(std::move(on_extras)),
+      backoff_(500, 30'000, random),
       retry_timer_(loop) {}
 
 void Claimer::SetFree(int free) {

@@ -39,8 +39,9 @@ class Claimer {
   // What each readable claim reply says besides its assignments (before them, if any).
   using OnExtras = std::function<void(const wire::ClaimReply&)>;
 
+  // `random` (not owned; nullptr: the retry backoff's own) draws the retry delays.
   Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
-          OnAssignments on_assignments, OnExtras on_extras);
+          OnAssignments on_assignments, OnExtras on_extras, Random* random = nullptr);
 
   // The number of free slots changed; claims if it is positive and no claim is open.
   void SetFree(int free);
@@ -70,7 +71,7 @@ class Claimer {
   bool open_ = false;  // the claim numbered seq_ awaits its answer
   bool stopped_ = false;
   bool closed_ = false;
-  Backoff backoff_{500, 30'000};
+  Backoff backoff_;
   uvx::Timer retry_timer_;
 };
 

@@ -18,11 +18,13 @@
 namespace jobctl::agentd {
 
 RunReporter::RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir, std::string agent,
-                         std::function<void(const ShardResult&, bool accepted)> on_done)
+                         std::function<void(const ShardResult&, bool accepted)> on_done,
+                         Random* random)
     : link_(link),
       dir_(std::move(dir)),
       agent_(std::move(agent)),
       on_done_(std::move(on_done)),
+      backoff_(500, 30'000, random),
       retry_timer_(loop) {}
 
 std::string RunReporter::PathFor(AttemptKey key) const {

@@ -34,8 +34,10 @@ class RunReporter {
   // A batch stops growing past this many bytes: well inside the coordinator's 1 MiB body.
   static constexpr size_t kMaxBatchBytes = 512 * 1024;
 
+  // `random` (not owned; nullptr: the retry backoff's own) draws the retry delays.
   RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir, std::string agent,
-              std::function<void(const ShardResult&, bool accepted)> on_done);
+              std::function<void(const ShardResult&, bool accepted)> on_done,
+              Random* random = nullptr);
 
   // Creates the directory and loads the results a previous agentd did not get to report.
   Status Open();
@@ -82,7 +84,7 @@ class RunReporter {
   size_t batch_limit_ = 0;
   bool paused_ = false;
   bool closed_ = false;
-  Backoff backoff_{500, 30'000};
+  Backoff backoff_;
   uvx::Timer retry_timer_;
 };
 

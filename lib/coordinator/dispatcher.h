@@ -1,12 +1,14 @@
 // Dispatcher hands pending shards to agents under leases. Agents pull: each keeps one
-// long-poll claim open, and the moment a matching shard is pending (or an agent with free
-// slots arrives) the claim is answered with the shard, a fresh fencing token and the TTL.
-// Heartbeats renew an agent's leases in memory (soft state: grants, results and logs are
-// the durable facts); a lease that is not renewed in time expires and its shard goes back
-// to the runs' owner as lost. Tokens come from one counter that only grows, saved with every
-// grant. The Dispatcher knows shards, agents and leases, never runs: what happens to a run
-// when its shard is granted or its lease expires is the business of the owner of the runs
-// (the RunBook), told through ShardEvents, so the calls go one way (RunBook -> Dispatcher).
+// long-poll claim open (ClaimPoll), and the moment a matching shard is pending (or an agent
+// with free slots arrives) the claim is answered with the shard, a fresh fencing token and the
+// TTL. The Dispatcher holds the pending queue and matches it to the fleet (routing is
+// model/routing.h); it owns the three parts that keep the rest:
+//   Leases         grant, renewal by heartbeat, release and expiry; fencing tokens
+//   AgentRegistry  the agents, their labels and slots, last seen, draining, expiry
+//   ClaimPoll      the open long-poll claims and their answers
+// It knows shards, agents and leases, never runs: what happens to a run when its shard is
+// granted or its lease expires is the business of the owner of the runs (the RunBook), told
+// through ShardEvents, so the calls go one way (RunBook -> Dispatcher).
 // Loop thread only; owned by the Coordinator.
 #pragma once
 
@@ -22,7 +24,10 @@
 #include <vector>
 
 #include "base/random.h"
+#include "coordinator/agent_registry.h"
+#include "coordinator/claim_poll.h"
 #include "coordinator/context.h"
+#include "coordinator/leases.h"
 #include "http/server.h"
 #include "model/job.h"
 #include "model/routing.h"
@@ -42,58 +47,6 @@ struct ShardEvents {
   std::function<bool(ShardKey key, int64_t token)> ended_by_result;
   // The lease `token` of the shard expired (or its agent was removed): the shard is lost.
   std::function<void(ShardKey key, int64_t token)> lease_expired;
-};
-
-// The shards an agent holds, with a count per run: routing asks how many shards of a run an
-// agent already has for every shard it places, so that answer must not cost a walk.
-class HeldShards {
- public:
-  void Add(ShardKey key) {
-    if (keys_.insert(key).second) ++per_run_[key.run];
-  }
-  void Remove(ShardKey key) {
-    if (keys_.erase(key) == 0) return;
-    auto it = per_run_.find(key.run);
-    if (--it->second == 0) per_run_.erase(it);
-  }
-  void Clear() {
-    keys_.clear();
-    per_run_.clear();
-  }
-  size_t size() const { return keys_.size(); }
-  int InRun(int64_t run) const {
-    auto it = per_run_.find(run);
-    return it == per_run_.end() ? 0 : it->second;
-  }
-
- private:
-  std::set<ShardKey> keys_;
-  std::map<int64_t, int> per_run_;
-};
-
-struct AgentInfo {
-  std::string name;
-  std::map<std::string, std::string> labels;
-  int slots = 1;
-  std::string version;
-  int64_t last_seen_mono = 0;
-  int64_t last_seen_ms = 0;
-  bool draining = false;
-  HeldShards held;
-  // The open long-poll claim, if any.
-  std::shared_ptr<http::Responder> waiting;
-  int64_t waiting_token_id = 0;  // the credential the open claim came with
-  int waiting_free = 0;
-  int64_t wait_deadline_mono = 0;
-  uint64_t claim_seq = 0;  // tells a stale OnClose from the current claim
-};
-
-struct Lease {
-  ShardKey key;
-  std::string agent;
-  int64_t token = 0;
-  int64_t expires_mono = 0;
-  bool canceled = false;  // the run was canceled: the agent is told to kill at its heartbeat
 };
 
 // What a pending shard needs for routing.
@@ -131,7 +84,7 @@ class Dispatcher {
   void Clear();
   void LoadAgent(const store::AgentRow& row);
   void LoadLease(ShardKey key, const std::string& agent, int64_t token);
-  void SetNextToken(int64_t last_used) { last_token_ = last_used; }
+  void SetNextToken(int64_t last_used) { leases_.SetLastToken(last_used); }
 
   void Enqueue(PendingShard shard);
   void RemovePending(ShardKey key);
@@ -139,49 +92,58 @@ class Dispatcher {
   // The reply's JSON text.
   std::string Heartbeat(const std::string& agent, const std::vector<HeartbeatLease>& leases,
                         int free);
+  // The live leases (where a lease is granted, renewed and expires).
+  const Leases& leases() const { return leases_; }
   // Current token check for results and logs: kOk, or kConflict saying why (never which
   // token is current).
-  Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const;
-  bool Holds(ShardKey key, int64_t token) const;  // that lease is live
+  Status CheckToken(ShardKey key, const std::string& agent, int64_t token) const {
+    return leases_.CheckToken(key, agent, token);
+  }
+  bool Holds(ShardKey key, int64_t token) const { return leases_.Holds(key, token); }
   // That lease is live and held by this agent.
-  bool HeldBy(ShardKey key, int64_t token, const std::string& agent) const;
+  bool HeldBy(ShardKey key, int64_t token, const std::string& agent) const {
+    return leases_.HeldBy(key, token, agent);
+  }
   // Answers the open claim that came with this credential (or, for the second form, this
   // agent's open claim) with 401 and `why`: a revoked credential is served nothing more.
-  void CloseClaimsOfToken(int64_t token_id, const std::string& why);
-  void CloseClaimOf(const std::string& agent, const std::string& why);
+  void CloseClaimsOfToken(int64_t token_id, const std::string& why) {
+    claims_.CloseOfToken(token_id, why);
+  }
+  void CloseClaimOf(const std::string& agent, const std::string& why) {
+    claims_.CloseOf(agent, why);
+  }
   // `jobctl agents rm`: forgets the agent. kNotFound if unknown; kConflict while it holds
   // leases, unless `force`, when its leases end now as if they had expired.
   Status Forget(const std::string& agent, bool force);
   // The lease ends; `why` (result, expired, released) goes to the event log.
   void Release(ShardKey key, std::string_view why);
-  void MarkCanceled(ShardKey key);  // tell the holder at its next heartbeat
-  Status SetDraining(const std::string& agent, bool draining);
+  void MarkCanceled(ShardKey key) { leases_.MarkCanceled(key); }  // told at its next heartbeat
+  Status SetDraining(const std::string& agent, bool draining) {
+    return registry_.SetDraining(agent, draining);
+  }
   // The agents with the labels matching `on` that were seen within one TTL, by name.
-  std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const;
+  std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const {
+    return registry_.Eligible(on);
+  }
 
   // The agent has a claim open now: it is alive and asking for work.
   bool Asking(const std::string& agent) const {
-    auto it = agents_.find(agent);
-    return it != agents_.end() && it->second.waiting != nullptr;
+    auto it = registry_.all().find(agent);
+    return it != registry_.all().end() && it->second.waiting != nullptr;
   }
-  const std::map<std::string, AgentInfo>& agents() const { return agents_; }
+  const std::map<std::string, AgentInfo>& agents() const { return registry_.all(); }
   size_t active_leases() const { return leases_.size(); }
   size_t pending() const { return pending_.size() + later_.size(); }
-  bool AgentAlive(const AgentInfo& a) const;
+  bool AgentAlive(const AgentInfo& a) const { return registry_.Alive(a); }
 
  private:
   void TryDispatch();
   AgentInfo* Pick(const PendingShard& shard, int64_t now_mono, bool* hold);
   int FreeOf(const AgentInfo& a) const;
   void Grant(AgentInfo& agent, const PendingShard& shard, std::vector<wire::Grant>* assignments);
-  void AnswerClaim(AgentInfo& agent, std::vector<wire::Grant> assignments);
-  void OnLeaseTimer();
-  void OnClaimTimer();
-  // Forgets agents neither seen nor holding a lease within agent_expiry.
-  void OnExpiryTimer();
+  // A lease expired (Leases): the shard is lost to its holder.
+  void OnLeaseExpired(const Lease& lease);
   void ArmTimers();
-  void ArmLeaseTimer();
-  void ArmClaimTimer();
   void ArmLaterTimer();
   // Moves the shards of later_ whose time has come to the queue.
   void OnLaterTimer();
@@ -190,7 +152,8 @@ class Dispatcher {
   ShardEvents events_;
   SystemRandom own_random_;
   Random* random_;  // own_random_ unless one was injected
-  std::map<std::string, AgentInfo> agents_;
+  AgentRegistry registry_;
+  ClaimPoll claims_;
   // Pick's scratch space, kept to spare an allocation per pick: the agents' views for
   // routing (model/routing.h) and the agent behind each.
   std::vector<AgentView> views_;
@@ -198,16 +161,9 @@ class Dispatcher {
   std::deque<PendingShard> pending_;
   // Shards not due yet, by not_before_ms.
   std::multimap<int64_t, PendingShard> later_;
-  std::map<ShardKey, Lease> leases_;
-  std::map<int64_t, ShardKey> lease_by_token_;
-  TimingWheel lease_wheel_;  // by token, due = expiry on the monotonic clock
+  Leases leases_;
   std::map<std::string, uint64_t> round_robin_;
-  int64_t last_token_ = 0;
-  int64_t last_lease_check_mono_ = 0;  // when the lease timer was last armed
-  std::unique_ptr<uvx::Timer> lease_timer_;
-  std::unique_ptr<uvx::Timer> claim_timer_;
   std::unique_ptr<uvx::Timer> retry_timer_;
-  std::unique_ptr<uvx::Timer> expiry_timer_;
   std::unique_ptr<uvx::Timer> later_timer_;
   bool started_ = false;
 };
