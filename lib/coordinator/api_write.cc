@@ -47,9 +47,9 @@ void Api::Trigger(Call& c) {
       const RunRecord* open = p_.book->FindOpen(**existing);
       Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(**existing);
       if (!stored.ok() || !*stored) return Fail(c, stored.status());
-      json out = RunJson(open ? *open : **stored, c.who);
-      out["existing"] = true;
-      return Json(c, 200, out);
+      wire::RunView out = RunViewOf(open ? *open : **stored, c.who);
+      out.existing = true;
+      return Json(c, 200, out.ToJson());
     }
   }
   // A trigger sets only what the job declares (jobs.toml params), within its limits.
@@ -78,9 +78,9 @@ void Api::Trigger(Call& c) {
         "run " + std::to_string(run->id) +
             (start > now ? " at " + FormatUtc(FromUnixMs(start)) : std::string()));
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
-  json out = RunJson(run.value(), c.who);
-  out["existing"] = false;
-  JsonAfterCommit(c, 201, out);
+  wire::RunView out = RunViewOf(run.value(), c.who);
+  out.existing = false;
+  JsonAfterCommit(c, 201, out.ToJson());
 }
 
 void Api::Pause(Call& c) {
@@ -88,7 +88,7 @@ void Api::Pause(Call& c) {
   if (job == nullptr) return;
   Credential who{c.who.name, c.who.token_id};
   if (Status s = p_.applier->SetPaused(*job, true, who); !s.ok()) return Fail(c, s);
-  JsonAfterCommit(c, 200, JobSummary(*job));
+  JsonAfterCommit(c, 200, JobSummaryOf(*job).ToJson());
 }
 
 void Api::Resume(Call& c) {
@@ -96,7 +96,7 @@ void Api::Resume(Call& c) {
   if (job == nullptr) return;
   Credential who{c.who.name, c.who.token_id};
   if (Status s = p_.applier->SetPaused(*job, false, who); !s.ok()) return Fail(c, s);
-  JsonAfterCommit(c, 200, JobSummary(*job));
+  JsonAfterCommit(c, 200, JobSummaryOf(*job).ToJson());
 }
 
 void Api::CancelRun(Call& c) {
@@ -106,7 +106,7 @@ void Api::CancelRun(Call& c) {
   Audit(c, "cancel", "run " + c.params["id"], "");
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
-  json out = run.ok() && *run ? RunJson(**run, c.who) : json{{"id", *id}};
+  json out = run.ok() && *run ? RunViewOf(**run, c.who).ToJson() : json{{"id", *id}};
   JsonAfterCommit(c, 200, out);
 }
 
@@ -129,7 +129,7 @@ void Api::RetryRun(Call& c) {
       p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
   Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
-  JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
+  JsonAfterCommit(c, 201, RunViewOf(run.value(), c.who).ToJson());
 }
 
 void Api::DrainAgent(Call& c) {
@@ -160,7 +160,7 @@ void Api::RemoveAgent(Call& c) {
   Audit(c, "agent-remove", name,
         std::to_string(*revoked) + " credential(s) revoked" + (force ? ", forced" : ""));
   log::Info("agent removed", {{"agent", name}, {"by", c.who.name}, {"credentials", *revoked}});
-  JsonAfterCommit(c, 200, {{"name", name}, {"removed", true}, {"credentials_revoked", *revoked}});
+  JsonAfterCommit(c, 200, wire::AgentRemoved{name, true, *revoked}.ToJson());
 }
 
 void Api::CreateToken(Call& c) {
@@ -194,15 +194,15 @@ void Api::CreateToken(Call& c) {
   row.id = *id;
   p_.auth->Add(row);
   Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
-  JsonAfterCommit(c, 201,
-                  {{"id", *id},
-                   {"name", row.name},
-                   {"role", role_text},
-                   {"jobs", row.jobs},
-                   {"agent", row.agent},
-                   {"labels", req->labels},
-                   {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
-                   {"token", *secret}});
+  wire::TokenCreated created{*id,
+                             row.name,
+                             role_text,
+                             row.jobs,
+                             row.agent,
+                             req->labels,
+                             row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : "",
+                             *secret};
+  JsonAfterCommit(c, 201, created.ToJson());
 }
 
 void Api::ListTokens(Call& c) {
