@@ -13,6 +13,7 @@
 #include "log_follower.h"
 #include "model/time_format.h"
 #include "output.h"
+#include "wire/trigger_request.h"
 
 namespace jobctl::cli {
 
@@ -87,7 +88,7 @@ int Interrupted(const TriggerOptions& opt, Client* client, int64_t id) {
 int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("trigger", opt.job, client.status(), kExitConfig);
-  json params = json::object();
+  wire::TriggerRequest req;
   for (const std::string& kv : opt.params) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -95,7 +96,7 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
                   Status::InvalidArgument("--param wants NAME=value, got \"" + kv + "\""),
                   kExitUsage);
     }
-    params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    req.params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   std::optional<Millis> timeout;
   if (!opt.timeout.empty()) {
@@ -103,23 +104,22 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     if (!t.ok()) return Fail("trigger", "--timeout", t.status(), kExitUsage);
     timeout = *t;
   }
-  json body = {{"params", params}};
-  if (!opt.key.empty()) body["idempotency_key"] = opt.key;
+  req.idempotency_key = opt.key;
   if (!opt.at.empty()) {
     Result<WallTime> at = ParseInstant(opt.at);
     if (!at.ok()) return Fail("trigger", "--at", at.status(), kExitUsage);
-    body["at"] = FormatUtc(*at);
+    req.at_ms = ToUnixMs(*at);
   }
   if (!opt.in.empty()) {
     Result<Millis> in = ParseDuration(opt.in);
     if (!in.ok()) return Fail("trigger", "--in", in.status(), kExitUsage);
-    body["in"] = FormatDuration(*in);
+    req.in = *in;
   }
   // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
   // between their short long-polls. Caught before the run exists, so that an interrupt
   // while it is being created still says which run goes on.
   if (opt.wait || opt.follow) CatchInterrupt();
-  Result<json> reply = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
+  Result<json> reply = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", req.ToJson());
   if (!reply.ok()) return Fail("trigger", opt.job, reply.status());
   Result<wire::RunView> run = ReplyAs<wire::RunView>(*reply);
   if (!run.ok()) return Fail("trigger", opt.job, run.status());

@@ -3,6 +3,7 @@
 #include "coordinator/api.h"
 #include "coordinator/request_json.h"
 #include "model/time_format.h"
+#include "wire/trigger_request.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -36,7 +37,7 @@ void Api::Trigger(Call& c) {
   if (job == nullptr) return;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  Result<TriggerRequest> req = TriggerRequestFromJson(*body);
+  Result<wire::TriggerRequest> req = wire::TriggerRequest::FromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   const std::string& key = req->idempotency_key;
   if (!key.empty()) {
@@ -68,7 +69,7 @@ void Api::Trigger(Call& c) {
     return FailWith(c, 400, "bad_request",
                     "at: " + FormatUtc(FromUnixMs(start)) + " is in the past");
   }
-  if (start > now + kMaxDefer.count()) {
+  if (start > now + wire::kMaxDefer.count()) {
     return FailWith(c, 400, "bad_request", "at: at most 366 days ahead");
   }
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, std::max(start, now), env_json,
