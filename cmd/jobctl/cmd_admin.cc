@@ -131,19 +131,18 @@ int RunTokenList(const GlobalOptions& g) {
   if (!client.ok()) return Fail("token list", "", client.status(), kExitConfig);
   Result<json> r = (*client)->Get("/v1/tokens");
   if (!r.ok()) return Fail("token list", "", r.status());
+  Result<std::vector<wire::TokenView>> tokens = ReplyListAs<wire::TokenView>(*r);
+  if (!tokens.ok()) return Fail("token list", "", tokens.status());
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
     return kExitOk;
   }
   Table t({"ID", "NAME", "ROLE", "JOBS", "AGENT", "CREATED", "EXPIRES", "REVOKED"});
-  for (const auto& tok : *r) {
-    t.Add(
-        {JsonString(tok, "id"), JsonString(tok, "name"), JsonString(tok, "role"),
-         JsonString(tok, "jobs").empty() ? "*" : JsonString(tok, "jobs"),
-         JsonString(tok, "agent").empty() ? "-" : JsonString(tok, "agent"),
-         LocalTime(JsonString(tok, "created_at")),
-         JsonString(tok, "expires_at").empty() ? "never" : LocalTime(JsonString(tok, "expires_at")),
-         JsonString(tok, "revoked_at").empty() ? "-" : LocalTime(JsonString(tok, "revoked_at"))});
+  for (const wire::TokenView& tok : *tokens) {
+    t.Add({std::to_string(tok.id), tok.name, tok.role, tok.jobs.empty() ? "*" : tok.jobs,
+           tok.agent.empty() ? "-" : tok.agent, LocalTime(tok.created_at),
+           tok.expires_at.empty() ? "never" : LocalTime(tok.expires_at),
+           tok.revoked_at.empty() ? "-" : LocalTime(tok.revoked_at)});
   }
   t.Print(std::cout);
   return kExitOk;

@@ -207,22 +207,27 @@ void Api::CreateToken(Call& c) {
 }
 
 void Api::ListTokens(Call& c) {
-  json out = json::array();
+  std::vector<wire::TokenView> out;
   Status s = ctx_->store->ForEachToken([&out](store::TokenRow&& t) {
     json labels =
         t.labels_json.empty() ? json::object() : json::parse(t.labels_json, nullptr, false);
-    out.push_back({{"id", t.id},
-                   {"name", t.name},
-                   {"role", t.role},
-                   {"jobs", t.jobs},
-                   {"agent", t.agent},
-                   {"labels", labels.is_object() ? labels : json::object()},
-                   {"created_at", FormatUtc(FromUnixMs(t.created_ms))},
-                   {"expires_at", t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : ""},
-                   {"revoked_at", t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""}});
+    wire::TokenView v{t.id,
+                      t.name,
+                      t.role,
+                      t.jobs,
+                      t.agent,
+                      {},
+                      FormatUtc(FromUnixMs(t.created_ms)),
+                      t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : "",
+                      t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""};
+    // Labels are stored as the object of strings the token was created with.
+    for (auto it = labels.begin(); labels.is_object() && it != labels.end(); ++it) {
+      if (it.value().is_string()) v.labels[it.key()] = it.value().get<std::string>();
+    }
+    out.push_back(std::move(v));
   });
   if (!s.ok()) return Fail(c, s);
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 void Api::RevokeToken(Call& c) {

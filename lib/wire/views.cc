@@ -108,6 +108,18 @@ void Read(FieldReader& r, TokenCreated* v) {
       .Need("token", &v->token);
 }
 
+void Read(FieldReader& r, TokenView* v) {
+  r.Need("id", &v->id)
+      .Need("name", &v->name)
+      .Need("role", &v->role)
+      .Need("jobs", &v->jobs)
+      .Need("agent", &v->agent)
+      .Need("labels", &v->labels)
+      .Need("created_at", &v->created_at)
+      .Need("expires_at", &v->expires_at)
+      .Need("revoked_at", &v->revoked_at);
+}
+
 void Read(FieldReader& r, AuditEvent* v) {
   r.Need("id", &v->id)
       .Need("at", &v->at)
@@ -286,6 +298,19 @@ json TokenCreated::ToJson() const {
 }
 Result<TokenCreated> TokenCreated::FromJson(const json& j) { return Decode<TokenCreated>(j); }
 
+json TokenView::ToJson() const {
+  return {{"id", id},
+          {"name", name},
+          {"role", role},
+          {"jobs", jobs},
+          {"agent", agent},
+          {"labels", labels},
+          {"created_at", created_at},
+          {"expires_at", expires_at},
+          {"revoked_at", revoked_at}};
+}
+Result<TokenView> TokenView::FromJson(const json& j) { return Decode<TokenView>(j); }
+
 json AuditEvent::ToJson() const {
   return {{"id", id},
           {"at", at},
@@ -321,6 +346,7 @@ JOBCTL_WIRE_LIST(ShardView)
 JOBCTL_WIRE_LIST(RunView)
 JOBCTL_WIRE_LIST(JobSummaryView)
 JOBCTL_WIRE_LIST(AgentView)
+JOBCTL_WIRE_LIST(TokenView)
 JOBCTL_WIRE_LIST(AuditEvent)
 JOBCTL_WIRE_LIST(MissView)
 JOBCTL_WIRE_LIST(LogChunkView)

@@ -183,6 +183,24 @@ struct TokenCreated {
   bool operator==(const TokenCreated&) const = default;
 };
 
+// Each item of GET /v1/tokens (never the secret).
+struct TokenView {
+  static constexpr std::string_view kName = "token view";
+  int64_t id = 0;
+  std::string name;
+  std::string role;
+  std::string jobs;
+  std::string agent;
+  std::map<std::string, std::string> labels;
+  std::string created_at;
+  std::string expires_at;  // "" = never
+  std::string revoked_at;  // "" = active
+
+  nlohmann::json ToJson() const;
+  static Result<TokenView> FromJson(const nlohmann::json& j);
+  bool operator==(const TokenView&) const = default;
+};
+
 // Each item of GET /v1/audit, newest first.
 struct AuditEvent {
   static constexpr std::string_view kName = "audit event";

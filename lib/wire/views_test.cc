@@ -91,6 +91,8 @@ TEST(ViewsTest, EveryMessageSurvivesToJsonAndFromJson) {
   ExpectRoundTrip(AgentRemoved{"web-03", true, 2});
   ExpectRoundTrip(TokenCreated{5, "ci", "trigger", "deploy-*", "", {}, "", "jct_secret"});
   ExpectRoundTrip(
+      TokenView{5, "agent-web-03", "agent", "", "web-03", {{"role", "web*"}}, "x", "", "y"});
+  ExpectRoundTrip(
       AuditEvent{9, "2026-11-26T01:00:00Z", "apply", "ci", 5, "revision 8", "1 created"});
   ExpectRoundTrip(AuditEvent{10, "2026-11-26T01:00:00Z", "auth-failure", "", std::nullopt, "", ""});
   ExpectRoundTrip(MissView{"2026-11-26T01:00:00Z", 1, "2026-11-26T02:00:00Z", 2, 2, "paused"});
@@ -220,6 +222,12 @@ TEST(ViewsTest, AMissingOrMistypedFieldNamesTheMessageAndTheField) {
       {"token id",
        [&] { return TokenCreated::FromJson(Without(TokenCreated{}.ToJson(), "id")).status(); },
        "token reply: field \"id\" is missing or not an integer"},
+      {"token list",
+       [&] {
+         return ListFromJson<TokenView>(json::array({With(TokenView{}.ToJson(), "revoked_at", 0)}))
+             .status();
+       },
+       "token view list: field \"[0].revoked_at\" is missing or not a string"},
       {"miss count",
        [&] { return MissView::FromJson(Without(MissView{}.ToJson(), "count")).status(); },
        "miss view: field \"count\" is missing or not an integer"},

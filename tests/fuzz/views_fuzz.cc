@@ -64,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   One<wire::AgentView>(in);
   One<wire::AgentRemoved>(in);
   One<wire::TokenCreated>(in);
+  One<wire::TokenView>(in);
   One<wire::AuditEvent>(in);
   One<wire::MissView>(in);
   One<wire::LogChunkView>(in);
@@ -72,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   List<wire::RunView>(in);
   List<wire::JobSummaryView>(in);
   List<wire::AgentView>(in);
+  List<wire::TokenView>(in);
   List<wire::AuditEvent>(in);
   List<wire::MissView>(in);
   List<wire::LogChunkView>(in);
