@@ -137,8 +137,9 @@ Result<nlohmann::json> Client::Send(const std::string& path, const http::Request
   if (!r.ok()) return r.status();
   nlohmann::json body = r->body.empty() ? nlohmann::json() : wire::ParseJson(r->body);
   if (r->status >= 200 && r->status < 300) {
-    if (body.is_discarded())
-      return Status::Internal("the coordinator sent a response that is not JSON");
+    if (body.is_discarded()) {
+      return Status::Unavailable("the coordinator sent a response that is not JSON");
+    }
     return body;
   }
   return FromHttp(*r, body);

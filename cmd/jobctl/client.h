@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "cli.h"
 #include "httpclient/blocking_client.h"
+#include "wire/views.h"
 
 namespace jobctl::cli {
 
@@ -34,6 +35,22 @@ class Client {
   std::string url_;
   http::BlockingClient http_;
 };
+
+// A reply read as its typed message (wire/views.h) or list of them. A reply that does not
+// decode is kUnavailable (exit 69, never 70): the coordinator answered, but not in a shape
+// this jobctl knows, and the message names the field and says the versions may differ.
+template <typename T>
+Result<T> ReplyAs(const nlohmann::json& body) {
+  Result<T> v = T::FromJson(body);
+  if (!v.ok()) return Status::Unavailable(v.status().message());
+  return v;
+}
+template <typename T>
+Result<std::vector<T>> ReplyListAs(const nlohmann::json& body) {
+  Result<std::vector<T>> v = wire::ListFromJson<T>(body);
+  if (!v.ok()) return Status::Unavailable(v.status().message());
+  return v;
+}
 
 // Percent-encodes a path segment or query value.
 std::string UrlEncode(std::string_view s);

@@ -17,25 +17,24 @@ using nlohmann::json;
 int RunAgents(const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("agents", "", client.status(), kExitConfig);
-  Result<json> agents = (*client)->Get("/v1/agents");
+  Result<json> reply = (*client)->Get("/v1/agents");
+  if (!reply.ok()) return Fail("agents", "", reply.status());
+  Result<std::vector<wire::AgentView>> agents = ReplyListAs<wire::AgentView>(*reply);
   if (!agents.ok()) return Fail("agents", "", agents.status());
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(*agents);
+    PrintJson(*reply);
     return kExitOk;
   }
   Table t({"NAME", "LABELS", "SLOTS USED/FREE", "LAST SEEN", "STATE", "VERSION"});
-  for (const auto& a : *agents) {
+  for (const wire::AgentView& a : *agents) {
     std::string labels;
-    for (auto it = a["labels"].begin(); it != a["labels"].end(); ++it) {
-      labels += (labels.empty() ? "" : ",") + it.key() + "=" + it.value().get<std::string>();
+    for (const auto& [key, value] : a.labels) {
+      labels += (labels.empty() ? "" : ",") + key + "=" + value;
     }
-    int used = a["running"].get<int>(), slots = a["slots"].get<int>();
-    std::string state = a["draining"].get<bool>()    ? "draining"
-                        : a["connected"].get<bool>() ? "connected"
-                                                     : "gone";
-    t.Add({JsonString(a, "name"), labels.empty() ? "-" : labels,
-           std::to_string(used) + "/" + std::to_string(std::max(slots - used, 0)),
-           LocalTime(JsonString(a, "last_seen")), state, JsonString(a, "version")});
+    std::string state = a.draining ? "draining" : a.connected ? "connected" : "gone";
+    t.Add({a.name, labels.empty() ? "-" : labels,
+           std::to_string(a.running) + "/" + std::to_string(std::max(a.slots - a.running, 0)),
+           LocalTime(a.last_seen), state, a.version});
   }
   t.Print(std::cout);
   return kExitOk;
@@ -58,11 +57,13 @@ int RunRemoveAgent(const std::string& name, bool force, const GlobalOptions& g) 
   if (!client.ok()) return Fail("agents rm", name, client.status(), kExitConfig);
   Result<json> r = (*client)->Delete("/v1/agents/" + UrlEncode(name) + (force ? "?force=1" : ""));
   if (!r.ok()) return Fail("agents rm", name, r.status());
+  Result<wire::AgentRemoved> removed = ReplyAs<wire::AgentRemoved>(*r);
+  if (!removed.ok()) return Fail("agents rm", name, removed.status());
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
     return kExitOk;
   }
-  std::cout << "agent " << name << " removed; " << (*r).value("credentials_revoked", int64_t{0})
+  std::cout << "agent " << name << " removed; " << removed->credentials_revoked
             << " credential(s) revoked\n";
   return kExitOk;
 }
@@ -112,13 +113,15 @@ int RunTokenCreate(const TokenOptions& o, const GlobalOptions& g) {
   if (!client.ok()) return Fail("token create", o.role, client.status(), kExitConfig);
   Result<json> r = (*client)->Post("/v1/tokens", body);
   if (!r.ok()) return Fail("token create", o.role, r.status());
+  Result<wire::TokenCreated> created = ReplyAs<wire::TokenCreated>(*r);
+  if (!created.ok()) return Fail("token create", o.role, created.status());
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
   } else {
     // The secret on stdout alone, so `jobctl token create ... > file` just works.
-    std::cout << JsonString(*r, "token") << '\n';
-    std::cerr << "token " << (*r)["id"] << " (" << Shown(JsonString(*r, "name"), STDERR_FILENO)
-              << ", role " << o.role << ") created; it is shown only now\n";
+    std::cout << created->token << '\n';
+    std::cerr << "token " << created->id << " (" << Shown(created->name, STDERR_FILENO) << ", role "
+              << o.role << ") created; it is shown only now\n";
   }
   return kExitOk;
 }
@@ -128,19 +131,18 @@ int RunTokenList(const GlobalOptions& g) {
   if (!client.ok()) return Fail("token list", "", client.status(), kExitConfig);
   Result<json> r = (*client)->Get("/v1/tokens");
   if (!r.ok()) return Fail("token list", "", r.status());
+  Result<std::vector<wire::TokenView>> tokens = ReplyListAs<wire::TokenView>(*r);
+  if (!tokens.ok()) return Fail("token list", "", tokens.status());
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
     return kExitOk;
   }
   Table t({"ID", "NAME", "ROLE", "JOBS", "AGENT", "CREATED", "EXPIRES", "REVOKED"});
-  for (const auto& tok : *r) {
-    t.Add(
-        {JsonString(tok, "id"), JsonString(tok, "name"), JsonString(tok, "role"),
-         JsonString(tok, "jobs").empty() ? "*" : JsonString(tok, "jobs"),
-         JsonString(tok, "agent").empty() ? "-" : JsonString(tok, "agent"),
-         LocalTime(JsonString(tok, "created_at")),
-         JsonString(tok, "expires_at").empty() ? "never" : LocalTime(JsonString(tok, "expires_at")),
-         JsonString(tok, "revoked_at").empty() ? "-" : LocalTime(JsonString(tok, "revoked_at"))});
+  for (const wire::TokenView& tok : *tokens) {
+    t.Add({std::to_string(tok.id), tok.name, tok.role, tok.jobs.empty() ? "*" : tok.jobs,
+           tok.agent.empty() ? "-" : tok.agent, LocalTime(tok.created_at),
+           tok.expires_at.empty() ? "never" : LocalTime(tok.expires_at),
+           tok.revoked_at.empty() ? "-" : LocalTime(tok.revoked_at)});
   }
   t.Print(std::cout);
   return kExitOk;

@@ -44,32 +44,32 @@ int RunAudit(const AuditOptions& opt, const GlobalOptions& g) {
     }
     filter += "&since=" + UrlEncode(FormatUtc(*at));
   }
-  json events = json::array();
+  // Printed as sent with -o json; read through the typed event for the table and paging.
+  json sent = json::array();
+  std::vector<wire::AuditEvent> events;
   std::optional<int64_t> before;
   while (static_cast<int>(events.size()) < opt.limit) {
     int want = std::min(kPage, opt.limit - static_cast<int>(events.size()));
     std::string path = "/v1/audit?limit=" + std::to_string(want) + filter;
     if (before) path += "&before=" + std::to_string(*before);
-    Result<json> page = (*client)->Get(path);
+    Result<json> reply = (*client)->Get(path);
+    if (!reply.ok()) return Fail("audit", "", reply.status());
+    Result<std::vector<wire::AuditEvent>> page = ReplyListAs<wire::AuditEvent>(*reply);
     if (!page.ok()) return Fail("audit", "", page.status());
-    if (!page->is_array())
-      return Fail("audit", "", Status::Internal("the coordinator sent no list"));
-    for (auto& e : *page) events.push_back(std::move(e));
+    for (auto& e : *reply) sent.push_back(std::move(e));
+    events.insert(events.end(), page->begin(), page->end());
     if (static_cast<int>(page->size()) < want || page->empty()) break;
-    before = events.back()["id"].get<int64_t>();
+    before = events.back().id;
   }
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(events);
+    PrintJson(sent);
     return kExitOk;
   }
   Table t({"ID", "TIME", "ACTION", "ACTOR", "TOKEN", "SUBJECT", "DETAIL"});
-  for (const auto& e : events) {
-    std::string actor = JsonString(e, "actor"), token = JsonString(e, "token_id");
-    std::string detail = JsonString(e, "detail");
-    t.Add({JsonString(e, "id"), LocalTime(JsonString(e, "at")), JsonString(e, "action"),
-           actor.empty() ? "-" : actor, token.empty() ? "-" : token,
-           JsonString(e, "subject").empty() ? "-" : JsonString(e, "subject"),
-           detail.empty() ? "-" : detail});
+  for (const wire::AuditEvent& e : events) {
+    t.Add({std::to_string(e.id), LocalTime(e.at), e.action, e.actor.empty() ? "-" : e.actor,
+           e.token_id ? std::to_string(*e.token_id) : "-", e.subject.empty() ? "-" : e.subject,
+           e.detail.empty() ? "-" : e.detail});
   }
   t.Print(std::cout);
   return kExitOk;

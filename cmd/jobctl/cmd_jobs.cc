@@ -15,11 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string ShardSummary(const json& run) {
+std::string ShardSummary(const wire::RunView& run) {
   int ok = 0, total = 0;
-  for (const auto& s : run["shards"]) {
+  for (const wire::ShardView& s : run.shards) {
     ++total;
-    ok += s["state"] == "succeeded";
+    ok += s.state == "succeeded";
   }
   return total == 0 ? "-" : std::to_string(ok) + "/" + std::to_string(total);
 }
@@ -27,20 +27,20 @@ std::string ShardSummary(const json& run) {
 int RunList(const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("list", "", client.status(), kExitConfig);
-  Result<json> jobs = (*client)->Get("/v1/jobs");
+  Result<json> reply = (*client)->Get("/v1/jobs");
+  if (!reply.ok()) return Fail("list", "", reply.status());
+  Result<std::vector<wire::JobSummaryView>> jobs = ReplyListAs<wire::JobSummaryView>(*reply);
   if (!jobs.ok()) return Fail("list", "", jobs.status());
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(*jobs);
+    PrintJson(*reply);
     return kExitOk;
   }
   Table t({"NAME", "SCHEDULE", "NEXT FIRE", "LAST RESULT", "PAUSED"});
-  for (const auto& j : *jobs) {
-    std::string last = JsonString(j, "last_state");
-    std::string when = JsonString(j, "last_finished_at");
-    t.Add({JsonString(j, "name"), JsonString(j, "schedule"),
-           j["paused"].get<bool>() ? "-" : LocalTime(JsonString(j, "next_fire")),
-           last.empty() ? "-" : Colored(last, g) + " " + LocalTime(when),
-           j["paused"].get<bool>() ? "yes" : "no"});
+  for (const wire::JobSummaryView& j : *jobs) {
+    std::string last = j.last_state.value_or("");
+    t.Add({j.name, j.schedule.value_or(""), j.paused ? "-" : LocalTime(j.next_fire),
+           last.empty() ? "-" : Colored(last, g) + " " + LocalTime(j.last_finished_at),
+           j.paused ? "yes" : "no"});
   }
   t.Print(std::cout);
   return kExitOk;
@@ -49,62 +49,55 @@ int RunList(const GlobalOptions& g) {
 int RunShow(const std::string& name, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("show", name, client.status(), kExitConfig);
-  Result<json> job = (*client)->Get("/v1/jobs/" + UrlEncode(name));
+  Result<json> reply = (*client)->Get("/v1/jobs/" + UrlEncode(name));
+  if (!reply.ok()) return Fail("show", name, reply.status());
+  Result<wire::JobView> job = ReplyAs<wire::JobView>(*reply);
   if (!job.ok()) return Fail("show", name, job.status());
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(*job);
+    PrintJson(*reply);
     return kExitOk;
   }
-  const json& d = (*job)["definition"];
+  const Job& d = job->definition;
   std::cout << "Name:      " << Shown(name) << '\n'
             << "Schedule:  "
-            << Shown(JsonString(d, "schedule") + (JsonString(d, "timezone").empty()
-                                                      ? ""
-                                                      : " (" + JsonString(d, "timezone") + ")"))
-            << '\n';
-  std::string cmd = JsonString(d, "shell");
+            << Shown(d.schedule + (d.timezone.empty() ? "" : " (" + d.timezone + ")")) << '\n';
+  std::string cmd = d.shell;
   if (cmd.empty()) {
-    for (const auto& a : d["command"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+    for (const std::string& a : d.command) cmd += (cmd.empty() ? "" : " ") + a;
   }
   std::cout << "Command:   " << Shown(cmd) << '\n'
-            << "Shards:    " << d["shards"] << "  route "
-            << Shown(JsonString(d, "route") + "  overlap " + JsonString(d, "overlap") +
-                     "  misfire " + JsonString(d, "misfire"))
+            << "Shards:    " << d.shards << "  route "
+            << Shown(std::string(RouteName(d.route)) + "  overlap " +
+                     std::string(OverlapName(d.overlap)) + "  misfire " +
+                     std::string(MisfireName(d.misfire)))
             << '\n'
-            << "Paused:    " << ((*job)["paused"].get<bool>() ? "yes" : "no") << '\n';
-  if (d.contains("jitter_ms") && d["jitter_ms"].is_number_integer() &&
-      d["jitter_ms"].get<int64_t>() > 0) {
-    std::cout << "Jitter:    each fire starts up to "
-              << FormatDuration(Millis(d["jitter_ms"].get<int64_t>()))
+            << "Paused:    " << (job->summary.paused ? "yes" : "no") << '\n';
+  if (d.jitter.count() > 0) {
+    std::cout << "Jitter:    each fire starts up to " << FormatDuration(d.jitter)
               << " late (random per fire)\n";
   }
   std::cout << "Next fires:\n";
-  for (const auto& f : (*job)["next_fires"])
-    std::cout << "  " << Shown(f.get<std::string>()) << '\n';
-  if (IsFixedDelay(JsonString(d, "schedule"))) {
+  for (const std::string& f : job->next_fires) std::cout << "  " << Shown(f) << '\n';
+  if (IsFixedDelay(d.schedule)) {
     std::cout << "  then each one delay after the previous run ended\n";
   }
   std::cout << "Recent runs:\n";
   Table t({"RUN", "REASON", "SCHEDULED", "STATE", "SHARD", "HOST", "EXIT", "DURATION"});
-  for (const auto& r : (*job)["recent_runs"]) {
+  for (const wire::RunView& r : job->recent_runs) {
     bool first = true;
-    for (const auto& s : r["shards"]) {
+    for (const wire::ShardView& s : r.shards) {
       std::string dur = "-";
-      Result<WallTime> a = ParseInstant(JsonString(s, "started_at")),
-                       b = ParseInstant(JsonString(s, "finished_at"));
+      Result<WallTime> a = ParseInstant(s.started_at), b = ParseInstant(s.finished_at);
       if (a.ok() && b.ok()) dur = FormatDuration(*b - *a);
-      t.Add({first ? std::to_string(r["id"].get<int64_t>()) : "",
-             first ? JsonString(r, "reason") : "",
-             first ? LocalTime(JsonString(r, "scheduled_at")) : "",
-             first ? Colored(JsonString(r, "state"), g) : "", std::to_string(s["index"].get<int>()),
-             JsonString(s, "agent").empty() ? "-" : JsonString(s, "agent"),
-             JsonString(s, "exit_code").empty() ? "-" : JsonString(s, "exit_code"), dur});
+      t.Add({first ? std::to_string(r.id) : "", first ? r.reason : "",
+             first ? LocalTime(r.scheduled_at) : "", first ? Colored(r.state, g) : "",
+             std::to_string(s.index), s.agent.empty() ? "-" : s.agent,
+             s.exit_code ? std::to_string(*s.exit_code) : "-", dur});
       first = false;
     }
     if (first) {
-      t.Add({std::to_string(r["id"].get<int64_t>()), JsonString(r, "reason"),
-             LocalTime(JsonString(r, "scheduled_at")), Colored(JsonString(r, "state"), g), "-", "-",
-             "-", JsonString(r, "note")});
+      t.Add({std::to_string(r.id), r.reason, LocalTime(r.scheduled_at), Colored(r.state, g), "-",
+             "-", "-", r.note});
     }
   }
   t.Print(std::cout);
@@ -139,10 +132,12 @@ int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
     if (!d.ok()) return Fail("misses", "--since", d.status(), kExitUsage);
     path += "&since_ms=" + std::to_string(ToUnixMs(SystemClock().Now() - *d));
   }
-  Result<json> misses = (*client)->Get(path);
+  Result<json> reply = (*client)->Get(path);
+  if (!reply.ok()) return Fail("misses", opt.job, reply.status());
+  Result<std::vector<wire::MissView>> misses = ReplyListAs<wire::MissView>(*reply);
   if (!misses.ok()) return Fail("misses", opt.job, misses.status());
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(*misses);
+    PrintJson(*reply);
     return kExitOk;
   }
   if (misses->empty()) {
@@ -152,14 +147,11 @@ int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
   }
   Table t({"FIRST MISSED", "LAST MISSED", "COUNT", "REASON"});
   int64_t total = 0;
-  for (const auto& m : *misses) {
-    int64_t count = m.value("count", int64_t{0});
-    total += count;
+  for (const wire::MissView& m : *misses) {
+    total += m.count;
     // A range of one instant shows it once.
-    std::string last =
-        JsonString(m, "last") == JsonString(m, "first") ? "-" : LocalTime(JsonString(m, "last"));
-    t.Add(
-        {LocalTime(JsonString(m, "first")), last, std::to_string(count), JsonString(m, "reason")});
+    std::string last = m.last == m.first ? "-" : LocalTime(m.last);
+    t.Add({LocalTime(m.first), last, std::to_string(m.count), m.reason});
   }
   t.Print(std::cout);
   std::cout << total << " fire time" << (total == 1 ? "" : "s") << " missed in " << misses->size()
@@ -169,7 +161,7 @@ int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
 
 }  // namespace
 
-std::string ShardCount(const nlohmann::json& run) { return ShardSummary(run); }
+std::string ShardCount(const wire::RunView& run) { return ShardSummary(run); }
 
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* list = app.add_subcommand("list", "List jobs: schedule, next fire, last result");

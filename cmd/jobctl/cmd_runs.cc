@@ -13,10 +13,11 @@
 #include "log_follower.h"
 #include "model/time_format.h"
 #include "output.h"
+#include "wire/trigger_request.h"
 
 namespace jobctl::cli {
 
-std::string ShardCount(const nlohmann::json& run);
+std::string ShardCount(const wire::RunView& run);
 
 namespace {
 
@@ -33,24 +34,18 @@ void CatchInterrupt() {
   });
 }
 
-bool Succeeded(const json& run) { return JsonString(run, "state") == "succeeded"; }
+bool Succeeded(const wire::RunView& run) { return run.state == "succeeded"; }
 
-std::string Summary(const json& run) {
-  std::string s = "run " + std::to_string(run["id"].get<int64_t>()) + " of " +
-                  JsonString(run, "job") + ": " + JsonString(run, "state");
+std::string Summary(const wire::RunView& run) {
+  std::string s = "run " + std::to_string(run.id) + " of " + run.job + ": " + run.state;
   std::string hosts;
-  for (const auto& sh : run["shards"]) {
-    std::string exit = JsonString(sh, "exit_code");
-    hosts += (hosts.empty() ? "" : ", ") + std::string("shard ") +
-             std::to_string(sh["index"].get<int>()) + "@" +
-             (JsonString(sh, "agent").empty() ? "-" : JsonString(sh, "agent")) +
-             (exit.empty() ? "" : " exit " + exit) +
-             (JsonString(sh, "outcome").empty() || JsonString(sh, "outcome") == "exited"
-                  ? ""
-                  : " " + JsonString(sh, "outcome"));
+  for (const wire::ShardView& sh : run.shards) {
+    hosts += (hosts.empty() ? "" : ", ") + std::string("shard ") + std::to_string(sh.index) + "@" +
+             (sh.agent.empty() ? "-" : sh.agent) +
+             (sh.exit_code ? " exit " + std::to_string(*sh.exit_code) : "") +
+             (sh.outcome.empty() || sh.outcome == "exited" ? "" : " " + sh.outcome);
   }
-  Result<WallTime> a = ParseInstant(JsonString(run, "created_at")),
-                   b = ParseInstant(JsonString(run, "finished_at"));
+  Result<WallTime> a = ParseInstant(run.created_at), b = ParseInstant(run.finished_at);
   if (a.ok() && b.ok()) s += " in " + FormatDuration(*b - *a);
   return s + (hosts.empty() ? "" : " (" + hosts + ")");
 }
@@ -93,7 +88,7 @@ int Interrupted(const TriggerOptions& opt, Client* client, int64_t id) {
 int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("trigger", opt.job, client.status(), kExitConfig);
-  json params = json::object();
+  wire::TriggerRequest req;
   for (const std::string& kv : opt.params) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -101,7 +96,7 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
                   Status::InvalidArgument("--param wants NAME=value, got \"" + kv + "\""),
                   kExitUsage);
     }
-    params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    req.params[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   std::optional<Millis> timeout;
   if (!opt.timeout.empty()) {
@@ -109,33 +104,34 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     if (!t.ok()) return Fail("trigger", "--timeout", t.status(), kExitUsage);
     timeout = *t;
   }
-  json body = {{"params", params}};
-  if (!opt.key.empty()) body["idempotency_key"] = opt.key;
+  req.idempotency_key = opt.key;
   if (!opt.at.empty()) {
     Result<WallTime> at = ParseInstant(opt.at);
     if (!at.ok()) return Fail("trigger", "--at", at.status(), kExitUsage);
-    body["at"] = FormatUtc(*at);
+    req.at_ms = ToUnixMs(*at);
   }
   if (!opt.in.empty()) {
     Result<Millis> in = ParseDuration(opt.in);
     if (!in.ok()) return Fail("trigger", "--in", in.status(), kExitUsage);
-    body["in"] = FormatDuration(*in);
+    req.in = *in;
   }
   // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
   // between their short long-polls. Caught before the run exists, so that an interrupt
   // while it is being created still says which run goes on.
   if (opt.wait || opt.follow) CatchInterrupt();
-  Result<json> run = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", body);
+  Result<json> reply = (*client)->Post("/v1/jobs/" + UrlEncode(opt.job) + "/trigger", req.ToJson());
+  if (!reply.ok()) return Fail("trigger", opt.job, reply.status());
+  Result<wire::RunView> run = ReplyAs<wire::RunView>(*reply);
   if (!run.ok()) return Fail("trigger", opt.job, run.status());
-  int64_t id = (*run)["id"].get<int64_t>();
-  const std::string starts = JsonString(*run, "not_before");
+  const int64_t id = run->id;
+  const std::string& starts = run->not_before;
   if (!starts.empty() && g.format() != OutputFormat::kJson) {
     std::cerr << "jobctl: trigger " << Shown(opt.job, STDERR_FILENO) << ": run " << id
               << " starts at " << LocalTime(starts) << "; until then: jobctl cancel " << id << '\n';
   }
   if (!opt.wait && !opt.follow) {
     if (g.format() == OutputFormat::kJson)
-      PrintJson(*run);
+      PrintJson(*reply);
     else
       std::cout << id << '\n';
     return kExitOk;
@@ -145,12 +141,13 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
   if (opt.follow) {
     FollowOptions fo;
     fo.follow = true;
-    fo.prefix = (*run)["shard_total"].get<int>() > 1;
+    fo.prefix = run->shard_total > 1;
     fo.stop = &g_interrupted;
     LogFollower follower(client->get(), id, fo);
     if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
   }
   json last;
+  wire::RunView ended;
   // On a terminal, a spinner with the run's state and the time spent shows it is alive;
   // on a pipe (CI logs) nothing but the summary.
   const bool progress = !opt.follow && isatty(STDERR_FILENO) != 0;
@@ -168,25 +165,28 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
         "/v1/runs/" + std::to_string(id) + "/wait?timeout_ms=" + (progress ? "500" : "2000"),
         std::chrono::seconds(40));
     if (!r.ok()) return Fail("trigger", opt.job, r.status());
-    if ((*r).value("done", false) || (JsonString(*r, "finished_at") != "")) {
+    Result<wire::RunView> now = ReplyAs<wire::RunView>(*r);
+    if (!now.ok()) return Fail("trigger", opt.job, now.status());
+    if (now->done.value_or(false) || !now->finished_at.empty()) {
       if (progress) std::cerr << "\r\x1b[K";
       last = *r;
+      ended = std::move(now).value();
       break;
     }
     if (progress) {
       auto secs = std::chrono::duration_cast<std::chrono::seconds>(
           std::chrono::steady_clock::now() - started);
       std::cerr << "\r\x1b[K" << kSpinner[tick++ % 4] << " run " << id << " of "
-                << Shown(opt.job + ": " + JsonString(*r, "state"), STDERR_FILENO) << " ("
-                << FormatDuration(secs) << ")" << std::flush;
+                << Shown(opt.job + ": " + now->state, STDERR_FILENO) << " (" << FormatDuration(secs)
+                << ")" << std::flush;
     }
   }
   if (g.format() == OutputFormat::kJson) {
     PrintJson(last);
   } else {
-    std::cerr << Shown(Summary(last), STDERR_FILENO) << '\n';
+    std::cerr << Shown(Summary(ended), STDERR_FILENO) << '\n';
   }
-  return Succeeded(last) ? kExitOk : kExitFailed;
+  return Succeeded(ended) ? kExitOk : kExitFailed;
 }
 
 struct RunsOptions {
@@ -207,26 +207,25 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
     if (!d.ok()) return Fail("runs", "--since", d.status(), kExitUsage);
     path += "&since=" + UrlEncode(FormatUtc(SystemClock().Now() - *d));
   }
-  Result<json> runs = (*client)->Get(path);
+  Result<json> reply = (*client)->Get(path);
+  if (!reply.ok()) return Fail("runs", opt.job, reply.status());
+  Result<std::vector<wire::RunView>> runs = ReplyListAs<wire::RunView>(*reply);
   if (!runs.ok()) return Fail("runs", opt.job, runs.status());
   if (g.format() == OutputFormat::kJson) {
-    PrintJson(*runs);
+    PrintJson(*reply);
     return kExitOk;
   }
   Table t({"RUN", "JOB", "REASON", "SCHEDULED", "STATE", "SHARDS OK", "HOSTS"});
-  for (const auto& r : *runs) {
+  for (const wire::RunView& r : *runs) {
     std::string hosts;
-    for (const auto& s : r["shards"]) {
-      std::string a = JsonString(s, "agent");
+    for (const wire::ShardView& s : r.shards) {
+      const std::string& a = s.agent;
       if (!a.empty() && hosts.find(a) == std::string::npos) hosts += (hosts.empty() ? "" : ",") + a;
     }
     // A fire's random delay (jitter) follows its time: "03:00:00 +1m12s".
-    std::string scheduled = LocalTime(JsonString(r, "scheduled_at"));
-    if (r.contains("jitter_ms") && r["jitter_ms"].is_number_integer()) {
-      scheduled += " +" + FormatDuration(Millis(r["jitter_ms"].get<int64_t>()));
-    }
-    t.Add({std::to_string(r["id"].get<int64_t>()), JsonString(r, "job"), JsonString(r, "reason"),
-           scheduled, Colored(JsonString(r, "state"), g), ShardCount(r),
+    std::string scheduled = LocalTime(r.scheduled_at);
+    if (r.jitter_ms) scheduled += " +" + FormatDuration(Millis(*r.jitter_ms));
+    t.Add({std::to_string(r.id), r.job, r.reason, scheduled, Colored(r.state, g), ShardCount(r),
            hosts.empty() ? "-" : hosts});
   }
   t.Print(std::cout);
@@ -253,12 +252,16 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
     run = std::stoll(opt.target);
   } else {
     // A job name means its latest run.
-    Result<json> runs = (*client)->Get("/v1/runs?limit=1&job=" + UrlEncode(opt.target));
+    Result<json> reply = (*client)->Get("/v1/runs?limit=1&job=" + UrlEncode(opt.target));
+    if (!reply.ok()) return Fail("logs", opt.target, reply.status());
+    Result<std::vector<wire::RunView>> runs = ReplyListAs<wire::RunView>(*reply);
     if (!runs.ok()) return Fail("logs", opt.target, runs.status());
     if (runs->empty()) return Fail("logs", opt.target, Status::NotFound("the job has no runs yet"));
-    run = (*runs)[0]["id"].get<int64_t>();
+    run = runs->front().id;
   }
-  Result<json> info = (*client)->Get("/v1/runs/" + std::to_string(run));
+  Result<json> reply = (*client)->Get("/v1/runs/" + std::to_string(run));
+  if (!reply.ok()) return Fail("logs", opt.target, reply.status());
+  Result<wire::RunView> info = ReplyAs<wire::RunView>(*reply);
   if (!info.ok()) return Fail("logs", opt.target, info.status());
   CatchInterrupt();
   FollowOptions fo;
@@ -270,7 +273,7 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
     if (!d.ok()) return Fail("logs", "--since", d.status(), kExitUsage);
     fo.since = SystemClock().Now() - *d;
   }
-  fo.prefix = opt.shard < 0 && (*info)["shard_total"].get<int>() > 1;
+  fo.prefix = opt.shard < 0 && info->shard_total > 1;
   fo.stop = &g_interrupted;
   const bool keep = opt.color == "always" || (opt.color == "auto" && ColorEnabled(g));
   fo.sgr = keep ? SgrPolicy::kKeep : SgrPolicy::kDrop;
@@ -285,10 +288,13 @@ int RunAction(const std::string& verb, const std::string& run, const GlobalOptio
   if (!client.ok()) return Fail(verb, run, client.status(), kExitConfig);
   Result<json> r = (*client)->Post("/v1/runs/" + UrlEncode(run) + "/" + verb, json::object());
   if (!r.ok()) return Fail(verb, run, r.status());
+  // A retry answers with the new run; a cancel with the run as it ended, or only its id.
+  Result<wire::RunView> retried = verb == "retry" ? ReplyAs<wire::RunView>(*r) : wire::RunView{};
+  if (!retried.ok()) return Fail(verb, run, retried.status());
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
   } else if (verb == "retry") {
-    std::cout << (*r)["id"].get<int64_t>() << '\n';
+    std::cout << retried->id << '\n';
   } else {
     std::cout << "run " << Shown(run) << " canceled\n";
   }

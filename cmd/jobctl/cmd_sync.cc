@@ -105,23 +105,23 @@ int ApplyFile(const std::string& path, const GlobalOptions& g, bool force) {
     }
     return Fail("apply", path, r.status());
   }
-  RecordRevision(**client, path, (*r)["revision"].get<int64_t>());
+  Result<wire::ApplyReply> applied = ReplyAs<wire::ApplyReply>(*r);
+  if (!applied.ok()) return Fail("apply", path, applied.status());
+  RecordRevision(**client, path, applied->revision);
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*r);
     return kExitOk;
   }
-  for (const auto& n : (*r)["created"])
-    std::cout << "created    " << Shown(n.get<std::string>()) << '\n';
-  for (const auto& c : (*r)["changed"]) {
+  for (const std::string& n : applied->created) std::cout << "created    " << Shown(n) << '\n';
+  for (const wire::ApplyReply::Changed& c : applied->changed) {
     std::string fields;
-    for (const auto& f : c["fields"]) fields += (fields.empty() ? "" : ", ") + f.get<std::string>();
-    std::cout << "changed    " << Shown(c["name"].get<std::string>() + " (" + fields + ")") << '\n';
+    for (const std::string& f : c.fields) fields += (fields.empty() ? "" : ", ") + f;
+    std::cout << "changed    " << Shown(c.name + " (" + fields + ")") << '\n';
   }
-  for (const auto& n : (*r)["removed"])
-    std::cout << "removed    " << Shown(n.get<std::string>()) << '\n';
-  std::cout << "revision " << (*r)["revision"].get<int64_t>() << ": " << (*r)["created"].size()
-            << " created, " << (*r)["changed"].size() << " changed, " << (*r)["removed"].size()
-            << " removed, " << (*r)["unchanged"].size() << " unchanged\n";
+  for (const std::string& n : applied->removed) std::cout << "removed    " << Shown(n) << '\n';
+  std::cout << "revision " << applied->revision << ": " << applied->created.size() << " created, "
+            << applied->changed.size() << " changed, " << applied->removed.size() << " removed, "
+            << applied->unchanged.size() << " unchanged\n";
   return kExitOk;
 }
 
@@ -150,14 +150,16 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
   if (!text.ok()) return rc;
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("diff", path, client.status(), kExitConfig);
-  Result<json> current = (*client)->Get("/v1/jobfile");
+  Result<json> reply = (*client)->Get("/v1/jobfile");
+  if (!reply.ok()) return Fail("diff", path, reply.status());
+  Result<wire::JobFileView> current = ReplyAs<wire::JobFileView>(*reply);
   if (!current.ok()) return Fail("diff", path, current.status());
-  JobFileResult theirs = ParseJobFile(JsonString(*current, "text"), "coordinator");
+  JobFileResult theirs = ParseJobFile(current->text, "coordinator");
   JobFileResult mine = ParseJobFile(*text, path);
   std::map<std::string, const Job*> before, after;
   for (const Job& j : theirs.file.jobs) before[j.name] = &j;
   for (const Job& j : mine.file.jobs) after[j.name] = &j;
-  json out = {{"revision", (*current)["revision"]},
+  json out = {{"revision", current->revision},
               {"created", json::array()},
               {"changed", json::array()},
               {"removed", json::array()}};
@@ -181,7 +183,7 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
       for (const auto& f : c["fields"]) std::cout << "    " << Shown(f.get<std::string>()) << '\n';
     }
     for (const auto& n : out["removed"]) std::cout << "- " << n.get<std::string>() << '\n';
-    if (!differs) std::cout << "no changes against revision " << (*current)["revision"] << '\n';
+    if (!differs) std::cout << "no changes against revision " << current->revision << '\n';
   }
   return differs ? kExitFailed : kExitOk;
 }
@@ -190,12 +192,14 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   const std::string path = !opt.out.empty() ? opt.out : (!opt.file.empty() ? opt.file : g.file);
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("pull", path, client.status(), kExitConfig);
-  Result<json> current = (*client)->Get("/v1/jobfile");
+  Result<json> reply = (*client)->Get("/v1/jobfile");
+  if (!reply.ok()) return Fail("pull", path, reply.status());
+  Result<wire::JobFileView> current = ReplyAs<wire::JobFileView>(*reply);
   if (!current.ok()) return Fail("pull", path, current.status());
-  int64_t revision = (*current)["revision"].get<int64_t>();
+  const int64_t revision = current->revision;
   if (revision == 0)
     return Fail("pull", path, Status::NotFound("no job file has been applied yet"));
-  std::string text = JsonString(*current, "text");
+  const std::string& text = current->text;
   if (path == "-") {
     std::cout << Shown(text);
     return kExitOk;
@@ -211,8 +215,8 @@ int RunPull(const SyncOptions& opt, const GlobalOptions& g) {
   if (ec) return Fail("pull", path, Status::Io(ec.message()), kExitCantCreate);
   RecordRevision(**client, path, revision);
   std::cerr << "pulled revision " << revision << " (applied by "
-            << Shown(JsonString(*current, "author"), STDERR_FILENO) << " at "
-            << JsonString(*current, "applied_at") << ") into " << path << '\n';
+            << Shown(current->author, STDERR_FILENO) << " at " << current->applied_at << ") into "
+            << path << '\n';
   return kExitOk;
 }
 

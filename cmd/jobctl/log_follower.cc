@@ -67,22 +67,23 @@ Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
                      "&wait_ms=" + std::to_string(wait_ms);
   if (options_.shard) path += "&shard=" + std::to_string(*options_.shard);
   if (!options_.stream.empty()) path += "&stream=" + options_.stream;
-  Result<nlohmann::json> r = client_->Get(path, std::chrono::milliseconds(wait_ms + 30'000));
-  if (!r.ok()) return r.status();
-  for (const auto& ch : (*r)["chunks"]) {
+  Result<nlohmann::json> reply = client_->Get(path, std::chrono::milliseconds(wait_ms + 30'000));
+  if (!reply.ok()) return reply.status();
+  Result<wire::LogPage> page = ReplyAs<wire::LogPage>(*reply);
+  if (!page.ok()) return page.status();
+  for (const wire::LogChunkView& ch : page->chunks) {
     if (options_.since) {
-      Result<WallTime> at = ParseInstant(JsonString(ch, "at"));
+      Result<WallTime> at = ParseInstant(ch.at);
       if (at.ok() && *at < *options_.since) continue;
     }
-    std::string stream = JsonString(ch, "stream");
-    std::string data = Base64Decode(JsonString(ch, "data"));
-    std::string shard = "shard " + std::to_string(ch["shard"].get<int>());
-    if (ch["attempt"].get<int>() > 1)
-      shard += " attempt " + std::to_string(ch["attempt"].get<int>());
+    const std::string& stream = ch.stream;
+    std::string data = Base64Decode(ch.data);
+    std::string shard = "shard " + std::to_string(ch.shard);
+    if (ch.attempt > 1) shard += " attempt " + std::to_string(ch.attempt);
     Emit(shard + (stream == "stderr" ? ":e" : ":o"), stream != "stdout", "[" + shard + "] ", data);
   }
-  after_ = (*r)["next"].get<int64_t>();
-  return Read{(*r)["done"].get<bool>(), (*r)["chunks"].size()};
+  after_ = page->next;
+  return Read{page->done, page->chunks.size()};
 }
 
 Status LogFollower::Run() {

@@ -294,49 +294,52 @@ JobEntry* Api::JobOr404(Call& c) {
   return job;
 }
 
-json Api::RunJson(const RunRecord& r, const Principal& who) const {
+wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who) const {
   const bool admin = who.role == Role::kAdmin;
-  json shards = json::array();
+  wire::RunView v;
   for (const ShardRecord& s : r.shards) {
-    shards.push_back({{"index", s.index},
-                      {"agent", s.agent},
-                      {"state", RunStateName(s.state)},
-                      {"attempt", s.attempt},
-                      {"token", admin ? json(s.token) : json(nullptr)},
-                      {"exit_code", s.exit_code ? json(*s.exit_code) : json()},
-                      {"outcome", s.outcome},
-                      {"message", s.message},
-                      {"started_at", Rfc3339(s.started_ms)},
-                      {"finished_at", Rfc3339(s.finished_ms)}});
+    wire::ShardView shard;
+    shard.index = s.index;
+    shard.agent = s.agent;
+    shard.state = RunStateName(s.state);
+    shard.attempt = s.attempt;
+    if (admin) shard.token = s.token;
+    shard.exit_code = s.exit_code;
+    shard.outcome = s.outcome;
+    shard.message = s.message;
+    shard.started_at = Rfc3339(s.started_ms);
+    shard.finished_at = Rfc3339(s.finished_ms);
+    v.shards.push_back(std::move(shard));
   }
-  return {{"id", r.id},
-          {"job", r.job},
-          {"reason", RunReasonName(r.reason)},
-          {"scheduled_at", Rfc3339(r.scheduled_ms)},
-          {"created_at", Rfc3339(r.created_ms)},
-          // When its shards may start: the instant plus a jitter delay, or a deferred
-          // manual run's time ("" = at once); jitter_ms is the delay a fire drew.
-          {"not_before", r.not_before_ms > 0 ? Rfc3339(r.not_before_ms) : std::string()},
-          {"jitter_ms", r.reason == RunReason::kSchedule && r.not_before_ms > 0
-                            ? json(r.not_before_ms - r.scheduled_ms)
-                            : json(nullptr)},
-          {"finished_at", Rfc3339(r.finished_ms)},
-          {"state", RunStateName(r.state)},
-          {"trace_id", r.trace_id},
-          {"note", r.note},
-          {"idempotency_key", r.idempotency_key},
-          {"shard_total", r.shard_total},
-          {"shards", shards}};
+  v.id = r.id;
+  v.job = r.job;
+  v.reason = RunReasonName(r.reason);
+  v.scheduled_at = Rfc3339(r.scheduled_ms);
+  v.created_at = Rfc3339(r.created_ms);
+  // When its shards may start: the instant plus a jitter delay, or a deferred manual run's
+  // time ("" = at once); jitter_ms is the delay a fire drew.
+  if (r.not_before_ms > 0) v.not_before = Rfc3339(r.not_before_ms);
+  if (r.reason == RunReason::kSchedule && r.not_before_ms > 0)
+    v.jitter_ms = r.not_before_ms - r.scheduled_ms;
+  v.finished_at = Rfc3339(r.finished_ms);
+  v.state = RunStateName(r.state);
+  v.trace_id = r.trace_id;
+  v.note = r.note;
+  v.idempotency_key = r.idempotency_key;
+  v.shard_total = r.shard_total;
+  return v;
 }
 
-json Api::JobSummary(const JobEntry& j) const {
-  return {{"name", j.name},
-          {"next_fire", j.schedulable() ? Rfc3339(j.next_fire_ms) : std::string()},
-          {"paused", j.paused},
-          {"enabled", j.enabled},
-          {"open_runs", j.open_runs},
-          {"last_state", j.last_state ? json(RunStateName(*j.last_state)) : json()},
-          {"last_finished_at", j.last_finished_ms ? Rfc3339(j.last_finished_ms) : std::string()}};
+wire::JobSummaryView Api::JobSummaryOf(const JobEntry& j) const {
+  wire::JobSummaryView v;
+  v.name = std::string(j.name);
+  if (j.schedulable()) v.next_fire = Rfc3339(j.next_fire_ms);
+  v.paused = j.paused;
+  v.enabled = j.enabled;
+  v.open_runs = j.open_runs;
+  if (j.last_state) v.last_state = RunStateName(*j.last_state);
+  if (j.last_finished_ms) v.last_finished_at = Rfc3339(j.last_finished_ms);
+  return v;
 }
 
 void Api::Healthz(Call& c) { Json(c, 200, {{"status", "ok"}}); }

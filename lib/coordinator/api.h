@@ -22,6 +22,7 @@
 #include "coordinator/rate_limiter.h"
 #include "coordinator/run_book.h"
 #include "http/server.h"
+#include "wire/views.h"
 
 namespace jobctl::coordinator {
 
@@ -90,13 +91,13 @@ class Api {
   JobEntry* JobOr404(Call& c);
 
   // Fencing tokens only for admins: anyone else who knew one could pose as the holder.
-  nlohmann::json RunJson(const RunRecord& r, const Principal& who) const;
+  wire::RunView RunViewOf(const RunRecord& r, const Principal& who) const;
   // A token limited to a jobs glob reads only those jobs' runs: false (and answered 403) for
   // a run of another job; true for a run that does not exist (the handler answers 404).
   bool RunReadable(Call& c, int64_t run_id);
   // 403 for a job outside the caller's jobs glob; `hint` is added to the message.
   void FailOutOfScope(Call& c, std::string_view hint);
-  nlohmann::json JobSummary(const JobEntry& j) const;
+  wire::JobSummaryView JobSummaryOf(const JobEntry& j) const;
 
   // Open.
   void Healthz(Call& c);

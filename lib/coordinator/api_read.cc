@@ -26,11 +26,9 @@ std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, con
 void Api::GetJobFile(Call& c) {
   Result<store::RevisionRow> rev = ctx_->store->CurrentRevision();
   if (!rev.ok()) return Fail(c, rev.status());
-  Json(c, 200,
-       {{"revision", rev->id},
-        {"text", rev->text},
-        {"author", rev->author},
-        {"applied_at", rev->id ? FormatUtc(FromUnixMs(rev->at_ms)) : ""}});
+  wire::JobFileView file{rev->id, rev->text, rev->author,
+                         rev->id ? FormatUtc(FromUnixMs(rev->at_ms)) : ""};
+  Json(c, 200, file.ToJson());
 }
 
 void Api::ListJobs(Call& c) {
@@ -39,19 +37,19 @@ void Api::ListJobs(Call& c) {
     if (j.active && Auth::Allows(c.who, Role::kRead, j.name)) jobs.push_back(&j);
   });
   std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  json out = json::array();
+  std::vector<wire::JobSummaryView> out;
   for (const JobEntry* j : jobs) {
-    json item = JobSummary(*j);
+    wire::JobSummaryView item = JobSummaryOf(*j);
     Result<store::JobRow> row = ctx_->store->GetJob(j->id);
     if (row.ok()) {
       json spec = json::parse(row->spec_json, nullptr, false);
-      item["schedule"] = spec.value("schedule", "");
-      item["timezone"] = spec.value("timezone", "");
-      item["description"] = spec.value("description", "");
+      item.schedule = spec.value("schedule", "");
+      item.timezone = spec.value("timezone", "");
+      item.description = spec.value("description", "");
     }
     out.push_back(std::move(item));
   }
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 void Api::ShowJob(Call& c) {
@@ -59,33 +57,33 @@ void Api::ShowJob(Call& c) {
   if (job == nullptr) return;
   Result<store::JobRow> row = ctx_->store->GetJob(job->id);
   if (!row.ok()) return Fail(c, row.status());
-  json out = JobSummary(*job);
-  out["definition"] = json::parse(row->spec_json, nullptr, false);
+  wire::JobView out;
+  out.summary = JobSummaryOf(*job);
+  Result<Job> definition = wire::JobFromJson(json::parse(row->spec_json, nullptr, false));
+  if (!definition.ok())
+    return Fail(c,
+                Status::Corrupt("job " + out.summary.name + ": " + definition.status().message()));
+  out.definition = std::move(definition).value();
   // Environment values may be secrets: only an admin reads them (as in the job file).
-  json& env = out["definition"]["env"];
-  if (c.who.role != Role::kAdmin && env.is_object()) {
-    for (auto it = env.begin(); it != env.end(); ++it) it.value() = "(hidden)";
+  if (c.who.role != Role::kAdmin) {
+    for (auto& [name, value] : out.definition.env) value = "(hidden)";
   }
-  json next = json::array();
   std::optional<int64_t> t = job->next_fire_ms;
   Result<std::shared_ptr<const Schedule>> schedule = p_.jobs->ScheduleOf(*job);
   // A fixed delay's later fires depend on when its runs end: only the next one is known.
   const int known = schedule.ok() && (*schedule)->delay() ? 1 : 5;
   for (int i = 0; i < known && t && job->schedulable() && schedule.ok(); ++i) {
-    next.push_back(*FormatInZone(FromUnixMs(*t), (*schedule)->zone().name()));
+    out.next_fires.push_back(*FormatInZone(FromUnixMs(*t), (*schedule)->zone().name()));
     std::optional<WallTime> after = (*schedule)->Next(FromUnixMs(*t));
     t = after ? std::optional<int64_t>(ToUnixMs(*after)) : std::nullopt;
   }
-  out["next_fires"] = next;
   store::RunFilter filter;
   filter.job_id = job->id;
   filter.limit = 10;
   Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(filter);
   if (!runs.ok()) return Fail(c, runs.status());
-  json recent = json::array();
-  for (const RunRecord& r : *runs) recent.push_back(RunJson(r, c.who));
-  out["recent_runs"] = recent;
-  Json(c, 200, out);
+  for (const RunRecord& r : *runs) out.recent_runs.push_back(RunViewOf(r, c.who));
+  Json(c, 200, out.ToJson());
 }
 
 void Api::ListRuns(Call& c) {
@@ -114,24 +112,26 @@ void Api::ListRuns(Call& c) {
   f.before_id = IntParam(q, "before");
   Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(f);
   if (!runs.ok()) return Fail(c, runs.status());
-  json out = json::array();
+  std::vector<wire::RunView> out;
   for (const RunRecord& r : *runs) {
     // Open runs are current in memory; the store has them as of the last commit.
     const RunRecord* open = p_.book->FindOpen(r.id);
-    out.push_back(RunJson(open ? *open : r, c.who));
+    out.push_back(RunViewOf(open ? *open : r, c.who));
   }
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 void Api::GetRun(Call& c) {
   std::optional<int64_t> id = IntParam(c.params, "id");
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
   if (!RunReadable(c, *id)) return;
-  if (const RunRecord* open = p_.book->FindOpen(*id)) return Json(c, 200, RunJson(*open, c.who));
+  if (const RunRecord* open = p_.book->FindOpen(*id)) {
+    return Json(c, 200, RunViewOf(*open, c.who).ToJson());
+  }
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   if (!run.ok()) return Fail(c, run.status());
   if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-  Json(c, 200, RunJson(**run, c.who));
+  Json(c, 200, RunViewOf(**run, c.who).ToJson());
 }
 
 void Api::WaitRun(Call& c) {
@@ -158,16 +158,16 @@ void Api::AnswerWait(std::shared_ptr<http::Responder> res, int64_t run_id, const
   if (!res->alive()) return;
   Call c{{}, std::move(res), {{"id", std::to_string(run_id)}}, who};
   if (const RunRecord* open = p_.book->FindOpen(run_id)) {
-    json out = RunJson(*open, c.who);
-    out["done"] = false;
-    return Json(c, 200, out);
+    wire::RunView out = RunViewOf(*open, c.who);
+    out.done = false;
+    return Json(c, 200, out.ToJson());
   }
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(run_id);
   if (!run.ok()) return Fail(c, run.status());
   if (!*run) return FailWith(c, 404, "not_found", "no such run: " + std::to_string(run_id));
-  json out = RunJson(**run, c.who);
-  out["done"] = true;
-  Json(c, 200, out);
+  wire::RunView out = RunViewOf(**run, c.who);
+  out.done = true;
+  Json(c, 200, out.ToJson());
 }
 
 void Api::ReadLogs(Call& c) {
@@ -223,22 +223,18 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
     });
     return;
   }
-  json out = json::array();
-  int64_t next = after;
+  wire::LogPage page;
+  page.next = after;
+  page.done = done;
   for (const store::LogChunk& ch : *chunks) {
     const char* stream = ch.stream == store::LogStream::kStdout   ? "stdout"
                          : ch.stream == store::LogStream::kStderr ? "stderr"
                                                                   : "marker";
-    out.push_back({{"id", ch.id},
-                   {"shard", ch.shard},
-                   {"attempt", ch.attempt},
-                   {"seq", ch.seq},
-                   {"stream", stream},
-                   {"at", FormatUtc(FromUnixMs(ch.at_ms))},
-                   {"data", Base64Encode(ch.data)}});
-    next = ch.id;
+    page.chunks.push_back({ch.id, ch.shard, ch.attempt, ch.seq, stream,
+                           FormatUtc(FromUnixMs(ch.at_ms)), Base64Encode(ch.data)});
+    page.next = ch.id;
   }
-  Json(*c, 200, {{"chunks", out}, {"next", next}, {"done", done}});
+  Json(*c, 200, page.ToJson());
 }
 
 Result<bool> Api::OutputComplete(const RunRecord& run, std::optional<int64_t> shard) {
@@ -266,18 +262,13 @@ Result<bool> Api::OutputComplete(const RunRecord& run, std::optional<int64_t> sh
 }
 
 void Api::ListAgents(Call& c) {
-  json out = json::array();
+  std::vector<wire::AgentView> out;
   for (const auto& [name, a] : p_.dispatcher->agents()) {
-    out.push_back({{"name", name},
-                   {"labels", a.labels},
-                   {"slots", a.slots},
-                   {"running", a.held.size()},
-                   {"version", a.version},
-                   {"draining", a.draining},
-                   {"connected", p_.dispatcher->AgentAlive(a)},
-                   {"last_seen", a.last_seen_ms ? FormatUtc(FromUnixMs(a.last_seen_ms)) : ""}});
+    out.push_back({name, a.labels, a.slots, static_cast<int>(a.held.size()), a.version, a.draining,
+                   p_.dispatcher->AgentAlive(a),
+                   a.last_seen_ms ? FormatUtc(FromUnixMs(a.last_seen_ms)) : ""});
   }
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 // GET /v1/audit?action=&actor=&since=&before=&limit=: the audit trail, newest first, one
@@ -310,17 +301,12 @@ void Api::ListAudit(Call& c) {
   f.limit = static_cast<int>(std::clamp<int64_t>(IntParam(q, "limit").value_or(100), 1, kMaxPage));
   Result<std::vector<store::EventRow>> events = ctx_->store->ListEvents(f);
   if (!events.ok()) return Fail(c, events.status());
-  json out = json::array();
+  std::vector<wire::AuditEvent> out;
   for (const store::EventRow& e : *events) {
-    out.push_back({{"id", e.id},
-                   {"at", FormatUtc(FromUnixMs(e.at_ms))},
-                   {"action", e.kind},
-                   {"actor", e.actor},
-                   {"token_id", e.token_id ? json(*e.token_id) : json()},
-                   {"subject", e.subject},
-                   {"detail", e.detail}});
+    out.push_back(
+        {e.id, FormatUtc(FromUnixMs(e.at_ms)), e.kind, e.actor, e.token_id, e.subject, e.detail});
   }
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 void Api::ListMisses(Call& c) {
@@ -334,16 +320,12 @@ void Api::ListMisses(Call& c) {
   Result<std::vector<store::MissRow>> misses =
       ctx_->store->ListMisses(job->id, IntParam(c.req.query, "since_ms").value_or(0));
   if (!misses.ok()) return Fail(c, misses.status());
-  json out = json::array();
+  std::vector<wire::MissView> out;
   for (const store::MissRow& m : *misses) {
-    out.push_back({{"first", FormatUtc(FromUnixMs(m.first_ms))},
-                   {"first_ms", m.first_ms},
-                   {"last", FormatUtc(FromUnixMs(m.last_ms))},
-                   {"last_ms", m.last_ms},
-                   {"count", m.count},
-                   {"reason", m.reason}});
+    out.push_back({FormatUtc(FromUnixMs(m.first_ms)), m.first_ms, FormatUtc(FromUnixMs(m.last_ms)),
+                   m.last_ms, m.count, m.reason});
   }
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 }  // namespace jobctl::coordinator

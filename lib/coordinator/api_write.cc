@@ -3,6 +3,7 @@
 #include "coordinator/api.h"
 #include "coordinator/request_json.h"
 #include "model/time_format.h"
+#include "wire/trigger_request.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -36,7 +37,7 @@ void Api::Trigger(Call& c) {
   if (job == nullptr) return;
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  Result<TriggerRequest> req = TriggerRequestFromJson(*body);
+  Result<wire::TriggerRequest> req = wire::TriggerRequest::FromJson(*body);
   if (!req.ok()) return Fail(c, req.status());
   const std::string& key = req->idempotency_key;
   if (!key.empty()) {
@@ -47,9 +48,9 @@ void Api::Trigger(Call& c) {
       const RunRecord* open = p_.book->FindOpen(**existing);
       Result<std::optional<RunRecord>> stored = ctx_->store->GetRun(**existing);
       if (!stored.ok() || !*stored) return Fail(c, stored.status());
-      json out = RunJson(open ? *open : **stored, c.who);
-      out["existing"] = true;
-      return Json(c, 200, out);
+      wire::RunView out = RunViewOf(open ? *open : **stored, c.who);
+      out.existing = true;
+      return Json(c, 200, out.ToJson());
     }
   }
   // A trigger sets only what the job declares (jobs.toml params), within its limits.
@@ -68,7 +69,7 @@ void Api::Trigger(Call& c) {
     return FailWith(c, 400, "bad_request",
                     "at: " + FormatUtc(FromUnixMs(start)) + " is in the past");
   }
-  if (start > now + kMaxDefer.count()) {
+  if (start > now + wire::kMaxDefer.count()) {
     return FailWith(c, 400, "bad_request", "at: at most 366 days ahead");
   }
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, std::max(start, now), env_json,
@@ -78,9 +79,9 @@ void Api::Trigger(Call& c) {
         "run " + std::to_string(run->id) +
             (start > now ? " at " + FormatUtc(FromUnixMs(start)) : std::string()));
   log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
-  json out = RunJson(run.value(), c.who);
-  out["existing"] = false;
-  JsonAfterCommit(c, 201, out);
+  wire::RunView out = RunViewOf(run.value(), c.who);
+  out.existing = false;
+  JsonAfterCommit(c, 201, out.ToJson());
 }
 
 void Api::Pause(Call& c) {
@@ -88,7 +89,7 @@ void Api::Pause(Call& c) {
   if (job == nullptr) return;
   Credential who{c.who.name, c.who.token_id};
   if (Status s = p_.applier->SetPaused(*job, true, who); !s.ok()) return Fail(c, s);
-  JsonAfterCommit(c, 200, JobSummary(*job));
+  JsonAfterCommit(c, 200, JobSummaryOf(*job).ToJson());
 }
 
 void Api::Resume(Call& c) {
@@ -96,7 +97,7 @@ void Api::Resume(Call& c) {
   if (job == nullptr) return;
   Credential who{c.who.name, c.who.token_id};
   if (Status s = p_.applier->SetPaused(*job, false, who); !s.ok()) return Fail(c, s);
-  JsonAfterCommit(c, 200, JobSummary(*job));
+  JsonAfterCommit(c, 200, JobSummaryOf(*job).ToJson());
 }
 
 void Api::CancelRun(Call& c) {
@@ -106,7 +107,7 @@ void Api::CancelRun(Call& c) {
   Audit(c, "cancel", "run " + c.params["id"], "");
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   // The run's real end state: a shard that had already failed makes it "failed".
-  json out = run.ok() && *run ? RunJson(**run, c.who) : json{{"id", *id}};
+  json out = run.ok() && *run ? RunViewOf(**run, c.who).ToJson() : json{{"id", *id}};
   JsonAfterCommit(c, 200, out);
 }
 
@@ -129,7 +130,7 @@ void Api::RetryRun(Call& c) {
       p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
   Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
-  JsonAfterCommit(c, 201, RunJson(run.value(), c.who));
+  JsonAfterCommit(c, 201, RunViewOf(run.value(), c.who).ToJson());
 }
 
 void Api::DrainAgent(Call& c) {
@@ -160,7 +161,7 @@ void Api::RemoveAgent(Call& c) {
   Audit(c, "agent-remove", name,
         std::to_string(*revoked) + " credential(s) revoked" + (force ? ", forced" : ""));
   log::Info("agent removed", {{"agent", name}, {"by", c.who.name}, {"credentials", *revoked}});
-  JsonAfterCommit(c, 200, {{"name", name}, {"removed", true}, {"credentials_revoked", *revoked}});
+  JsonAfterCommit(c, 200, wire::AgentRemoved{name, true, *revoked}.ToJson());
 }
 
 void Api::CreateToken(Call& c) {
@@ -194,34 +195,39 @@ void Api::CreateToken(Call& c) {
   row.id = *id;
   p_.auth->Add(row);
   Audit(c, "token-create", row.name, "id " + std::to_string(*id) + ", role " + role_text);
-  JsonAfterCommit(c, 201,
-                  {{"id", *id},
-                   {"name", row.name},
-                   {"role", role_text},
-                   {"jobs", row.jobs},
-                   {"agent", row.agent},
-                   {"labels", req->labels},
-                   {"expires_at", row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : ""},
-                   {"token", *secret}});
+  wire::TokenCreated created{*id,
+                             row.name,
+                             role_text,
+                             row.jobs,
+                             row.agent,
+                             req->labels,
+                             row.expires_ms ? FormatUtc(FromUnixMs(*row.expires_ms)) : "",
+                             *secret};
+  JsonAfterCommit(c, 201, created.ToJson());
 }
 
 void Api::ListTokens(Call& c) {
-  json out = json::array();
+  std::vector<wire::TokenView> out;
   Status s = ctx_->store->ForEachToken([&out](store::TokenRow&& t) {
     json labels =
         t.labels_json.empty() ? json::object() : json::parse(t.labels_json, nullptr, false);
-    out.push_back({{"id", t.id},
-                   {"name", t.name},
-                   {"role", t.role},
-                   {"jobs", t.jobs},
-                   {"agent", t.agent},
-                   {"labels", labels.is_object() ? labels : json::object()},
-                   {"created_at", FormatUtc(FromUnixMs(t.created_ms))},
-                   {"expires_at", t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : ""},
-                   {"revoked_at", t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""}});
+    wire::TokenView v{t.id,
+                      t.name,
+                      t.role,
+                      t.jobs,
+                      t.agent,
+                      {},
+                      FormatUtc(FromUnixMs(t.created_ms)),
+                      t.expires_ms ? FormatUtc(FromUnixMs(*t.expires_ms)) : "",
+                      t.revoked_ms ? FormatUtc(FromUnixMs(*t.revoked_ms)) : ""};
+    // Labels are stored as the object of strings the token was created with.
+    for (auto it = labels.begin(); labels.is_object() && it != labels.end(); ++it) {
+      if (it.value().is_string()) v.labels[it.key()] = it.value().get<std::string>();
+    }
+    out.push_back(std::move(v));
   });
   if (!s.ok()) return Fail(c, s);
-  Json(c, 200, out);
+  Json(c, 200, wire::ListToJson(out));
 }
 
 void Api::RevokeToken(Call& c) {

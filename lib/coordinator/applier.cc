@@ -7,6 +7,7 @@
 #include "config/job_file.h"
 #include "model/time_format.h"
 #include "wire/job_json.h"
+#include "wire/views.h"
 
 namespace jobctl::coordinator {
 
@@ -106,15 +107,16 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
          {"applied_at", FormatUtc(FromUnixMs(current->at_ms))}}};
   }
   // Diff against the jobs the coordinator has now.
-  json created = json::array(), changed = json::array(), removed = json::array(),
-       unchanged = json::array();
+  wire::ApplyReply reply;
+  reply.dry_run = req.dry_run;
+  reply.revision = current->id;
   std::vector<bool> in_file(static_cast<size_t>(jobs_->id_limit()));  // by job id
   std::vector<std::pair<const Job*, JobEntry*>> upserts;
   for (const Job& job : parsed.file.jobs) {
     JobEntry* entry = jobs_->FindByName(job.name);
     if (entry != nullptr) in_file[static_cast<size_t>(entry->id)] = true;
     if (entry == nullptr || !entry->active) {
-      created.push_back(job.name);
+      reply.created.push_back(job.name);
       upserts.push_back({&job, entry});
       continue;
     }
@@ -124,9 +126,9 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     std::vector<std::string> fields =
         before.ok() ? wire::ChangedFields(*before, job) : std::vector<std::string>{"(unreadable)"};
     if (fields.empty()) {
-      unchanged.push_back(job.name);
+      reply.unchanged.push_back(job.name);
     } else {
-      changed.push_back({{"name", job.name}, {"fields", fields}});
+      reply.changed.push_back({job.name, fields});
       if (before.ok()) entry->spec = std::make_shared<const Job>(*before);
       upserts.push_back({&job, entry});
     }
@@ -135,17 +137,15 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   jobs_->ForEach([&](JobEntry& entry) {
     if (entry.active && !in_file[static_cast<size_t>(entry.id)]) removals.push_back(&entry);
   });
-  for (JobEntry* e : removals) removed.push_back(e->name);
-  json body = {{"dry_run", req.dry_run}, {"created", created},     {"changed", changed},
-               {"removed", removed},     {"unchanged", unchanged}, {"revision", current->id}};
-  bool no_change =
-      created.empty() && changed.empty() && removed.empty() && current->text == req.text;
-  if (req.dry_run || no_change) return ApplyOutcome{200, body};
+  for (JobEntry* e : removals) reply.removed.push_back(std::string(e->name));
+  bool no_change = reply.created.empty() && reply.changed.empty() && reply.removed.empty() &&
+                   current->text == req.text;
+  if (req.dry_run || no_change) return ApplyOutcome{200, reply.ToJson()};
 
   int64_t now = ctx_->NowMs();
-  std::string summary = std::to_string(created.size()) + " created, " +
-                        std::to_string(changed.size()) + " changed, " +
-                        std::to_string(removed.size()) + " removed";
+  std::string summary = std::to_string(reply.created.size()) + " created, " +
+                        std::to_string(reply.changed.size()) + " changed, " +
+                        std::to_string(reply.removed.size()) + " removed";
   // Everything below is one write: any failure rolls the whole file back.
   Result<int64_t> revision = ctx_->batch->Write([&]() -> Result<int64_t> {
     Result<int64_t> id = ctx_->store->InsertRevision(req.text, req.author, now, summary);
@@ -174,8 +174,8 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   if (!revision.ok()) return revision.status();
   log::Info("job file applied",
             {{"revision", *revision}, {"author", req.author}, {"summary", summary}});
-  body["revision"] = *revision;
-  return ApplyOutcome{200, body, true};
+  reply.revision = *revision;
+  return ApplyOutcome{200, reply.ToJson(), true};
 }
 
 Status Applier::SetPaused(JobEntry& job, bool paused, const Credential& actor) {

@@ -41,38 +41,6 @@ Result<ApplyRequest> ApplyRequestFromJson(const json& body, const std::string& t
   return req;
 }
 
-Result<TriggerRequest> TriggerRequestFromJson(const json& body) {
-  TriggerRequest req;
-  Status s = Opt(body, "idempotency_key", &req.idempotency_key);
-  if (s.ok() && body.contains("params") && body.contains("env")) {
-    s = Status::InvalidArgument("give \"params\", not both \"params\" and \"env\"");
-  }
-  if (s.ok()) s = Opt(body, body.contains("params") ? "params" : "env", &req.params);
-  std::string at, in;
-  if (s.ok()) s = Opt(body, "at", &at);
-  if (s.ok()) s = Opt(body, "in", &in);
-  if (!s.ok()) return s;
-  if (!at.empty() && !in.empty()) return Status::InvalidArgument("give \"at\" or \"in\", not both");
-  if (at.size() > 64 || in.size() > 64)
-    return Status::InvalidArgument("\"at\" and \"in\" are short texts");
-  if (!at.empty()) {
-    Result<WallTime> t = ParseInstant(at);
-    if (!t.ok()) return Status::InvalidArgument("at: " + t.status().message());
-    req.at_ms = ToUnixMs(*t);
-  }
-  if (!in.empty()) {
-    Result<Millis> d = ParseDuration(in);
-    if (!d.ok()) return Status::InvalidArgument("in: " + d.status().message());
-    if (*d > kMaxDefer) return Status::InvalidArgument("in: at most 366d");
-    req.in = *d;
-  }
-  if (req.idempotency_key.size() > kMaxIdempotencyKey) {
-    return Status::InvalidArgument("idempotency_key is longer than " +
-                                   std::to_string(kMaxIdempotencyKey) + " bytes");
-  }
-  return req;
-}
-
 Result<DrainRequest> DrainRequestFromJson(const json& body) {
   DrainRequest req;
   if (Status s = Opt(body, "draining", &req.draining); !s.ok()) return s;

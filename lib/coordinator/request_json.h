@@ -1,7 +1,8 @@
 // The typed requests behind the API's JSON bodies (agent routes and write routes), and their
 // decoding from a parsed body. Decoding checks types and the rules that need nothing but the
 // body; every error is kInvalidArgument with the message the API answers with (400). Pure
-// functions, any thread; the handlers in api_agent.cc and api_write.cc call them.
+// functions, any thread; the handlers in api_agent.cc and api_write.cc call them. (A
+// trigger's body is wire::TriggerRequest, which jobctl sends.)
 #pragma once
 
 #include <map>
@@ -20,17 +21,6 @@
 namespace jobctl::coordinator {
 
 using HeartbeatRequest = wire::HeartbeatRequest;  // "agent" may be "": the credential decides
-
-struct TriggerRequest {
-  std::string idempotency_key;                // "" = none; at most kMaxIdempotencyKey bytes
-  std::map<std::string, std::string> params;  // "params" (or, from older clients, "env")
-  // A deferred run: "at" (RFC 3339) or "in" (a duration such as "2h"), not both. The Api
-  // checks them against its clock (kMaxDefer).
-  std::optional<int64_t> at_ms;
-  std::optional<Millis> in;
-};
-inline constexpr Millis kMaxDefer = std::chrono::hours(24 * 366);
-inline constexpr size_t kMaxIdempotencyKey = 200;
 
 struct DrainRequest {
   bool draining = true;
@@ -60,7 +50,6 @@ Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
 // The author is the caller's token name, or "AUTHOR (token NAME)" when the body names one.
 Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body,
                                           const std::string& token_name);
-Result<TriggerRequest> TriggerRequestFromJson(const nlohmann::json& body);
 Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
 Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);
 Result<EnrolRequest> EnrolRequestFromJson(const nlohmann::json& body);

@@ -126,21 +126,6 @@ TEST(RequestJsonTest, ApplyNamesTheTokenInTheAuthor) {
   EXPECT_FALSE(ApplyRequestFromJson(Parse(R"({"dry_run":true})"), "ci").ok());
 }
 
-TEST(RequestJsonTest, ADeferredTriggerGivesAtOrInAsShortReadableTexts) {
-  Result<TriggerRequest> at = TriggerRequestFromJson({{"at", "2030-01-01T00:00:00Z"}});
-  ASSERT_TRUE(at.ok()) << at.status().ToString();
-  EXPECT_EQ(at->at_ms, int64_t{1'893'456'000'000});
-  Result<TriggerRequest> in = TriggerRequestFromJson({{"in", "2h"}});
-  ASSERT_TRUE(in.ok());
-  EXPECT_EQ(in->in, std::chrono::hours(2));
-  EXPECT_FALSE(TriggerRequestFromJson({}).value().at_ms.has_value());
-  for (const json& bad : {json{{"at", "2030-01-01T00:00:00Z"}, {"in", "1s"}}, json{{"at", "soon"}},
-                          json{{"in", "2 hours"}}, json{{"in", "367d"}}, json{{"at", 5}},
-                          json{{"at", std::string(65, '1')}}}) {
-    EXPECT_FALSE(TriggerRequestFromJson(bad).ok()) << bad.dump();
-  }
-}
-
 TEST(RequestJsonTest, TokenJobsGlobOnlyForTheReadAndTriggerRoles) {
   Result<TokenRequest> r = TokenRequestFromJson(Parse(R"({"role":"trigger","jobs":"deploy-*"})"));
   ASSERT_TRUE(r.ok());

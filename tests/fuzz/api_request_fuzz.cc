@@ -15,6 +15,7 @@
 #include "coordinator/request_json.h"
 #include "model/env_rules.h"
 #include "wire/bounded_json.h"
+#include "wire/trigger_request.h"
 
 namespace {
 
@@ -74,7 +75,7 @@ void CheckApply(const json& body) {
 }
 
 void CheckTrigger(const json& body) {
-  Result<coord::TriggerRequest> r = coord::TriggerRequestFromJson(body);
+  Result<jobctl::wire::TriggerRequest> r = jobctl::wire::TriggerRequest::FromJson(body);
   if (!r.ok()) return;
   // The handler stores the resolved parameters as JSON text; they must read back the same.
   json env = json::parse(json(r->params).dump(), nullptr, false);
