@@ -121,8 +121,14 @@ void LeaseKeeper::OnReply(int64_t sent_ms, Result<http::HttpResponse> r) {
   in_flight_ = false;
   if (closed_) return;
   if (Classify(r) == Reply::kOk) {
-    // A reply that does not decode renews nothing; the deadlines stay as they were.
-    if (Result<wire::HeartbeatReply> reply = wire::HeartbeatReply::FromJson(r->body); reply.ok()) {
+    // A reply that does not decode renews nothing; the deadlines stay as they were. An item
+    // that does not decode is left out alone: the others still apply.
+    std::vector<std::string> skipped;
+    Result<wire::HeartbeatReply> reply = wire::HeartbeatReply::FromJson(r->body, &skipped);
+    for (const std::string& why : skipped) {
+      log::Warn("heartbeat reply item not understood", {{"error", why}});
+    }
+    if (reply.ok()) {
       ApplyReply(sent_ms, *reply);
     } else {
       log::Warn("heartbeat reply not understood", {{"error", reply.status().message()}});

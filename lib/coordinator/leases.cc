@@ -32,10 +32,7 @@ void Leases::Clear() {
 void Leases::Load(ShardKey key, const std::string& agent, FencingToken token) {
   // After a restart every lease gets a whole TTL: the coordinator's own downtime must not
   // expire healthy agents (they renew at their next heartbeat).
-  Lease lease{key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false};
-  leases_[key] = lease;
-  by_token_[token] = key;
-  wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  Put({key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false});
   ctx_->events->Write("lease_loaded",
                       {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"agent", agent}});
   Arm();
@@ -43,14 +40,22 @@ void Leases::Load(ShardKey key, const std::string& agent, FencingToken token) {
 
 FencingToken Leases::Grant(ShardKey key, const std::string& agent, int64_t now_ms) {
   FencingToken token = ++last_token_;
-  Lease lease{key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false};
-  leases_[key] = lease;
-  by_token_[token] = key;
-  wheel_.Schedule(static_cast<uint64_t>(token), lease.expires_mono);
+  Put({key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false});
   ctx_->batch->Stage([&] {
     return ctx_->store->PutLease({LeaseRowKey(key), agent, token, now_ms});
   });
   return token;
+}
+
+void Leases::Put(Lease lease) {
+  // A shard has one lease: one it replaces stops counting, and never expires later.
+  if (auto old = leases_.find(lease.key); old != leases_.end()) {
+    wheel_.Cancel(static_cast<uint64_t>(old->second.token));
+    by_token_.erase(old->second.token);
+  }
+  by_token_[lease.token] = lease.key;
+  wheel_.Schedule(static_cast<uint64_t>(lease.token), lease.expires_mono);
+  leases_[lease.key] = std::move(lease);
 }
 
 void Leases::SaveTokenCounter() {
@@ -151,6 +156,7 @@ void Leases::OnTimer() {
     auto kt = by_token_.find(static_cast<FencingToken>(token));
     if (kt == by_token_.end()) continue;
     std::optional<Lease> ended = Release(kt->second, "expired");
+    if (!ended) continue;
     ++ctx_->metrics->leases_expired_total;
     log::Warn("lease expired", {{"run", ended->key.run},
                                 {"shard", ended->key.shard},

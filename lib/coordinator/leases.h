@@ -79,6 +79,8 @@ class Leases {
   void Arm();
 
  private:
+  // Holds `lease` as its shard's one lease, in place of any it had.
+  void Put(Lease lease);
   void OnTimer();
 
   Context* ctx_;

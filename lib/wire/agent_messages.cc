@@ -1,5 +1,7 @@
 #include "wire/agent_messages.h"
 
+#include <algorithm>
+
 #include "wire/bounded_json.h"
 #include "wire/fields.h"
 #include "wire/log_batch.h"
@@ -97,6 +99,8 @@ Result<Grant> Grant::FromJson(const json& j) {
     return s;
   }
   if (g.ttl_ms <= 0) return Status::InvalidArgument("field \"ttl_ms\" must be positive");
+  g.ttl_ms = std::min(g.ttl_ms, kMaxLeasePeriodMs);
+  g.heartbeat_ms = std::min(g.heartbeat_ms, kMaxLeasePeriodMs);
   return g;
 }
 
@@ -191,37 +195,58 @@ std::string HeartbeatReply::ToJson() const {
   return out;
 }
 
-Result<HeartbeatReply> HeartbeatReply::FromJson(std::string_view body) {
+Result<HeartbeatReply> HeartbeatReply::FromJson(std::string_view body,
+                                                std::vector<std::string>* skipped) {
   json j = ParseJson(body);
   if (!j.is_object()) {
     return ReplyError("heartbeat reply", Status::InvalidArgument("not a JSON object"), kAgentSides);
   }
+  auto skip = [skipped](const char* list, size_t i, const Status& s) {
+    if (skipped != nullptr) {
+      skipped->push_back(std::string(list) + "[" + std::to_string(i) + "]: " + s.message());
+    }
+  };
   HeartbeatReply r;
-  std::optional<int64_t> ttl, every;
-  Status s = FirstError({Opt(j, "ttl_ms", &ttl), Opt(j, "heartbeat_ms", &every)});
-  if (!s.ok()) return ReplyError("heartbeat reply", s, kAgentSides);
-  r.ttl_ms = ttl.value_or(0);
-  r.heartbeat_ms = every.value_or(0);
+  // A period that does not read leaves the agent's own as it is (0).
+  auto period = [&j](const char* key) {
+    int64_t v = 0;
+    if (!Opt(j, key, &v).ok() || v <= 0) return int64_t{0};
+    return std::min(v, kMaxLeasePeriodMs);
+  };
+  r.ttl_ms = period("ttl_ms");
+  r.heartbeat_ms = period("heartbeat_ms");
   Result<const json*> renewed = ArrayField(j, "renewed");
   Result<const json*> revoked = ArrayField(j, "revoked");
-  if (!renewed.ok()) return ReplyError("heartbeat reply", renewed.status(), kAgentSides);
-  if (!revoked.ok()) return ReplyError("heartbeat reply", revoked.status(), kAgentSides);
-  for (const json& item : **renewed) {
-    LeaseRef l;
-    if (s = ReadLease(item, &l.key, &l.token); !s.ok()) {
-      return ReplyError("heartbeat reply", s, kAgentSides);
+  if (renewed.ok()) {
+    for (size_t i = 0; i < (*renewed)->size(); ++i) {
+      LeaseRef l;
+      if (Status s = ReadLease((**renewed)[i], &l.key, &l.token); !s.ok()) {
+        skip("renewed", i, s);
+        continue;
+      }
+      r.renewed.push_back(l);
     }
-    r.renewed.push_back(l);
+  } else {
+    skip("renewed", 0, renewed.status());
   }
-  for (const json& item : **revoked) {
-    RevokedLease l;
-    std::string reason;
-    if (s = ReadLease(item, &l.key, &l.token); s.ok()) s = Opt(item, "reason", &reason);
-    if (!s.ok()) return ReplyError("heartbeat reply", s, kAgentSides);
-    l.reason = reason == "canceled"   ? Revocation::kCanceled
-               : reason == "finished" ? Revocation::kFinished
-                                      : Revocation::kStale;
-    r.revoked.push_back(l);
+  if (revoked.ok()) {
+    for (size_t i = 0; i < (*revoked)->size(); ++i) {
+      const json& item = (**revoked)[i];
+      RevokedLease l;
+      if (Status s = ReadLease(item, &l.key, &l.token); !s.ok()) {
+        skip("revoked", i, s);
+        continue;
+      }
+      std::string reason;
+      if (!Opt(item, "reason", &reason).ok())
+        reason.clear();  // unreadable: stale, the safe reading
+      l.reason = reason == "canceled"   ? Revocation::kCanceled
+                 : reason == "finished" ? Revocation::kFinished
+                                        : Revocation::kStale;
+      r.revoked.push_back(l);
+    }
+  } else {
+    skip("revoked", 0, revoked.status());
   }
   return r;
 }
@@ -284,20 +309,20 @@ json ResultAnswer::ToJson() const {
   return {{"status", status}, {"error", error}, {"message", message}};
 }
 
-Result<ResultAnswer> ResultAnswer::FromJson(const json& j) {
-  if (!j.is_object()) return Status::InvalidArgument("an answer is not an object");
+ResultAnswer ResultAnswer::FromJson(const json& j) {
   ResultAnswer a;
-  if (Status s = Opt(j, "accepted", &a.accepted); !s.ok()) return s;
-  if (a.accepted) {
-    if (Status s = Opt(j, "state", &a.state); !s.ok()) return s;
+  Status s = j.is_object() ? Opt(j, "accepted", &a.accepted)
+                           : Status::InvalidArgument("an answer is not an object");
+  if (s.ok() && a.accepted) {
+    if (!Opt(j, "state", &a.state).ok()) a.state.clear();  // taken: the state is only shown
     return a;
   }
-  if (Status s = FirstError(
-          {Need(j, "status", &a.status), Opt(j, "error", &a.error), Opt(j, "message", &a.message)});
-      !s.ok()) {
-    return s;
-  }
-  return a;
+  if (s.ok())
+    s = FirstError(
+        {Need(j, "status", &a.status), Opt(j, "error", &a.error), Opt(j, "message", &a.message)});
+  if (s.ok()) return a;
+  // Not understood: retried, as a 500 would be (results are idempotent).
+  return ResultAnswer{false, "", 500, "", "answer not understood: " + s.message()};
 }
 
 json ResultBatchReply::ToJson() const {
@@ -309,15 +334,13 @@ json ResultBatchReply::ToJson() const {
 Result<ResultBatchReply> ResultBatchReply::FromJson(std::string_view body) {
   json j = ParseJson(body);
   Result<const json*> list =
-      j.is_object() ? ArrayField(j, "results")
-                    : Result<const json*>(Status::InvalidArgument("not a JSON object"));
+      !j.is_object() ? Result<const json*>(Status::InvalidArgument("not a JSON object"))
+      : !j.contains("results")
+          ? Result<const json*>(Status::InvalidArgument("field \"results\" is required"))
+          : ArrayField(j, "results");
   if (!list.ok()) return ReplyError("result batch reply", list.status(), kAgentSides);
   ResultBatchReply r;
-  for (const json& item : **list) {
-    Result<ResultAnswer> a = ResultAnswer::FromJson(item);
-    if (!a.ok()) return ReplyError("result batch reply", a.status(), kAgentSides);
-    r.results.push_back(std::move(*a));
-  }
+  for (const json& item : **list) r.results.push_back(ResultAnswer::FromJson(item));
   return r;
 }
 

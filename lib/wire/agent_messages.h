@@ -24,6 +24,10 @@ namespace jobctl::wire {
 
 // What an agent says in the replies' errors about the two sides.
 inline constexpr std::string_view kAgentSides = "agentd and the coordinator";
+// A lease TTL or heartbeat period longer than this is read as this: an agent gives up a lease
+// sooner than a coordinator so configured would (the safe side), and its deadline arithmetic
+// stays far from overflow.
+inline constexpr int64_t kMaxLeasePeriodMs = int64_t{24} * 3600 * 1000;
 
 // POST /v1/agent/claim. "agent" is optional: who the agent is comes from its credential.
 struct ClaimRequest {
@@ -60,7 +64,8 @@ struct Grant {
   std::optional<int64_t> kill_grace_ms;
 
   nlohmann::json ToJson() const;
-  // Run, shard, attempt and token are required; ttl_ms, when given, is positive.
+  // Run, shard, attempt and token are required; ttl_ms, when given, is positive. ttl_ms and
+  // heartbeat_ms above kMaxLeasePeriodMs read as kMaxLeasePeriodMs.
   static Result<Grant> FromJson(const nlohmann::json& j);
   friend bool operator==(const Grant&, const Grant&) = default;
 };
@@ -118,8 +123,13 @@ struct HeartbeatReply {
   std::vector<RevokedLease> revoked;
 
   std::string ToJson() const;
-  // ttl_ms and heartbeat_ms may be absent (0); an unknown revocation reason reads as stale.
-  static Result<HeartbeatReply> FromJson(std::string_view body);
+  // Only a body that is not a JSON object fails. Each lease item stands alone: one that does
+  // not decode is left out and described in `skipped` (when given), and the rest still
+  // apply, so that a reply from another version renews what it can. A missing or unreadable
+  // ttl_ms or heartbeat_ms reads as 0 (unchanged); above kMaxLeasePeriodMs, as that; a
+  // reason other than canceled or finished reads as stale.
+  static Result<HeartbeatReply> FromJson(std::string_view body,
+                                         std::vector<std::string>* skipped = nullptr);
   friend bool operator==(const HeartbeatReply&, const HeartbeatReply&) = default;
 };
 
@@ -163,7 +173,8 @@ struct ResultAnswer {
   std::string message;
 
   nlohmann::json ToJson() const;
-  static Result<ResultAnswer> FromJson(const nlohmann::json& j);
+  // An answer that does not decode reads as refused with status 500, which agentd retries.
+  static ResultAnswer FromJson(const nlohmann::json& j);
   friend bool operator==(const ResultAnswer&, const ResultAnswer&) = default;
 };
 
@@ -172,6 +183,8 @@ struct ResultBatchReply {
   std::vector<ResultAnswer> results;
 
   nlohmann::json ToJson() const;
+  // Fails only when the body is not an object with a "results" array; each answer is read
+  // on its own (ResultAnswer::FromJson).
   static Result<ResultBatchReply> FromJson(std::string_view body);
   friend bool operator==(const ResultBatchReply&, const ResultBatchReply&) = default;
 };

@@ -104,11 +104,50 @@ TEST(AgentMessagesTest, AReplyThatDoesNotDecodeNamesTheFieldAndTheVersions) {
     ASSERT_FALSE(r.ok()) << c.reply;
     EXPECT_EQ(r.status().message(), c.says + kSkew) << c.reply;
   }
-  Result<HeartbeatReply> h =
-      HeartbeatReply::FromJson(R"({"ttl_ms":15000,"renewed":[{"run":1,"token":3}]})");
-  EXPECT_EQ(h.status().message(), "heartbeat reply: field \"shard\" is required" + kSkew);
-  Result<ResultBatchReply> b = ResultBatchReply::FromJson(R"({"results":[{"error":"x"}]})");
-  EXPECT_EQ(b.status().message(), "result batch reply: field \"status\" is required" + kSkew);
+  EXPECT_EQ(HeartbeatReply::FromJson("[]").status().message(),
+            "heartbeat reply: not a JSON object" + kSkew);
+  EXPECT_EQ(ResultBatchReply::FromJson(R"({"answers":[]})").status().message(),
+            "result batch reply: field \"results\" is required" + kSkew);
+}
+
+// Each renewal is the coordinator's own statement about one lease: a reply from another
+// version with one item agentd cannot read still renews the others, and a period it cannot
+// read leaves the agent's own.
+TEST(AgentMessagesTest, AHeartbeatReplyItemThatDoesNotDecodeIsLeftOutAlone) {
+  std::vector<std::string> skipped;
+  Result<HeartbeatReply> r = HeartbeatReply::FromJson(
+      R"({"ttl_ms":"15s","heartbeat_ms":99999999999,
+          "renewed":[{"run":1,"token":3},{"run":1,"shard":1,"token":4}],
+          "revoked":[{"run":2,"shard":0,"token":5,"reason":7},"x"]})",
+      &skipped);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->ttl_ms, 0);
+  EXPECT_EQ(r->heartbeat_ms, kMaxLeasePeriodMs);
+  EXPECT_EQ(r->renewed, (std::vector<LeaseRef>{{{1, 1}, 4}}));
+  EXPECT_EQ(r->revoked, (std::vector<RevokedLease>{{{2, 0}, 5, Revocation::kStale}}));
+  EXPECT_EQ(skipped, (std::vector<std::string>{"renewed[0]: field \"shard\" is required",
+                                               "revoked[1]: leases[] must be objects"}));
+}
+
+TEST(AgentMessagesTest, AnAnswerThatDoesNotDecodeIsRetriedAloneAsA500) {
+  Result<ResultBatchReply> r = ResultBatchReply::FromJson(
+      R"({"results":[{"accepted":true,"state":"running"},{"error":"x"},{"accepted":"yes"}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->results.size(), 3u);
+  EXPECT_TRUE(r->results[0].accepted);
+  EXPECT_FALSE(r->results[1].accepted);
+  EXPECT_EQ(r->results[1].status, 500);
+  EXPECT_EQ(r->results[1].message, "answer not understood: field \"status\" is required");
+  EXPECT_EQ(r->results[2].status, 500);
+}
+
+TEST(AgentMessagesTest, ALeasePeriodBeyondADayReadsAsADay) {
+  Result<ClaimReply> r = ClaimReply::FromJson(
+      R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":2,"ttl_ms":9000000000000,
+          "heartbeat_ms":9000000000000}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->assignments[0].ttl_ms, kMaxLeasePeriodMs);
+  EXPECT_EQ(r->assignments[0].heartbeat_ms, kMaxLeasePeriodMs);
 }
 
 TEST(AgentMessagesTest, AHeartbeatAndItsReplyRoundTrip) {
@@ -125,6 +164,7 @@ TEST(AgentMessagesTest, AHeartbeatAndItsReplyRoundTrip) {
                         {{9, 2}, 14, Revocation::kStale}}};
   std::string text = reply.ToJson();
   EXPECT_EQ(json::parse(text)["revoked"][0]["reason"], "canceled");
+  EXPECT_EQ(text.find(" "), std::string::npos);  // written directly, compact
   Result<HeartbeatReply> back = HeartbeatReply::FromJson(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, reply);

@@ -3,31 +3,10 @@
 #include <algorithm>
 
 #include "model/time_format.h"
+#include "wire/fields.h"
 
 namespace jobctl::wire {
-namespace {
-
 using nlohmann::json;
-
-// An optional field of the request: absent or null leaves `out` as it is.
-template <typename T>
-Status Opt(const json& body, const char* key, T* out) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return Status::Ok();
-  bool type_ok = false;
-  if constexpr (std::is_same_v<T, std::string>) {
-    type_ok = it->is_string();
-  } else {
-    type_ok = it->is_object() &&
-              std::all_of(it->begin(), it->end(), [](const json& v) { return v.is_string(); });
-  }
-  if (!type_ok)
-    return Status::InvalidArgument(std::string("field \"") + key + "\" has the wrong type");
-  *out = it->get<T>();
-  return Status::Ok();
-}
-
-}  // namespace
 
 json TriggerRequest::ToJson() const {
   json out = {{"params", params}};

@@ -1,6 +1,6 @@
 #include "wire/views.h"
 
-#include "wire/field_reader.h"
+#include "wire/fields.h"
 #include "wire/job_json.h"
 
 namespace jobctl::wire {

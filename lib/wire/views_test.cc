@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "wire/field_reader.h"
+#include "wire/fields.h"
 
 namespace jobctl::wire {
 namespace {
