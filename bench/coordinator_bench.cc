@@ -116,11 +116,13 @@ bool Ready(Coordinator& c) {
 }
 
 // The claims phase has a handful of agents ask as fast as they can, far beyond what one real
-// agent does: the per-agent rate limit is lifted so that the coordinator, not the limiter, is
+// agent does, and the heartbeat phase enrols thousands of agents with one join token: the
+// per-agent and per-token rate limits are lifted so that the coordinator, not the limiter, is
 // measured.
 const char* kConfig =
     "max_jobfile = \"1GiB\"\nlog_level = \"info\"\n"
-    "agent_rate_limit = 1000000\nagent_burst = 1000000\n";
+    "agent_rate_limit = 1000000\nagent_burst = 1000000\n"
+    "rate_limit = 1000000\nrate_burst = 1000000\n";
 
 // ---- register: N jobs, RSS, idle CPU, restart --------------------------------------------
 
