@@ -23,6 +23,7 @@ struct ServeOptions {
   std::string config;
   std::string listen;
   std::string data;
+  std::string store;
   std::string log_level;
   std::string event_log;
   std::string tls_cert;
@@ -47,6 +48,9 @@ int RunServe(const ServeOptions& opt) {
   if (!config.ok()) return Fail("serve", "", config.status(), kExitConfig);
   config->listen = FirstOf(opt.listen, "JOBCTL_LISTEN", config->listen);
   config->data_dir = FirstOf(opt.data, "JOBCTL_DATA_DIR", config->data_dir);
+  config->store = FirstOf(opt.store, "JOBCTL_STORE", config->store);
+  if (Status s = CheckStoreUrl(config->store); !s.ok())
+    return Fail("serve", "--store", s, kExitConfig);
   config->log_level = FirstOf(opt.log_level, "JOBCTL_LOG_LEVEL", config->log_level);
   if (!opt.event_log.empty()) config->event_log = opt.event_log;
   if (!opt.tls_cert.empty()) config->tls_cert = opt.tls_cert;
@@ -89,13 +93,15 @@ int RunServe(const ServeOptions& opt) {
   std::cout << "jobctl serve: listening on "
             << (host.find(':') != std::string::npos ? "[" + host + "]" : host) << ":"
             << coord->port() << std::endl;
-  log::Info("coordinator started",
-            {{"listen", host + ":" + std::to_string(coord->port())},
-             {"data", config->data_dir},
-             {"version", kVersion},
-             {"tls", !coord->tls()                   ? std::string("off")
-                     : config->tls_client_ca.empty() ? std::string("on")
-                                                     : std::string("mtls")}});
+  log::Info(
+      "coordinator started",
+      {{"listen", host + ":" + std::to_string(coord->port())},
+       {"data", config->data_dir},
+       {"store", config->store.empty() ? std::string("embedded") : RedactStoreUrl(config->store)},
+       {"version", kVersion},
+       {"tls", !coord->tls()                   ? std::string("off")
+               : config->tls_client_ca.empty() ? std::string("on")
+                                               : std::string("mtls")}});
   if (coord->tls()) {
     log::Info(
         "TLS certificate loaded",
@@ -123,6 +129,14 @@ int RunServe(const ServeOptions& opt) {
     log::Info("TLS certificate reloaded",
               {{"cert", tls_cert}, {"sha256", http::CertificateFingerprint(tls_cert)}});
   };
+  // Another coordinator may serve the shared database now: stop, and let the service manager
+  // start this one again, to wait as a standby.
+  int exit_code = kExitOk;
+  coord->on_lost_store = [&] {
+    log::Error("this coordinator lost its hold on the database; stopping");
+    exit_code = kExitTempFail;
+    on_stop(0);
+  };
   for (int signum : {SIGTERM, SIGINT, SIGHUP}) {
     signals.push_back(std::make_unique<uvx::Signal>(&loop));
     if (signum == SIGHUP) {
@@ -138,7 +152,7 @@ int RunServe(const ServeOptions& opt) {
   int rc = uv_loop_close(&loop);
   if (rc != 0) log::Warn("event loop closed with handles still open", {{"rc", rc}});
   log::Info("coordinator stopped");
-  return kExitOk;
+  return exit_code;
 }
 
 }  // namespace
@@ -153,6 +167,9 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
                   "default 127.0.0.1:7070)");
   sub->add_option("--data", opt->data,
                   "Data directory (env JOBCTL_DATA_DIR, default /var/lib/jobctl)");
+  sub->add_option("--store", opt->store,
+                  "A PostgreSQL database instead of the embedded store, as a postgresql:// URL "
+                  "(env JOBCTL_STORE, key store); several coordinators may share one");
   sub->add_option("--log-level", opt->log_level, "info or debug (env JOBCTL_LOG_LEVEL)");
   sub->add_option("--tls-cert", opt->tls_cert,
                   "Serve HTTPS with this certificate (PEM, with intermediates; key tls_cert); "
@@ -169,8 +186,12 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "Examples:\n"
       "  jobctl serve --data /var/lib/jobctl\n"
       "  jobctl serve --listen 127.0.0.1:0 --data /tmp/jc   # prints the port it got\n"
+      "  jobctl serve --store 'postgresql://jobctl@db1/jobctl?passfile=/etc/jobctl/pgpass'\n"
       "  jobctl serve --listen 0.0.0.0:7070 --tls-cert coordinator.crt --tls-key coordinator.key\n"
-      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start.");
+      "With --store, several coordinators may run on one database: one serves, the others wait\n"
+      "(without listening) and take over when its database session ends.\n"
+      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 lost the\n"
+      "hold on a shared database (another coordinator may serve it).");
   sub->callback([opt, rc] { *rc = RunServe(*opt); });
 }
 

@@ -79,10 +79,19 @@ void ReadMaxJobfile(const Node& n, Key k, KeyProblems& p, Config& c) {
     p.Expected(n, k, "a size like \"8MiB\"");
 }
 
+void ReadStore(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  if (v && CheckStoreUrl(*v).ok())
+    c.store = *v;
+  else
+    p.Expected(n, k, "a postgresql:// URL of at most 4 KiB (or no key: the embedded store)");
+}
+
 // The keys of coordinator.toml, in the order of man/jobctl-coordinator.toml.5.
 constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"listen", ReadString<&Config::listen>},
     {"data_dir", ReadString<&Config::data_dir>},
+    {"store", ReadStore},
     {"lease_ttl", ReadDuration<&Config::lease_ttl>},
     {"heartbeat", ReadDuration<&Config::heartbeat>},
     {"misfire_grace", ReadDuration<&Config::misfire_grace>},
@@ -135,6 +144,41 @@ Status CheckTogether(const toml::table& root, Config& c) {
 }
 
 }  // namespace
+
+Status CheckStoreUrl(const std::string& url) {
+  if (url.empty()) return Status::Ok();
+  if (url.size() > 4096) return Status::InvalidArgument("store: the URL is longer than 4 KiB");
+  if (url.rfind("postgresql://", 0) != 0 && url.rfind("postgres://", 0) != 0) {
+    return Status::InvalidArgument(
+        "store: expected a postgresql:// URL, e.g. postgresql://jobctl@db1,db2/jobctl?"
+        "target_session_attrs=read-write (without --store, the embedded store in the data "
+        "directory)");
+  }
+  return Status::Ok();
+}
+
+std::string RedactStoreUrl(const std::string& url) {
+  std::string out = url;
+  // postgresql://user:password@host...: the password ends at the last '@' of the authority.
+  size_t scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    size_t start = scheme + 3;
+    size_t end = out.find_first_of("/?", start);
+    size_t at = out.rfind('@', end == std::string::npos ? out.size() : end);
+    if (at != std::string::npos && at >= start) {
+      size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  // ...?password=secret&...
+  for (size_t p = out.find("password="); p != std::string::npos; p = out.find("password=", p)) {
+    size_t begin = p + 9;
+    size_t end = out.find('&', begin);
+    out.replace(begin, (end == std::string::npos ? out.size() : end) - begin, "***");
+    p = begin + 3;
+  }
+  return out;
+}
 
 Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename) {
   Result<toml::table> root = ParseTomlFile(text, filename);

@@ -14,6 +14,10 @@ namespace jobctl {
 struct CoordinatorConfig {
   std::string listen = "127.0.0.1:7070";
   std::string data_dir = "/var/lib/jobctl";
+  // The store: "" is the embedded SQLite store in data_dir; a postgresql:// URL (libpq's
+  // form, multi-host lists and target_session_attrs included) is a PostgreSQL database,
+  // which holds the run output too. data_dir then keeps only this host's token files.
+  std::string store;
   Millis lease_ttl = std::chrono::seconds(15);
   Millis heartbeat = std::chrono::seconds(5);
   // Instants overdue by more than this when they are fired count as missed (misfire policy);
@@ -66,6 +70,12 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
 // tls_cert and tls_key both or neither; tls_client_ca only with them. For flags, which
 // override the file after it was parsed.
 Status CheckTlsFiles(const CoordinatorConfig& c);
+
+// "" or a postgresql:// (or postgres://) URL of at most 4 KiB. For the --store flag too.
+Status CheckStoreUrl(const std::string& url);
+
+// The URL with any password in it replaced by "***", for logs and messages.
+std::string RedactStoreUrl(const std::string& url);
 
 // Reads the file; a missing file at `path` is fine when `must_exist` is false (defaults).
 Result<CoordinatorConfig> LoadCoordinatorConfig(const std::string& path, bool must_exist);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/log.h"
 #include "base/secret_file.h"
@@ -66,11 +67,13 @@ Coordinator::~Coordinator() = default;
 Status Coordinator::OpenStores() {
   const std::string& dir = ctx_.config.data_dir;
   if (Status s = MakePrivateDir(dir); !s.ok()) return s.WithContext("data directory");
-  Result<std::unique_ptr<store::Store>> store = store::OpenStore({.path = dir + "/jobctl.db"});
+  const std::string& url = ctx_.config.store;
+  Result<std::unique_ptr<store::Store>> store =
+      store::OpenStore({.path = dir + "/jobctl.db", .url = url});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  Result<std::unique_ptr<store::LogStore>> logs =
-      store::OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = ctx_.config.log_cap_bytes});
+  Result<std::unique_ptr<store::LogStore>> logs = store::OpenLogStore(
+      {.path = dir + "/logs.db", .url = url, .run_cap_bytes = ctx_.config.log_cap_bytes});
   if (!logs.ok()) return logs.status();
   logs_ = std::move(*logs);
   ctx_.store = store_.get();
@@ -207,7 +210,13 @@ Status Coordinator::Start() {
     log_hub_->Notify(run);
     log_hub_->Notify(-run);
   };
-  batch_->on_failure = [this](const Status&) { Reload(); };
+  batch_->on_failure = [this](const Status&) {
+    if (!store_->held()) {
+      if (on_lost_store) std::exchange(on_lost_store, nullptr)();
+      return;
+    }
+    Reload();
+  };
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).

@@ -45,6 +45,9 @@ class Coordinator {
   // pair. On error the old pair stays in use and the error is returned. Ok without TLS.
   Status ReloadTls();
   const std::string& bootstrap_note() const { return bootstrap_note_; }
+  // Called once when a write finds that this coordinator no longer holds a shared store
+  // (store::Store::held): another coordinator may serve it now, so this one must stop.
+  std::function<void()> on_lost_store;
 
  private:
   Status OpenStores();

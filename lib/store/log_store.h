@@ -1,6 +1,7 @@
 // LogStore keeps job output apart from the scheduler's store, so a flood of output never
 // delays a fire: its own connection and its own group commit (with the embedded backend,
-// SqliteLogStore, its own file: logs.db beside jobctl.db, with its own WAL). A chunk is
+// SqliteLogStore, its own file: logs.db beside jobctl.db, with its own WAL; with PostgreSQL,
+// PgLogStore, tables of their own in the scheduler's database). A chunk is
 // identified by (run, shard, attempt, seq); a resent chunk is stored once. Each run has a
 // byte cap after which one truncation marker is stored and further bytes are counted, not
 // kept. This header names no database; every backend passes the log tests of store_test.cc.
@@ -69,6 +70,7 @@ class LogStore {
 
 struct LogStoreOptions {
   std::string path;           // the SQLite database file (<data>/logs.db); created if missing
+  std::string url;            // PostgreSQL (the scheduler's database); when set, not `path`
   int64_t run_cap_bytes = 0;  // output kept per run
 };
 

@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include "store/pg_store.h"
 #include "store/sqlite_store.h"
 
 namespace jobctl::store {
@@ -11,6 +12,11 @@ Status Store::InsertEvent(int64_t at_ms, std::string_view kind, std::string_view
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
+  if (!options.url.empty()) {
+    Result<std::unique_ptr<PgStore>> store = PgStore::Open(options.url);
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<Store>(std::move(*store));
+  }
   Result<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(options.path);
   if (!store.ok()) return store.status();
   return std::unique_ptr<Store>(std::move(*store));

@@ -2,7 +2,8 @@
 // lease table, agents, API tokens, missed instants and the audit trail. It is the truth; the
 // coordinator's memory is an index rebuilt from it at start. This header is the seam between
 // the coordinator and a database: it names no database, and every backend (today the
-// embedded SQLite file, SqliteStore in sqlite_store.h) passes the same store tests
+// embedded SQLite file, SqliteStore in sqlite_store.h, and PostgreSQL, PgStore in
+// pg_store.h) passes the same store tests
 // (store_test.cc). The rows it speaks are in rows.h.
 //
 // Writes happen inside a transaction the caller opens with Begin() and ends with Commit():
@@ -37,6 +38,13 @@ class Store {
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;  // a no-op outside a transaction
   virtual bool in_transaction() const = 0;
+
+  // Whether this coordinator still holds the store alone. The embedded store always does (a
+  // file of its own). A shared database is held by one coordinator at a time: OpenStore waits
+  // until it holds it, and once the hold is lost (its database session ended while it could
+  // not see it, and another coordinator may have taken over) every transaction is refused
+  // and the coordinator must stop.
+  virtual bool held() const { return true; }
 
   // Counters that only grow (the fencing token): read at start, written in the batch that
   // used them. A counter never written reads 0.
@@ -120,10 +128,11 @@ class Store {
   virtual Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) = 0;
 };
 
-// Which store to open, and where. Today there is one backend, the embedded SQLite file; a
-// server backend adds its connection string here and OpenStore picks the backend by it.
+// Which store to open, and where: the embedded SQLite file, or a PostgreSQL database when
+// `url` is set (PgStore, pg_store.h), which several coordinators may share.
 struct StoreOptions {
   std::string path;  // the SQLite database file (<data>/jobctl.db); created if missing
+  std::string url;   // postgresql://... or a libpq conninfo; when set, `path` is not used
 };
 
 // Opens the store, creating and migrating its schema as needed. A store whose schema is

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "store/log_store.h"
+#include "testlib/postgres.h"
 
 namespace jobctl::store {
 namespace {
@@ -28,6 +29,8 @@ struct Backend {
   std::function<Result<std::unique_ptr<Store>>(const std::string& dir)> open;
   std::function<Result<std::unique_ptr<LogStore>>(const std::string& dir, int64_t run_cap_bytes)>
       open_logs;
+  // Why the backend cannot run here ("" when it can).
+  std::function<std::string()> unavailable = [] { return std::string(); };
 };
 
 // gtest prints the parameter of a failing test by this, instead of its bytes.
@@ -41,12 +44,64 @@ const Backend kSqlite{
     },
 };
 
+// One PostgreSQL server for the whole test binary, started on first use; each test's
+// scratch directory maps to a database of its own, created the first time it is opened.
+struct PostgresForTests {
+  std::unique_ptr<jobctl::testing::PostgresServer> server;
+  std::string why_not;
+  std::map<std::string, std::string> databases;  // scratch dir -> URL
+
+  static PostgresForTests& Get() {
+    static PostgresForTests* pg = [] {
+      auto* p = new PostgresForTests();
+      Result<std::unique_ptr<jobctl::testing::PostgresServer>> s = testing::PostgresServer::Start();
+      if (s.ok()) {
+        p->server = std::move(*s);
+      } else {
+        p->why_not = s.status().ToString();
+      }
+      // Stopped at exit, so the server never outlives the tests.
+      std::atexit([] { Get().server.reset(); });
+      return p;
+    }();
+    return *pg;
+  }
+  Result<std::string> Url(const std::string& dir) {
+    if (server == nullptr) return Status::Unavailable(why_not);
+    auto it = databases.find(dir);
+    if (it != databases.end()) return it->second;
+    std::string name = std::filesystem::path(dir).filename().string();
+    if (Status s = server->CreateDatabase(name); !s.ok()) return s;
+    return databases[dir] = server->Url(name);
+  }
+};
+
+const Backend kPostgres{
+    "postgresql",
+    [](const std::string& dir) -> Result<std::unique_ptr<Store>> {
+      Result<std::string> url = PostgresForTests::Get().Url(dir);
+      if (!url.ok()) return url.status();
+      return OpenStore({.url = *url});
+    },
+    [](const std::string& dir, int64_t cap) -> Result<std::unique_ptr<LogStore>> {
+      Result<std::string> url = PostgresForTests::Get().Url(dir);
+      if (!url.ok()) return url.status();
+      return OpenLogStore({.url = *url, .run_cap_bytes = cap});
+    },
+    [] { return PostgresForTests::Get().why_not; },
+};
+
 class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/jobctl-store-test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    if (std::string why = GetParam().unavailable(); !why.empty()) {
+      // CI installs every backend's server: there, a missing one is a failure.
+      if (jobctl::testing::RunningInCi()) FAIL() << GetParam().name << ": " << why;
+      GTEST_SKIP() << GetParam().name << " not available: " << why;
+    }
     Reopen();
   }
   void TearDown() override {
@@ -102,7 +157,7 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
 using LogStoreTest = StoreTest;
 
 // Every backend the tests run against.
-const auto kBackends = ::testing::Values(kSqlite);
+const auto kBackends = ::testing::Values(kSqlite, kPostgres);
 std::string BackendName(const ::testing::TestParamInfo<Backend>& p) { return p.param.name; }
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, kBackends, BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, LogStoreTest, kBackends, BackendName);

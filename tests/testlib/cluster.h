@@ -69,8 +69,9 @@ class Coordinator {
   ~Coordinator();
   void Start();  // (re)starts on the same data dir; waits for the port
   void set_launch(Launch launch) { launch_ = std::move(launch); }  // for the next Start()
-  void Kill9();                                                    // SIGKILL, reaped
-  void Stop();                                                     // SIGTERM, waits for exit 0
+  void set_port(int port) { port_ = port; }  // listen on this port (0: any free one)
+  void Kill9();                              // SIGKILL, reaped
+  void Stop();                               // SIGTERM, waits for exit 0
   Daemon& process() { return *daemon_; }
   int port() const { return port_; }
   std::string url() const { return "http://" + host_ + ":" + std::to_string(port_); }

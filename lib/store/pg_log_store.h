@@ -1,0 +1,39 @@
+// PgLogStore is the PostgreSQL backend of LogStore: the log tables (PgLogMigrations) in the
+// same database as the scheduler's store, so a run's output survives the loss of the
+// coordinator that received it, over a connection of its own (its own group commit, as
+// with the embedded backend's separate file). Internal to lib/store: the coordinator
+// reaches it through OpenLogStore (log_store.h). Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/log_store.h"
+#include "store/pg.h"
+
+namespace jobctl::store {
+
+class PgLogStore final : public LogStore {
+ public:
+  static Result<std::unique_ptr<PgLogStore>> Open(const std::string& url, int64_t run_cap_bytes);
+
+  Status Begin() override { return db_->Begin(); }
+  Status Commit() override { return db_->Commit(); }
+  void Rollback() override { db_->Rollback(); }
+  bool in_transaction() const override { return db_->in_transaction(); }
+
+  Result<AppendResult> Append(const LogChunk& chunk) override;
+  Result<std::vector<LogChunk>> Read(const LogQuery& query) override;
+  Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) override;
+  Result<int64_t> RunBytes(int64_t run_id) override;
+
+ private:
+  PgLogStore() = default;
+  // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
+  Result<bool> InsertChunk(const LogChunk& chunk);
+
+  std::unique_ptr<pg::Connection> db_;
+  int64_t run_cap_bytes_ = 0;
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,722 @@
+// Each method's SQL is a `static const pg::Sql` at its top, bound with $1..$n in the same
+// order below it; pg::Connection::Exec prepares it the first time and reuses it after.
+// Scans read in pages by id, so that neither side holds a whole table in memory.
+#include "store/pg_store.h"
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+#include "base/log.h"
+#include "store/pg_migrations.h"
+
+namespace jobctl::store {
+namespace {
+
+using pg::Params;
+using pg::Rows;
+using pg::Sql;
+
+// The advisory lock a coordinator holds its database by (any number, the same in every
+// version of jobctl).
+constexpr int64_t kHoldLock = 7462019284;
+
+// Rows a scan reads at a time.
+constexpr int kPage = 5000;
+
+constexpr const char* kRunColumns =
+    "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
+    "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total, "
+    "r.not_before_ms";
+
+// Runs with their job's name, read by ReadRun: columns 0 to 13.
+std::string RunQuery(const char* where_and_order) {
+  return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
+         where_and_order;
+}
+
+constexpr const char* kTimingColumns =
+    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap";
+
+// Jobs as ReadHead reads them (columns 0 to 12), then `more`.
+std::string JobQuery(const char* more) {
+  return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns + more;
+}
+
+// A shard row as ReadShard reads it: columns 0 to 12.
+std::string ShardQuery(const char* where_and_order) {
+  return std::string(
+             "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
+             "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
+         where_and_order;
+}
+
+// Events newest first within ids [$1, $2) and at or after $3 ms, then `filter` (from $4
+// on), at most $`limit` of them.
+std::string EventQuery(const char* filter, int limit) {
+  return std::string(
+             "SELECT id, at_ms, kind, actor, token_id, subject, detail FROM events "
+             "WHERE id >= $1 AND id < $2 AND at_ms >= $3 ") +
+         filter + "ORDER BY id DESC LIMIT $" + std::to_string(limit);
+}
+
+bool ReadHead(const Rows& rows, int i, JobHead* h) {
+  h->id = rows.Int(i, 0);
+  h->name = rows.View(i, 1);
+  h->active = rows.Bool(i, 2);
+  h->paused = rows.Bool(i, 3);
+  h->next_fire_ms = rows.OptInt(i, 4);
+  h->schedule = rows.View(i, 5);
+  h->timezone = rows.View(i, 7);
+  h->anchor_ms = rows.Int(i, 8);
+  h->enabled = rows.Bool(i, 9);
+  h->misfire_cap = static_cast<int>(rows.Int(i, 12));
+  std::optional<Dialect> dialect = ParseDialect(rows.View(i, 6));
+  std::optional<Misfire> misfire = ParseMisfire(rows.View(i, 10));
+  std::optional<Overlap> overlap = ParseOverlap(rows.View(i, 11));
+  h->dialect = dialect.value_or(Dialect::kCron);
+  h->misfire = misfire.value_or(Misfire::kFireOnce);
+  h->overlap = overlap.value_or(Overlap::kForbid);
+  return dialect && misfire && overlap;
+}
+
+// Columns 0-14 of JobQuery(", spec, revision ...").
+JobRow ReadJob(const Rows& rows, int i) {
+  JobHead h;
+  ReadHead(rows, i, &h);
+  return JobRow{h.id,
+                std::string(h.name),
+                rows.Text(i, 13),
+                h.active,
+                h.paused,
+                h.next_fire_ms,
+                rows.Int(i, 14),
+                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap}};
+}
+
+Params& AddTiming(Params& p, const JobTiming& t) {
+  return p.Add(t.schedule)
+      .Add(DialectName(t.dialect))
+      .Add(t.timezone)
+      .Add(t.anchor_ms)
+      .Add(t.enabled)
+      .Add(MisfireName(t.misfire))
+      .Add(OverlapName(t.overlap))
+      .Add(t.misfire_cap);
+}
+
+RunRecord ReadRun(const Rows& rows, int i) {
+  RunRecord r;
+  r.id = rows.Int(i, 0);
+  r.job_id = rows.Int(i, 1);
+  r.job = rows.Text(i, 2);
+  r.reason = ParseRunReason(rows.View(i, 3)).value_or(RunReason::kSchedule);
+  r.scheduled_ms = rows.Int(i, 4);
+  r.created_ms = rows.Int(i, 5);
+  r.state = ParseRunState(rows.View(i, 6)).value_or(RunState::kFailed);
+  r.trace_id = rows.Text(i, 7);
+  r.idempotency_key = rows.Text(i, 8);
+  r.env_json = rows.Text(i, 9);
+  r.note = rows.Text(i, 10);
+  r.finished_ms = rows.OptInt(i, 11);
+  r.shard_total = static_cast<int>(rows.Int(i, 12));
+  r.not_before_ms = rows.Int(i, 13);
+  return r;
+}
+
+ShardRecord ReadShard(const Rows& rows, int i) {
+  ShardRecord s;
+  s.run_id = rows.Int(i, 0);
+  s.index = static_cast<int>(rows.Int(i, 1));
+  s.state = ParseRunState(rows.View(i, 2)).value_or(RunState::kFailed);
+  s.attempt = static_cast<int>(rows.Int(i, 3));
+  s.agent = rows.Text(i, 4);
+  s.token = rows.Int(i, 5);
+  s.exit_code = rows.OptInt(i, 6);
+  s.outcome = rows.Text(i, 7);
+  s.message = rows.Text(i, 8);
+  s.started_ms = rows.OptInt(i, 9);
+  s.finished_ms = rows.OptInt(i, 10);
+  s.not_before_ms = rows.Int(i, 11);
+  s.lost_count = static_cast<int>(rows.Int(i, 12));
+  return s;
+}
+
+// An array literal of numbers, e.g. {1,2,3}.
+template <typename T, typename F>
+std::string ArrayOf(const std::vector<T>& items, F value) {
+  std::string out = "{";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += ',';
+    out += value(items[i]);
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url) {
+  Result<std::unique_ptr<pg::Connection>> conn = pg::Connection::Open(url);
+  if (!conn.ok()) return conn.status();
+  std::unique_ptr<PgStore> store(new PgStore());
+  store->db_ = std::move(*conn);
+  if (Status s = store->db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
+  bool said = false;
+  for (;;) {
+    Result<bool> held = store->TryHold();
+    if (!held.ok()) return held.status();
+    if (*held) break;
+    if (!said) {
+      log::Info(
+          "standby: another coordinator holds the database; taking over when its session ends");
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  if (said) log::Info("the database is held by this coordinator now");
+  PgStore* self = store.get();
+  store->db_->on_reconnect = [self]() -> Status {
+    Result<bool> held = self->TryHold();
+    if (held.ok() && *held) return Status::Ok();
+    self->held_ = false;
+    log::Error(
+        "lost the hold on the database: another coordinator may serve it now; refusing every "
+        "write");
+    return Status::Unavailable("this coordinator no longer holds the database");
+  };
+  return store;
+}
+
+Result<bool> PgStore::TryHold() {
+  static const Sql kSql{"SELECT pg_try_advisory_lock($1)"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(kHoldLock));
+  if (!rows.ok()) return rows.status();
+  held_ = rows->Bool(0, 0);
+  return held_;
+}
+
+Status PgStore::Begin() {
+  if (!held_) return Status::Unavailable("this coordinator no longer holds the database");
+  return db_->Begin();
+}
+
+Result<int64_t> PgStore::GetCounter(std::string_view name) {
+  static const Sql kSql{"SELECT value FROM counters WHERE name = $1"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(name));
+  if (!rows.ok()) return rows.status();
+  return rows->size() > 0 ? rows->Int(0, 0) : 0;
+}
+
+Status PgStore::SetCounter(std::string_view name, int64_t value) {
+  static const Sql kSql{
+      "INSERT INTO counters(name, value) VALUES($1, $2) "
+      "ON CONFLICT(name) DO UPDATE SET value = excluded.value"};
+  return db_->Exec(kSql, Params().Add(name).Add(value)).status();
+}
+
+Result<RevisionRow> PgStore::CurrentRevision() {
+  static const Sql kSql{"SELECT id, text, author, at_ms FROM revisions ORDER BY id DESC LIMIT 1"};
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  RevisionRow row;
+  if (rows->size() > 0)
+    row = {rows->Int(0, 0), rows->Text(0, 1), rows->Text(0, 2), rows->Int(0, 3)};
+  return row;
+}
+
+Result<int64_t> PgStore::InsertRevision(const std::string& text, const std::string& author,
+                                        int64_t at_ms, const std::string& summary) {
+  static const Sql kSql{
+      "INSERT INTO revisions(text, author, at_ms, summary) VALUES($1, $2, $3, $4) RETURNING id"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(text).Add(author).Add(at_ms).Add(summary));
+  if (!rows.ok()) return rows.status();
+  return rows->Int(0, 0);
+}
+
+Status PgStore::ForEachJobHead(const std::function<void(const JobHead&)>& fn, int64_t* unreadable) {
+  static const Sql kSql{JobQuery(" FROM jobs WHERE id > $1 ORDER BY id LIMIT 5000")};
+  JobHead head;
+  for (int64_t after = 0;;) {
+    Result<Rows> rows = db_->Exec(kSql, Params().Add(after));
+    if (!rows.ok()) return rows.status();
+    for (int i = 0; i < rows->size(); ++i) {
+      if (!ReadHead(*rows, i, &head) && unreadable != nullptr) ++*unreadable;
+      fn(head);
+      after = head.id;
+    }
+    if (rows->size() < kPage) return Status::Ok();
+  }
+}
+
+Status PgStore::ForEachJob(const std::function<void(JobRow&&)>& fn) {
+  static const Sql kSql{
+      JobQuery(", spec, revision FROM jobs WHERE id > $1 ORDER BY id LIMIT 5000")};
+  for (int64_t after = 0;;) {
+    Result<Rows> rows = db_->Exec(kSql, Params().Add(after));
+    if (!rows.ok()) return rows.status();
+    for (int i = 0; i < rows->size(); ++i) {
+      JobRow row = ReadJob(*rows, i);
+      after = row.id;
+      fn(std::move(row));
+    }
+    if (rows->size() < kPage) return Status::Ok();
+  }
+}
+
+Result<JobRow> PgStore::GetJob(int64_t id) {
+  static const Sql kSql{JobQuery(", spec, revision FROM jobs WHERE id = $1")};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(id));
+  if (!rows.ok()) return rows.status();
+  if (rows->size() == 0) return Status::NotFound("job " + std::to_string(id));
+  return ReadJob(*rows, 0);
+}
+
+Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
+  // ON CONFLICT DO NOTHING reports a taken name without aborting the transaction, as the
+  // other backend's constraint error does not.
+  static const Sql kSql{
+      "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
+      "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+      "ON CONFLICT DO NOTHING RETURNING id"};
+  Params p;
+  p.Add(row.name)
+      .Add(row.spec_json)
+      .Add(row.active)
+      .Add(row.paused)
+      .Add(row.next_fire_ms)
+      .Add(row.revision)
+      .Add(at_ms);
+  Result<Rows> rows = db_->Exec(kSql, AddTiming(p, row.timing));
+  if (!rows.ok()) return rows.status();
+  if (rows->size() == 0) return Status::Conflict("a job named " + row.name + " exists");
+  return rows->Int(0, 0);
+}
+
+Status PgStore::UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
+                              int64_t revision, int64_t at_ms) {
+  static const Sql kSql{
+      "UPDATE jobs SET spec = $2, active = true, revision = $3, updated_ms = $4, schedule = $5, "
+      "dialect = $6, timezone = $7, anchor_ms = $8, enabled = $9, misfire = $10, overlap = $11, "
+      "misfire_cap = $12 WHERE id = $1"};
+  Params p;
+  p.Add(id).Add(spec_json).Add(revision).Add(at_ms);
+  return db_->ExecExpectingChanges(kSql, AddTiming(p, timing), 1);
+}
+
+Status PgStore::DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) {
+  static const Sql kSql{
+      "UPDATE jobs SET active = false, revision = $2, updated_ms = $3 WHERE id = $1"};
+  return db_->ExecExpectingChanges(kSql, Params().Add(id).Add(revision).Add(at_ms), 1);
+}
+
+Status PgStore::SetJobPaused(int64_t id, bool paused) {
+  static const Sql kSql{"UPDATE jobs SET paused = $2 WHERE id = $1"};
+  return db_->ExecExpectingChanges(kSql, Params().Add(id).Add(paused), 1);
+}
+
+Status PgStore::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) {
+  static const Sql kSql{"UPDATE jobs SET next_fire_ms = $2 WHERE id = $1"};
+  return db_->Exec(kSql, Params().Add(id).Add(next_fire_ms)).status();
+}
+
+Status PgStore::InsertRun(RunRecord& run) {
+  // The run and its shards in one statement (one round trip a fire). A taken instant or
+  // key inserts nothing and returns no id, without aborting the transaction.
+  static const Sql kSql{
+      "WITH r AS (INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12) "
+      "ON CONFLICT DO NOTHING RETURNING id), "
+      "s AS (INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) "
+      "SELECT r.id, u.idx, u.state, 1, u.nb FROM r, "
+      "unnest($13::integer[], $14::text[], $15::bigint[]) AS u(idx, state, nb)) "
+      "SELECT id FROM r"};
+  Params p;
+  p.Add(run.job_id)
+      .Add(RunReasonName(run.reason))
+      .Add(run.scheduled_ms)
+      .Add(run.created_ms)
+      .Add(RunStateName(run.state))
+      .Add(run.trace_id)
+      .Add(run.idempotency_key)
+      .Add(run.env_json)
+      .Add(run.note)
+      .Add(run.finished_ms)
+      .Add(run.shard_total)
+      .Add(run.not_before_ms)
+      .Add(ArrayOf(run.shards, [](const ShardRecord& s) { return std::to_string(s.index); }))
+      .Add(ArrayOf(run.shards,
+                   [](const ShardRecord& s) { return std::string(RunStateName(s.state)); }))
+      .Add(ArrayOf(run.shards,
+                   [](const ShardRecord& s) { return std::to_string(s.not_before_ms); }));
+  Result<Rows> rows = db_->Exec(kSql, p);
+  if (!rows.ok()) return rows.status();
+  if (rows->size() == 0) {
+    return Status::Conflict("job " + std::to_string(run.job_id) +
+                            ": that instant or idempotency key already has a run");
+  }
+  run.id = rows->Int(0, 0);
+  for (ShardRecord& shard : run.shards) shard.run_id = run.id;
+  return Status::Ok();
+}
+
+Status PgStore::InsertMiss(const MissRow& m) {
+  static const Sql kSql{
+      "INSERT INTO misses(job_id, first_ms, last_ms, count, reason, at_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6)"};
+  return db_
+      ->Exec(kSql, Params()
+                       .Add(m.job_id)
+                       .Add(m.first_ms)
+                       .Add(m.last_ms)
+                       .Add(m.count)
+                       .Add(m.reason)
+                       .Add(m.at_ms))
+      .status();
+}
+
+Status PgStore::UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
+                               const std::string& note) {
+  static const Sql kSql{
+      "UPDATE runs SET state = $2, finished_ms = $3, note = CASE WHEN $4 = '' THEN note "
+      "ELSE $4 END WHERE id = $1"};
+  return db_->ExecExpectingChanges(
+      kSql, Params().Add(run_id).Add(RunStateName(state)).Add(finished_ms).Add(note), 1);
+}
+
+Status PgStore::UpdateShard(const ShardRecord& s) {
+  static const Sql kSql{
+      "UPDATE shards SET state = $3, attempt = $4, agent = $5, token = $6, exit_code = $7, "
+      "outcome = $8, message = $9, started_ms = $10, finished_ms = $11, not_before_ms = $12, "
+      "lost_count = $13 WHERE run_id = $1 AND idx = $2"};
+  return db_->ExecExpectingChanges(kSql,
+                                   Params()
+                                       .Add(s.run_id)
+                                       .Add(s.index)
+                                       .Add(RunStateName(s.state))
+                                       .Add(s.attempt)
+                                       .Add(s.agent)
+                                       .Add(s.token)
+                                       .Add(s.exit_code)
+                                       .Add(s.outcome)
+                                       .Add(s.message)
+                                       .Add(s.started_ms)
+                                       .Add(s.finished_ms)
+                                       .Add(s.not_before_ms)
+                                       .Add(s.lost_count),
+                                   1);
+}
+
+Status PgStore::LoadShards(std::vector<RunRecord>& runs) {
+  static const Sql kSql{ShardQuery("WHERE run_id = ANY($1::bigint[]) ORDER BY run_id, idx")};
+  if (runs.empty()) return Status::Ok();
+  Result<Rows> rows = db_->Exec(
+      kSql, Params().Add(ArrayOf(runs, [](const RunRecord& r) { return std::to_string(r.id); })));
+  if (!rows.ok()) return rows.status();
+  std::unordered_map<int64_t, RunRecord*> by_id;
+  for (RunRecord& r : runs) by_id[r.id] = &r;
+  for (int i = 0; i < rows->size(); ++i) {
+    ShardRecord s = ReadShard(*rows, i);
+    auto it = by_id.find(s.run_id);
+    if (it != by_id.end()) it->second->shards.push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<ShardRecord>> PgStore::GetShard(int64_t run_id, int index) {
+  static const Sql kSql{ShardQuery("WHERE run_id = $1 AND idx = $2")};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id).Add(index));
+  if (!rows.ok()) return rows.status();
+  std::optional<ShardRecord> shard;
+  if (rows->size() > 0) shard = ReadShard(*rows, 0);
+  return shard;
+}
+
+Result<std::optional<RunRecord>> PgStore::GetRun(int64_t id) {
+  static const Sql kSql{RunQuery("WHERE r.id = $1")};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(id));
+  if (!rows.ok()) return rows.status();
+  if (rows->size() == 0) return std::optional<RunRecord>();
+  std::vector<RunRecord> runs{ReadRun(*rows, 0)};
+  if (Status s = LoadShards(runs); !s.ok()) return s;
+  return std::optional<RunRecord>(std::move(runs[0]));
+}
+
+Result<std::optional<int64_t>> PgStore::FindRunByKey(int64_t job_id, const std::string& key) {
+  static const Sql kSql{"SELECT id FROM runs WHERE job_id = $1 AND idempotency_key = $2"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(job_id).Add(key));
+  if (!rows.ok()) return rows.status();
+  std::optional<int64_t> id;
+  if (rows->size() > 0) id = rows->Int(0, 0);
+  return id;
+}
+
+Result<std::vector<RunRecord>> PgStore::ListRuns(const RunFilter& f) {
+  static const Sql kSql{
+      RunQuery("WHERE ($1::bigint IS NULL OR r.job_id = $1) AND ($2::text IS NULL OR "
+               "r.state = $2) AND ($3::bigint IS NULL OR r.created_ms >= $3) AND "
+               "($4::bigint IS NULL OR r.id < $4) ORDER BY r.id DESC LIMIT $5")};
+  Params p;
+  p.Add(f.job_id);
+  if (f.state) {
+    p.Add(RunStateName(*f.state));
+  } else {
+    p.Add(std::nullopt);
+  }
+  p.Add(f.since_ms).Add(f.before_id).Add(f.limit);
+  Result<Rows> rows = db_->Exec(kSql, p);
+  if (!rows.ok()) return rows.status();
+  std::vector<RunRecord> runs;
+  for (int i = 0; i < rows->size(); ++i) runs.push_back(ReadRun(*rows, i));
+  if (Status s = LoadShards(runs); !s.ok()) return s;
+  return runs;
+}
+
+Status PgStore::ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) {
+  static const Sql kSql{
+      RunQuery("WHERE r.state IN ('pending', 'running') AND r.id > $1 ORDER BY r.id LIMIT 5000")};
+  return ForEachRunOf(kSql, fn);
+}
+
+Status PgStore::ForEachRun(const std::function<void(RunRecord&&)>& fn) {
+  static const Sql kSql{RunQuery("WHERE r.id > $1 ORDER BY r.id LIMIT 5000")};
+  return ForEachRunOf(kSql, fn);
+}
+
+Status PgStore::ForEachRunOf(const Sql& page, const std::function<void(RunRecord&&)>& fn) {
+  for (int64_t after = 0;;) {
+    std::vector<RunRecord> runs;
+    {
+      Result<Rows> rows = db_->Exec(page, Params().Add(after));
+      if (!rows.ok()) return rows.status();
+      for (int i = 0; i < rows->size(); ++i) runs.push_back(ReadRun(*rows, i));
+    }
+    if (Status s = LoadShards(runs); !s.ok()) return s;
+    size_t n = runs.size();
+    if (n > 0) after = runs.back().id;
+    for (RunRecord& r : runs) fn(std::move(r));
+    if (n < static_cast<size_t>(kPage)) return Status::Ok();
+  }
+}
+
+Result<std::vector<MissRow>> PgStore::ListMisses(int64_t job_id, int64_t since_ms) {
+  static const Sql kSql{
+      "SELECT job_id, first_ms, last_ms, count, reason, at_ms FROM misses "
+      "WHERE job_id = $1 AND last_ms >= $2 ORDER BY first_ms"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(job_id).Add(since_ms));
+  if (!rows.ok()) return rows.status();
+  std::vector<MissRow> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    out.push_back({rows->Int(i, 0), rows->Int(i, 1), rows->Int(i, 2), rows->Int(i, 3),
+                   rows->Text(i, 4), rows->Int(i, 5)});
+  }
+  return out;
+}
+
+Status PgStore::ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) {
+  static const Sql kSql{
+      "SELECT r.job_id, r.state, r.finished_ms FROM runs r "
+      "JOIN (SELECT job_id, MAX(id) AS id FROM runs WHERE finished_ms IS NOT NULL "
+      "AND state != 'skipped' GROUP BY job_id) last ON last.id = r.id"};
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) {
+    fn(rows->Int(i, 0), ParseRunState(rows->View(i, 1)).value_or(RunState::kFailed),
+       rows->Int(i, 2));
+  }
+  return Status::Ok();
+}
+
+Status PgStore::PutOutputEnd(const OutputEndRow& e) {
+  static const Sql kSql{
+      "INSERT INTO output_ends(run_id, shard, attempt, last_seq, agent, token) "
+      "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(run_id, shard, attempt) DO UPDATE SET "
+      "last_seq = excluded.last_seq, agent = excluded.agent, token = excluded.token"};
+  return db_
+      ->Exec(kSql, Params()
+                       .Add(e.run_id)
+                       .Add(e.shard)
+                       .Add(e.attempt)
+                       .Add(e.last_seq)
+                       .Add(e.agent)
+                       .Add(e.token))
+      .status();
+}
+
+Result<std::optional<OutputEndRow>> PgStore::GetOutputEnd(int64_t run_id, int shard, int attempt) {
+  static const Sql kSql{
+      "SELECT last_seq, agent, token FROM output_ends "
+      "WHERE run_id = $1 AND shard = $2 AND attempt = $3"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id).Add(shard).Add(attempt));
+  if (!rows.ok()) return rows.status();
+  std::optional<OutputEndRow> end;
+  if (rows->size() > 0) {
+    end = OutputEndRow{run_id, shard, attempt, rows->Int(0, 0), rows->Text(0, 1), rows->Int(0, 2)};
+  }
+  return end;
+}
+
+Result<std::vector<OutputEndRow>> PgStore::OutputEnds(int64_t run_id) {
+  static const Sql kSql{
+      "SELECT shard, attempt, last_seq, agent, token FROM output_ends WHERE run_id = $1 "
+      "ORDER BY shard, attempt"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id));
+  if (!rows.ok()) return rows.status();
+  std::vector<OutputEndRow> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    out.push_back({run_id, static_cast<int>(rows->Int(i, 0)), static_cast<int>(rows->Int(i, 1)),
+                   rows->Int(i, 2), rows->Text(i, 3), rows->Int(i, 4)});
+  }
+  return out;
+}
+
+Status PgStore::PutLease(const LeaseRow& l) {
+  static const Sql kSql{
+      "INSERT INTO leases(key, holder, token, granted_ms) VALUES($1, $2, $3, $4) "
+      "ON CONFLICT(key) DO UPDATE SET holder = excluded.holder, token = excluded.token, "
+      "granted_ms = excluded.granted_ms"};
+  return db_->Exec(kSql, Params().Add(l.key).Add(l.holder).Add(l.token).Add(l.granted_ms)).status();
+}
+
+Status PgStore::DeleteLease(const std::string& key) {
+  static const Sql kSql{"DELETE FROM leases WHERE key = $1"};
+  return db_->Exec(kSql, Params().Add(key)).status();
+}
+
+Status PgStore::ForEachLease(const std::function<void(LeaseRow&&)>& fn) {
+  static const Sql kSql{
+      "SELECT key, holder, token, granted_ms FROM leases WHERE key > $1 ORDER BY key LIMIT 5000"};
+  for (std::string after;;) {
+    Result<Rows> rows = db_->Exec(kSql, Params().Add(after));
+    if (!rows.ok()) return rows.status();
+    for (int i = 0; i < rows->size(); ++i) {
+      after = rows->Text(i, 0);
+      fn({rows->Text(i, 0), rows->Text(i, 1), rows->Int(i, 2), rows->Int(i, 3)});
+    }
+    if (rows->size() < kPage) return Status::Ok();
+  }
+}
+
+Status PgStore::PutAgent(const AgentRow& a) {
+  static const Sql kSql{
+      "INSERT INTO agents(name, labels, slots, version, last_seen_ms, draining) "
+      "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(name) DO UPDATE SET labels = excluded.labels, "
+      "slots = excluded.slots, version = excluded.version, last_seen_ms = excluded.last_seen_ms, "
+      "draining = excluded.draining"};
+  return db_
+      ->Exec(kSql, Params()
+                       .Add(a.name)
+                       .Add(a.labels_json)
+                       .Add(a.slots)
+                       .Add(a.version)
+                       .Add(a.last_seen_ms)
+                       .Add(a.draining))
+      .status();
+}
+
+Status PgStore::ForEachAgent(const std::function<void(AgentRow&&)>& fn) {
+  static const Sql kSql{
+      "SELECT name, labels, slots, version, last_seen_ms, draining FROM agents ORDER BY name"};
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) {
+    fn({rows->Text(i, 0), rows->Text(i, 1), static_cast<int>(rows->Int(i, 2)), rows->Text(i, 3),
+        rows->Int(i, 4), rows->Bool(i, 5)});
+  }
+  return Status::Ok();
+}
+
+Status PgStore::DeleteAgent(const std::string& name) {
+  static const Sql kSql{"DELETE FROM agents WHERE name = $1"};
+  return db_->ExecExpectingChanges(kSql, Params().Add(name), 1);
+}
+
+Result<int64_t> PgStore::InsertToken(const TokenRow& t) {
+  static const Sql kSql{
+      "INSERT INTO tokens(name, role, jobs, hash, created_ms, agent, labels, expires_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING id"};
+  Result<Rows> rows = db_->Exec(kSql, Params()
+                                          .Add(t.name)
+                                          .Add(t.role)
+                                          .Add(t.jobs)
+                                          .Add(t.hash)
+                                          .Add(t.created_ms)
+                                          .Add(t.agent)
+                                          .Add(t.labels_json)
+                                          .Add(t.expires_ms));
+  if (!rows.ok()) return rows.status();
+  if (rows->size() == 0) return Status::Conflict("a token with that secret exists");
+  return rows->Int(0, 0);
+}
+
+Status PgStore::RevokeToken(int64_t id, int64_t at_ms) {
+  static const Sql kSql{"UPDATE tokens SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL"};
+  return db_->ExecExpectingChanges(kSql, Params().Add(id).Add(at_ms), 1);
+}
+
+Result<int64_t> PgStore::RevokeAgentTokens(const std::string& agent, int64_t at_ms) {
+  static const Sql kSql{
+      "UPDATE tokens SET revoked_ms = $2 WHERE agent = $1 AND role = 'agent' "
+      "AND revoked_ms IS NULL"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(agent).Add(at_ms));
+  if (!rows.ok()) return rows.status();
+  return rows->affected();
+}
+
+Status PgStore::ForEachToken(const std::function<void(TokenRow&&)>& fn) {
+  static const Sql kSql{
+      "SELECT id, name, role, jobs, hash, created_ms, revoked_ms, agent, labels, expires_ms "
+      "FROM tokens ORDER BY id"};
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) {
+    fn({rows->Int(i, 0), rows->Text(i, 1), rows->Text(i, 2), rows->Text(i, 3), rows->Text(i, 4),
+        rows->Int(i, 5), rows->OptInt(i, 6), rows->Text(i, 7), rows->Text(i, 8),
+        rows->OptInt(i, 9)});
+  }
+  return Status::Ok();
+}
+
+Status PgStore::InsertEvent(const EventRow& e) {
+  static const Sql kSql{
+      "INSERT INTO events(at_ms, kind, actor, subject, detail, token_id) "
+      "VALUES($1, $2, $3, $4, $5, $6)"};
+  return db_
+      ->Exec(kSql, Params().Add(e.at_ms).Add(e.kind).Add(e.actor).Add(e.subject).Add(e.detail).Add(
+                       e.token_id))
+      .status();
+}
+
+Result<std::vector<EventRow>> PgStore::ListEvents(const EventFilter& f) {
+  static const Sql kFirstSince{
+      "SELECT id FROM events WHERE at_ms >= $1 ORDER BY at_ms, id LIMIT 1"};
+  // One statement per combination of filters, so that each uses its own index.
+  static const Sql kAll{EventQuery("", 4)};
+  static const Sql kByKind{EventQuery("AND kind = $4 ", 5)};
+  static const Sql kByActor{EventQuery("AND actor = $4 ", 5)};
+  static const Sql kByKindActor{EventQuery("AND kind = $4 AND actor = $5 ", 6)};
+  int64_t low = 0;
+  if (f.since_ms) {
+    Result<Rows> rows = db_->Exec(kFirstSince, Params().Add(*f.since_ms));
+    if (!rows.ok()) return rows.status();
+    low = rows->size() > 0 ? rows->Int(0, 0) : INT64_MAX;
+  }
+  const Sql& sql = f.kind && f.actor ? kByKindActor : f.kind ? kByKind : f.actor ? kByActor : kAll;
+  Params p;
+  p.Add(low).Add(f.before_id.value_or(INT64_MAX)).Add(f.since_ms.value_or(0));
+  if (f.kind) p.Add(*f.kind);
+  if (f.actor) p.Add(*f.actor);
+  p.Add(f.limit);
+  Result<Rows> rows = db_->Exec(sql, p);
+  if (!rows.ok()) return rows.status();
+  std::vector<EventRow> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    out.push_back({rows->Int(i, 0), rows->Int(i, 1), rows->Text(i, 2), rows->Text(i, 3),
+                   rows->OptInt(i, 4), rows->Text(i, 5), rows->Text(i, 6)});
+  }
+  return out;
+}
+
+}  // namespace jobctl::store

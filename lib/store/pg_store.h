@@ -1,0 +1,102 @@
+// PgStore is the PostgreSQL backend of Store: one libpq connection (pg.h) to a database that
+// several coordinators may share, schema from PgSchedulerMigrations(). A commit is durable
+// as the server's settings make it (synchronous_commit, and synchronous standbys for a
+// replicated server). Each method's SQL sits beside it in pg_store.cc and is prepared the
+// first time the method runs. Internal to lib/store: the coordinator reaches it through
+// OpenStore (store.h). Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/pg.h"
+#include "store/store.h"
+
+namespace jobctl::store {
+
+class PgStore final : public Store {
+ public:
+  // Waits until this coordinator holds the database (see held()), logging once that it
+  // waits.
+  static Result<std::unique_ptr<PgStore>> Open(const std::string& url);
+
+  Status Begin() override;
+  Status Commit() override { return db_->Commit(); }
+  void Rollback() override { db_->Rollback(); }
+  bool in_transaction() const override { return db_->in_transaction(); }
+  // The hold is a session-level advisory lock on the database, taken by this connection:
+  // PostgreSQL releases it when the session ends (the coordinator died, or the server lost
+  // its connection), and a coordinator waiting in Open takes it then. After a lost
+  // connection this one takes it again before any statement, or has lost it for good.
+  bool held() const override { return held_; }
+
+  Result<int64_t> GetCounter(std::string_view name) override;
+  Status SetCounter(std::string_view name, int64_t value) override;
+
+  Result<RevisionRow> CurrentRevision() override;
+  Result<int64_t> InsertRevision(const std::string& text, const std::string& author, int64_t at_ms,
+                                 const std::string& summary) override;
+
+  Status ForEachJobHead(const std::function<void(const JobHead&)>& fn,
+                        int64_t* unreadable) override;
+  Status ForEachJob(const std::function<void(JobRow&&)>& fn) override;
+  Result<JobRow> GetJob(int64_t id) override;
+  Result<int64_t> InsertJob(const JobRow& row, int64_t at_ms) override;
+  Status UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
+                       int64_t revision, int64_t at_ms) override;
+  Status DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) override;
+  Status SetJobPaused(int64_t id, bool paused) override;
+  Status SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) override;
+
+  Status InsertRun(RunRecord& run) override;
+  Status InsertMiss(const MissRow& miss) override;
+  Status UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
+                        const std::string& note) override;
+  Status UpdateShard(const ShardRecord& shard) override;
+
+  Result<std::optional<RunRecord>> GetRun(int64_t id) override;
+  Result<std::optional<ShardRecord>> GetShard(int64_t run_id, int index) override;
+  Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key) override;
+  Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter) override;
+  Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) override;
+  Status ForEachRun(const std::function<void(RunRecord&&)>& fn) override;
+  Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms) override;
+  Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) override;
+
+  Status PutOutputEnd(const OutputEndRow& end) override;
+  Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard, int attempt) override;
+  Result<std::vector<OutputEndRow>> OutputEnds(int64_t run_id) override;
+
+  Status PutLease(const LeaseRow& lease) override;
+  Status DeleteLease(const std::string& key) override;
+  Status ForEachLease(const std::function<void(LeaseRow&&)>& fn) override;
+
+  Status PutAgent(const AgentRow& agent) override;
+  Status ForEachAgent(const std::function<void(AgentRow&&)>& fn) override;
+  Status DeleteAgent(const std::string& name) override;
+
+  Result<int64_t> InsertToken(const TokenRow& token) override;
+  Status RevokeToken(int64_t id, int64_t at_ms) override;
+  Result<int64_t> RevokeAgentTokens(const std::string& agent, int64_t at_ms) override;
+  Status ForEachToken(const std::function<void(TokenRow&&)>& fn) override;
+
+  using Store::InsertEvent;
+  Status InsertEvent(const EventRow& event) override;
+  Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) override;
+
+ private:
+  PgStore() = default;
+  // Takes the lock if it is free: true when this session holds it now.
+  Result<bool> TryHold();
+  // Loads the shards of `runs` with one query.
+  Status LoadShards(std::vector<RunRecord>& runs);
+  // Runs of `page` (run columns, a page of ids after $1, see RunQuery in the .cc) page by
+  // page, each with its shards, to fn.
+  Status ForEachRunOf(const pg::Sql& page, const std::function<void(RunRecord&&)>& fn);
+
+  std::unique_ptr<pg::Connection> db_;
+  bool held_ = false;
+};
+
+}  // namespace jobctl::store

@@ -1,0 +1,173 @@
+// What only the PostgreSQL backend has, against a real server (testlib/postgres.h): errors
+// of a server that is not there or is newer, the hold one coordinator keeps on a shared
+// database (a second store waits for it; a store that lost it refuses every transaction),
+// and a connection lost and found again. The contract every backend keeps is store_test.cc.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "store/log_store.h"
+#include "store/pg.h"
+#include "store/store.h"
+#include "testlib/postgres.h"
+
+namespace jobctl::store {
+namespace {
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    Result<std::unique_ptr<jobctl::testing::PostgresServer>> s =
+        jobctl::testing::PostgresServer::Start();
+    if (s.ok()) {
+      server_ = std::move(*s);
+    } else {
+      why_not_ = s.status().ToString();
+    }
+  }
+  static void TearDownTestSuite() { server_.reset(); }
+
+  void SetUp() override {
+    if (server_ == nullptr) {
+      if (jobctl::testing::RunningInCi()) FAIL() << why_not_;
+      GTEST_SKIP() << "PostgreSQL not available: " << why_not_;
+    }
+    static int databases = 0;
+    std::string name = "t" + std::to_string(++databases);
+    ASSERT_TRUE(server_->CreateDatabase(name).ok());
+    url_ = server_->Url(name);
+  }
+
+  std::unique_ptr<Store> Open() {
+    Result<std::unique_ptr<Store>> s = OpenStore({.url = url_});
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  // Ends the session that holds a coordinator's hold (the advisory lock 7462019284: class 1,
+  // object 3167051988), as a server that lost sight of the coordinator does; the number ended.
+  int64_t EndHoldingSessions() {
+    Result<std::unique_ptr<pg::Connection>> admin = pg::Connection::Open(url_);
+    EXPECT_TRUE(admin.ok());
+    static const pg::Sql kSql{
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+        "WHERE locktype = 'advisory' AND granted AND classid = 1 AND objid = 3167051988 "
+        "AND objsubid = 1"};
+    Result<pg::Rows> rows = (*admin)->Exec(kSql);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? rows->Int(0, 0) : -1;
+  }
+
+  static std::unique_ptr<jobctl::testing::PostgresServer> server_;
+  static std::string why_not_;
+  std::string url_;
+};
+
+std::unique_ptr<jobctl::testing::PostgresServer> PgStoreTest::server_;
+std::string PgStoreTest::why_not_;
+
+TEST_F(PgStoreTest, AServerThatIsNotThereIsUnavailable) {
+  int port = jobctl::testing::FreeLoopbackPort();
+  Result<std::unique_ptr<Store>> s =
+      OpenStore({.url = "postgresql://jobctl@127.0.0.1:" + std::to_string(port) + "/x"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Status::Code::kUnavailable) << s.status().ToString();
+}
+
+TEST_F(PgStoreTest, ASchemaNewerThanThisBinaryIsRefused) {
+  ASSERT_NE(Open(), nullptr);
+  Result<std::unique_ptr<pg::Connection>> admin = pg::Connection::Open(url_);
+  ASSERT_TRUE(admin.ok());
+  ASSERT_TRUE(
+      (*admin)->Script("UPDATE jobctl_schema SET version = 999 WHERE name = 'scheduler'").ok());
+  Result<std::unique_ptr<Store>> s = OpenStore({.url = url_});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Status::Code::kCorrupt);
+  EXPECT_NE(s.status().message().find("newer than this jobctl"), std::string::npos)
+      << s.status().ToString();
+}
+
+TEST_F(PgStoreTest, ASecondStoreWaitsUntilTheFirstIsClosedThenHoldsTheDatabase) {
+  std::unique_ptr<Store> first = Open();
+  ASSERT_NE(first, nullptr);
+  std::atomic<bool> opened{false};
+  std::unique_ptr<Store> second;
+  std::thread t([&] {
+    second = Open();
+    opened = true;
+  });
+  // Its own writes meanwhile are the first store's alone.
+  ASSERT_TRUE(first->Begin().ok());
+  ASSERT_TRUE(first->SetCounter("fence", 1).ok());
+  ASSERT_TRUE(first->Commit().ok());
+  EXPECT_FALSE(opened) << "the second store opened while the first held the database";
+  first.reset();
+  t.join();
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(second->held());
+  EXPECT_EQ(*second->GetCounter("fence"), 1);
+}
+
+TEST_F(PgStoreTest, AStoreWhoseSessionEndedTakesItsHoldAgainWhenNobodyElseHasIt) {
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_EQ(EndHoldingSessions(), 1);
+  // The next transaction finds the connection lost, reconnects and holds the database again.
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE(store->SetCounter("after", 7).ok());
+  ASSERT_TRUE(store->Commit().ok());
+  EXPECT_TRUE(store->held());
+  EXPECT_EQ(*store->GetCounter("after"), 7);
+}
+
+TEST_F(PgStoreTest, AStoreThatLostItsHoldToAnotherRefusesEveryTransactionAndWritesNothing) {
+  std::unique_ptr<Store> old = Open();
+  ASSERT_NE(old, nullptr);
+  std::unique_ptr<Store> next;
+  std::thread t([&] { next = Open(); });
+  // The server loses sight of the old holder; the waiting store takes over.
+  ASSERT_EQ(EndHoldingSessions(), 1);
+  t.join();
+  ASSERT_NE(next, nullptr);
+  ASSERT_TRUE(next->held());
+
+  Status begin = old->Begin();
+  EXPECT_EQ(begin.code(), Status::Code::kUnavailable) << begin.ToString();
+  EXPECT_FALSE(old->held());
+  // And it stays refused, whatever it tries.
+  EXPECT_EQ(old->Begin().code(), Status::Code::kUnavailable);
+  EXPECT_EQ(*next->GetCounter("late"), 0);
+}
+
+TEST_F(PgStoreTest, AServerRestartIsSurvivedAndCommittedDataIsKept) {
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE(store->SetCounter("kept", 3).ok());
+  ASSERT_TRUE(store->Commit().ok());
+  ASSERT_TRUE(server_->Restart().ok()) << server_->Log();
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE(store->SetCounter("more", 4).ok());
+  ASSERT_TRUE(store->Commit().ok());
+  EXPECT_EQ(*store->GetCounter("kept"), 3);
+  EXPECT_EQ(*store->GetCounter("more"), 4);
+}
+
+TEST_F(PgStoreTest, AFailedStatementRollsTheTransactionBackAndCommitSaysSo) {
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE(store->SetCounter("lost", 1).ok());
+  // A run of a job that does not exist breaks a foreign key: the transaction is aborted.
+  RunRecord run;
+  run.job_id = 12345;
+  run.shard_total = 1;
+  run.shards.push_back({.index = 0});
+  EXPECT_FALSE(store->InsertRun(run).ok());
+  EXPECT_FALSE(store->Commit().ok());
+  EXPECT_EQ(*store->GetCounter("lost"), 0);
+}
+
+}  // namespace
+}  // namespace jobctl::store
