@@ -73,8 +73,12 @@ int RunServe(const ServeOptions& opt) {
   SystemClock clock;
   auto coord = std::make_unique<coordinator::Coordinator>(&loop, &clock, *config);
   if (Status s = coord->Start(); !s.ok()) {
+    // Another coordinator on the data directory is a conflict (75): it may be gone by the
+    // next try, unlike a bad setting (78) or a directory that cannot be opened (69).
     int rc = Fail("serve", config->data_dir, s,
-                  s.code() == Status::Code::kInvalidArgument ? kExitConfig : kExitUnavailable);
+                  s.code() == Status::Code::kInvalidArgument ? kExitConfig
+                  : s.code() == Status::Code::kConflict      ? kExitTempFail
+                                                             : kExitUnavailable);
     // Close whatever the partial start opened so the loop can be closed.
     coord->Stop([] {});
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -170,7 +174,10 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "  jobctl serve --data /var/lib/jobctl\n"
       "  jobctl serve --listen 127.0.0.1:0 --data /tmp/jc   # prints the port it got\n"
       "  jobctl serve --listen 0.0.0.0:7070 --tls-cert coordinator.crt --tls-key coordinator.key\n"
-      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start.");
+      "One data directory serves one coordinator: a second serve on it is refused, naming the\n"
+      "pid of the first (DATA/serve.lock).\n"
+      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 the data\n"
+      "directory is in use by another jobctl serve.");
   sub->callback([opt, rc] { *rc = RunServe(*opt); });
 }
 
