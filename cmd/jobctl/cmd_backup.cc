@@ -42,7 +42,8 @@ struct BackupOptions {
 constexpr int64_t kProgressFromBytes = 64 << 20;
 
 // What each failure means to a script: the store is missing (66), a destination file exists
-// or cannot be written (73), the store is locked for now (75), it is damaged (65).
+// or cannot be written (73), the store is locked for now (75), it is damaged (65), it may not
+// be read by this user (77).
 int BackupExitCode(const Status& s) {
   switch (s.code()) {
     case Status::Code::kNotFound: return kExitNoInput;
@@ -100,8 +101,13 @@ Status MakeDestDir(const std::string& dir) {
 Status Preflight(const std::string& data, const BackupOptions& opt,
                  const std::vector<std::string>& names) {
   for (const std::string& name : names) {
-    if (::access((data + "/" + name).c_str(), F_OK) != 0) {
-      return Status::NotFound("no " + name + " here: is it the coordinator's data directory?");
+    std::string source = data + "/" + name;
+    if (::access(source.c_str(), R_OK) != 0) {
+      if (errno == ENOENT) {
+        return Status::NotFound("no " + name + " here: is it the coordinator's data directory?");
+      }
+      return Status::PermissionDenied("cannot read " + source + ": " + std::strerror(errno) +
+                                      "; run jobctl backup as the coordinator's user");
     }
     std::string dest = opt.dest + "/" + name;
     if (!opt.force && ::access(dest.c_str(), F_OK) == 0) {
@@ -147,7 +153,7 @@ int RunBackup(const BackupOptions& opt, const GlobalOptions& g) {
   names.push_back("jobctl.db");
   // Checked for every file before the first is written, so a refusal leaves DEST as it was.
   if (Status s = Preflight(*data, opt, names); !s.ok()) {
-    return Fail("backup", s.code() == Status::Code::kNotFound ? *data : opt.dest, s,
+    return Fail("backup", s.code() == Status::Code::kConflict ? opt.dest : *data, s,
                 BackupExitCode(s));
   }
   if (Status s = MakeDestDir(opt.dest); !s.ok()) {
@@ -207,7 +213,8 @@ void RegisterBackup(CLI::App& app, GlobalOptions& g, int* rc) {
       "  sudo -u jobctl jobctl backup /var/backups/jobctl/$(date +%F)\n"
       "  jobctl backup --data /tmp/jc --logs --force -o json ./jc-backup\n"
       "Exit status: 0 copied, 66 no store in the data directory, 73 a copy exists (without\n"
-      "--force) or cannot be written, 75 the store is locked; try again.");
+      "--force) or cannot be written, 75 the store is locked; try again, 77 the store cannot\n"
+      "be read by this user.");
   sub->callback([opt, &g, rc] { *rc = RunBackup(*opt, g); });
 }
 
