@@ -43,6 +43,7 @@ void RegisterSchedule(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterVersion(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterServe(CLI::App& app, GlobalOptions& g, int* rc);
+void RegisterBackup(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);

@@ -77,8 +77,12 @@ int RunServe(const ServeOptions& opt) {
   SystemClock clock;
   auto coord = std::make_unique<coordinator::Coordinator>(&loop, &clock, *config);
   if (Status s = coord->Start(); !s.ok()) {
+    // Another coordinator on the data directory is a conflict (75): it may be gone by the
+    // next try, unlike a bad setting (78) or a directory that cannot be opened (69).
     int rc = Fail("serve", config->data_dir, s,
-                  s.code() == Status::Code::kInvalidArgument ? kExitConfig : kExitUnavailable);
+                  s.code() == Status::Code::kInvalidArgument ? kExitConfig
+                  : s.code() == Status::Code::kConflict      ? kExitTempFail
+                                                             : kExitUnavailable);
     // Close whatever the partial start opened so the loop can be closed.
     coord->Stop([] {});
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -188,10 +192,13 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "  jobctl serve --listen 127.0.0.1:0 --data /tmp/jc   # prints the port it got\n"
       "  jobctl serve --store 'postgresql://jobctl@db1/jobctl?passfile=/etc/jobctl/pgpass'\n"
       "  jobctl serve --listen 0.0.0.0:7070 --tls-cert coordinator.crt --tls-key coordinator.key\n"
-      "With --store, several coordinators may run on one database: one serves, the others wait\n"
-      "(without listening) and take over when its database session ends.\n"
-      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 lost the\n"
-      "hold on a shared database (another coordinator may serve it).");
+      "One data directory serves one coordinator: a second serve on it is refused, naming the\n"
+      "pid of the first (DATA/serve.lock). With --store, several coordinators (each with its\n"
+      "own data directory) may run on one database: one serves, the others wait without\n"
+      "listening and take over when its database session ends.\n"
+      "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 the data\n"
+      "directory is in use by another jobctl serve, or this coordinator lost its hold on a\n"
+      "shared database (another may serve it).");
   sub->callback([opt, rc] { *rc = RunServe(*opt); });
 }
 

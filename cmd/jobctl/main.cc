@@ -69,6 +69,7 @@ int Main(int argc, char** argv) {
   RegisterAdmin(app, g, &rc);
   RegisterAudit(app, g, &rc);
   RegisterServe(app, g, &rc);
+  RegisterBackup(app, g, &rc);
   RegisterEdit(app, g, &rc);
   RegisterImport(app, g, &rc);
   RegisterCompletion(app, g, &rc);

@@ -64,9 +64,27 @@ Coordinator::Coordinator(uv_loop_t* loop, const Clock* clock, CoordinatorConfig 
 
 Coordinator::~Coordinator() = default;
 
+// Two coordinators on one store would each believe their memory is the truth: both would
+// fire every job and hand out the same fencing tokens. The lock is taken before the stores
+// open, and dies with the process, so a restart after kill -9 finds it free.
+Status Coordinator::LockDataDir() {
+  std::string path = ctx_.config.data_dir + "/serve.lock";
+  Result<LockFile> lock = LockFile::Acquire(path);
+  if (lock.ok()) {
+    data_lock_.emplace(std::move(*lock));
+    return Status::Ok();
+  }
+  if (lock.status().code() != Status::Code::kConflict) return lock.status();
+  std::optional<int64_t> pid = LockFile::ReadHolder(path);
+  return Status::Conflict("data directory in use by another jobctl serve (" +
+                          (pid ? "pid " + std::to_string(*pid) : std::string("pid unknown")) +
+                          "); one data directory serves one coordinator");
+}
+
 Status Coordinator::OpenStores() {
   const std::string& dir = ctx_.config.data_dir;
   if (Status s = MakePrivateDir(dir); !s.ok()) return s.WithContext("data directory");
+  if (Status s = LockDataDir(); !s.ok()) return s;
   const std::string& url = ctx_.config.store;
   Result<std::unique_ptr<store::Store>> store =
       store::OpenStore({.path = dir + "/jobctl.db", .url = url});

@@ -9,9 +9,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
+#include "base/lock_file.h"
 #include "config/coordinator_config.h"
 #include "coordinator/api.h"
 #include "coordinator/applier.h"
@@ -36,7 +38,7 @@ class Coordinator {
   Coordinator& operator=(const Coordinator&) = delete;
 
   // Opens the data directory and the store, loads state, and listens. Errors name the path
-  // or address.
+  // or address; kConflict when another coordinator serves the data directory.
   Status Start();
   void Stop(std::function<void()> done);
   int port() const { return server_ ? server_->port() : 0; }
@@ -50,6 +52,7 @@ class Coordinator {
   std::function<void()> on_lost_store;
 
  private:
+  Status LockDataDir();
   Status OpenStores();
   Status Bootstrap();
   Status Load();
@@ -58,6 +61,9 @@ class Coordinator {
   Context ctx_;
   Metrics metrics_;
   EventLog events_;
+  // <data>/serve.lock, held from before the stores open until after they close: one data
+  // directory serves one coordinator.
+  std::optional<LockFile> data_lock_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::LogStore> logs_;
   std::unique_ptr<WriteBatch> batch_;
