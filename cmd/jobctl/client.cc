@@ -70,8 +70,21 @@ std::string UrlEncode(std::string_view s) {
   return out;
 }
 
-Client::Client(std::string url, std::string token, http::TlsOptions tls)
-    : url_(url), http_(std::move(url), std::move(token), std::move(tls)) {}
+Client::Client(std::string url, const std::string& token, const http::TlsOptions& tls)
+    : url_(std::move(url)) {
+  for (size_t start = 0; start <= url_.size();) {
+    size_t comma = url_.find(',', start);
+    std::string one =
+        url_.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!one.empty() && (one.back() == '/' || one.back() == ' ')) one.pop_back();
+    while (!one.empty() && one.front() == ' ') one.erase(0, 1);
+    if (!one.empty()) http_.push_back(std::make_unique<http::BlockingClient>(one, token, tls));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (http_.empty())
+    http_.push_back(std::make_unique<http::BlockingClient>(kDefaultUrl, token, tls));
+}
 
 namespace {
 
@@ -94,7 +107,6 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
                     : !Env("JOBCTL_COORDINATOR").empty() ? Env("JOBCTL_COORDINATOR")
                     : !file->coordinator.empty()         ? file->coordinator
                                                          : kDefaultUrl;
-  while (!url.empty() && url.back() == '/') url.pop_back();
   std::string token;
   if (!g.token.empty()) {
     token = g.token;
@@ -133,7 +145,18 @@ Result<std::unique_ptr<Client>> Client::Connect(const GlobalOptions& g) {
 }
 
 Result<nlohmann::json> Client::Send(const std::string& path, const http::RequestOptions& options) {
-  Result<http::HttpResponse> r = http_.Request(path, options);
+  Result<http::HttpResponse> r = Status::Unavailable("no coordinator");
+  std::string unreachable;  // why each coordinator tried could not be reached
+  size_t tries = 0;
+  for (; tries < http_.size(); ++tries) {
+    r = http_[current_]->Request(path, options);
+    if (r.ok() || !http_[current_]->last_never_connected()) break;
+    unreachable += (unreachable.empty() ? "" : "; ") + r.status().message();
+    current_ = (current_ + 1) % http_.size();
+  }
+  if (tries == http_.size() && http_.size() > 1) {
+    return Status::Unavailable("no coordinator could be reached: " + unreachable);
+  }
   if (!r.ok()) return r.status();
   nlohmann::json body = r->body.empty() ? nlohmann::json() : wire::ParseJson(r->body);
   if (r->status >= 200 && r->status < 300) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "cli.h"
@@ -26,14 +27,19 @@ class Client {
   Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body,
                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
   Result<nlohmann::json> Delete(const std::string& path);
+  // The coordinator URLs as given (comma-separated when several).
   const std::string& url() const { return url_; }
 
  private:
-  Client(std::string url, std::string token, http::TlsOptions tls);
+  Client(std::string url, const std::string& token, const http::TlsOptions& tls);
   Result<nlohmann::json> Send(const std::string& path, const http::RequestOptions& options);
 
   std::string url_;
-  http::BlockingClient http_;
+  // One per URL. A request goes to the one that last answered; one that could not connect
+  // goes to the next (a standby coordinator does not listen), never one that reached a
+  // server, so that nothing is done twice.
+  std::vector<std::unique_ptr<http::BlockingClient>> http_;
+  size_t current_ = 0;
 };
 
 // A reply read as its typed message (wire/views.h) or list of them. A reply that does not

@@ -87,11 +87,22 @@ void ReadStore(const Node& n, Key k, KeyProblems& p, Config& c) {
     p.Expected(n, k, "a postgresql:// URL of at most 4 KiB (or no key: the embedded store)");
 }
 
+// At least 3 s: the holder renews every second, and a loop turn may take a while.
+void ReadHoldTtl(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && *d >= std::chrono::seconds(3) && *d <= std::chrono::hours(1))
+    c.hold_ttl = *d;
+  else
+    p.Expected(n, k, "a duration from \"3s\" to \"1h\"");
+}
+
 // The keys of coordinator.toml, in the order of man/jobctl-coordinator.toml.5.
 constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"listen", ReadString<&Config::listen>},
     {"data_dir", ReadString<&Config::data_dir>},
     {"store", ReadStore},
+    {"hold_ttl", ReadHoldTtl},
     {"lease_ttl", ReadDuration<&Config::lease_ttl>},
     {"heartbeat", ReadDuration<&Config::heartbeat>},
     {"misfire_grace", ReadDuration<&Config::misfire_grace>},

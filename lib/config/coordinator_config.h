@@ -18,6 +18,9 @@ struct CoordinatorConfig {
   // form, multi-host lists and target_session_attrs included) is a PostgreSQL database,
   // which holds the run output too. data_dir then keeps only this host's token files.
   std::string store;
+  // With a shared store: a coordinator that has not renewed its hold on the database for
+  // this long has its session ended by one waiting to take over (it renews every second).
+  Millis hold_ttl = std::chrono::seconds(10);
   Millis lease_ttl = std::chrono::seconds(15);
   Millis heartbeat = std::chrono::seconds(5);
   // Instants overdue by more than this when they are fired count as missed (misfire policy);

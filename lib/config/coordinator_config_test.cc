@@ -145,3 +145,42 @@ TEST(CoordinatorConfigTest, PerClientBodiesMustHoldAWholeJobFile) {
 
 }  // namespace
 }  // namespace jobctl
+
+namespace jobctl {
+namespace {
+
+TEST(CoordinatorConfigTest, StoreIsAPostgresqlUrlAndHoldTtlIsBounded) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(
+      "store = \"postgresql://jobctl@db1,db2/jobctl?target_session_attrs=read-write\"\n"
+      "hold_ttl = \"5s\"\n",
+      "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->store, "postgresql://jobctl@db1,db2/jobctl?target_session_attrs=read-write");
+  EXPECT_EQ(c->hold_ttl, std::chrono::seconds(5));
+  EXPECT_EQ(ParseCoordinatorConfig("", "c.toml")->hold_ttl, std::chrono::seconds(10));
+
+  Result<CoordinatorConfig> bad = ParseCoordinatorConfig(
+      "store = \"mysql://db/jobctl\"\nhold_ttl = \"1s\"\n", "coordinator.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(
+      bad.status().message().find("coordinator.toml:1:9: store: expected a postgresql:// URL"),
+      std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("coordinator.toml:2:12: hold_ttl: expected a duration "
+                                        "from \"3s\" to \"1h\""),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(CheckStoreUrl(std::string("postgresql://") + std::string(5000, 'x')).ok());
+  EXPECT_TRUE(CheckStoreUrl("").ok());
+}
+
+TEST(CoordinatorConfigTest, PasswordsAreLeftOutOfStoreUrlsInLogs) {
+  EXPECT_EQ(RedactStoreUrl("postgresql://jobctl:s3cret@db1:5432/jobctl"),
+            "postgresql://jobctl:***@db1:5432/jobctl");
+  EXPECT_EQ(RedactStoreUrl("postgresql://jobctl@db1/jobctl?password=s3cret&sslmode=require"),
+            "postgresql://jobctl@db1/jobctl?password=***&sslmode=require");
+  EXPECT_EQ(RedactStoreUrl("postgresql://db1/jobctl"), "postgresql://db1/jobctl");
+}
+
+}  // namespace
+}  // namespace jobctl

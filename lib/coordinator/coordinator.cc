@@ -86,8 +86,13 @@ Status Coordinator::OpenStores() {
   if (Status s = MakePrivateDir(dir); !s.ok()) return s.WithContext("data directory");
   if (Status s = LockDataDir(); !s.ok()) return s;
   const std::string& url = ctx_.config.store;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
   Result<std::unique_ptr<store::Store>> store =
-      store::OpenStore({.path = dir + "/jobctl.db", .url = url});
+      store::OpenStore({.path = dir + "/jobctl.db",
+                        .url = url,
+                        .holder = std::string(host) + " " + ctx_.config.listen,
+                        .hold_ttl_ms = ctx_.config.hold_ttl.count()});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
   Result<std::unique_ptr<store::LogStore>> logs = store::OpenLogStore(
@@ -202,6 +207,13 @@ void Coordinator::Reload() {
   book_->Clear();
   scheduler_->Clear();
   if (Status s = Load(); !s.ok()) {
+    // A shared store that cannot be read again (the database is down, or held by another
+    // coordinator now): stop, so that the service restarts this one, as a standby if need be,
+    // rather than serve nothing.
+    if (!ctx_.config.store.empty()) {
+      log::Error("cannot reload state from the database; stopping", {{"error", s.ToString()}});
+      return LostStore();
+    }
     log::Error("cannot reload state from the store; retrying at the next failure or restart",
                {{"error", s.ToString()}});
   }
@@ -229,12 +241,18 @@ Status Coordinator::Start() {
     log_hub_->Notify(-run);
   };
   batch_->on_failure = [this](const Status&) {
-    if (!store_->held()) {
-      if (on_lost_store) std::exchange(on_lost_store, nullptr)();
-      return;
-    }
+    if (!store_->held()) return LostStore();
     Reload();
   };
+  if (!ctx_.config.store.empty()) {
+    // Between writes too: a coordinator the database lost sight of learns it within a
+    // second, and stops answering (heartbeats included) from what it remembers.
+    hold_timer_ = std::make_unique<uvx::Timer>(ctx_.loop);
+    hold_timer_->Every(1000, [this] {
+      store_->CheckHold();
+      if (!store_->held()) LostStore();
+    });
+  }
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).
@@ -286,7 +304,13 @@ Status Coordinator::Start() {
 
 Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
 
+void Coordinator::LostStore() {
+  if (hold_timer_) hold_timer_->Stop();
+  if (on_lost_store) std::exchange(on_lost_store, nullptr)();
+}
+
 void Coordinator::Stop(std::function<void()> done) {
+  if (hold_timer_) hold_timer_->Stop();
   if (server_) server_->StopAccepting();
   if (dispatcher_) dispatcher_->Close();
   if (log_hub_) log_hub_->Close();

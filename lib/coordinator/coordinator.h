@@ -27,6 +27,7 @@
 #include "coordinator/scheduler.h"
 #include "http/server.h"
 #include "http/tls.h"
+#include "uvx/handles.h"
 
 namespace jobctl::coordinator {
 
@@ -57,6 +58,7 @@ class Coordinator {
   Status Bootstrap();
   Status Load();
   void Reload();
+  void LostStore();
 
   Context ctx_;
   Metrics metrics_;
@@ -67,6 +69,8 @@ class Coordinator {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::LogStore> logs_;
   std::unique_ptr<WriteBatch> batch_;
+  // A shared store: asks every second whether this coordinator still holds it.
+  std::unique_ptr<uvx::Timer> hold_timer_;
   JobIndex jobs_;
   Auth auth_;
   std::unique_ptr<Dispatcher> dispatcher_;

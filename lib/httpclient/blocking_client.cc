@@ -59,8 +59,10 @@ Result<HttpResponse> BlockingClient::Request(std::string_view path, const Reques
   if (easy_ == nullptr) return Status::Internal("curl_easy_init failed");
   internal::Transfer transfer(JoinUrl(base_url_, path), token_, options, tls_);
   Status applied = transfer.Apply(easy_);
-  Result<HttpResponse> result = applied.ok() ? transfer.Finish(easy_, curl_easy_perform(easy_))
-                                             : Result<HttpResponse>(applied);
+  CURLcode code = applied.ok() ? curl_easy_perform(easy_) : CURLE_OK;
+  last_never_connected_ = applied.ok() && IsConnectError(code);
+  Result<HttpResponse> result =
+      applied.ok() ? transfer.Finish(easy_, code) : Result<HttpResponse>(applied);
   // Reset drops the options that point into `transfer` but keeps live connections.
   curl_easy_reset(easy_);
   return result;

@@ -71,12 +71,16 @@ class BlockingClient {
   Result<HttpResponse> Request(std::string_view path, const RequestOptions& options);
 
   const std::string& base_url() const { return base_url_; }
+  // Whether the last request failed before any connection existed (the server refused it or
+  // its name did not resolve): nothing of it reached a server, so it may go to another.
+  bool last_never_connected() const { return last_never_connected_; }
 
  private:
   std::string base_url_;
   std::string token_;
   TlsOptions tls_;
   CURL* easy_ = nullptr;  // owned; kept across requests for its connection cache
+  bool last_never_connected_ = false;
 };
 
 namespace internal {

@@ -1,17 +1,63 @@
 #include "store/pg.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
+#include <iterator>
+#include <vector>
 
 #include "base/log.h"
 
 namespace jobctl::store::pg {
 namespace {
 
-// Every session's settings: text is UTF-8, no statement waits on a lock for long, and
-// notices stay out of the coordinator's log.
+// Every session's settings: text is UTF-8 and bytea is read as hex; no statement waits on
+// a lock for long; notices stay out of the coordinator's log; and the server notices within
+// about 10 s that this side is gone (keepalives, and unacknowledged data), which ends the
+// session and its hold on the database.
 constexpr const char* kSessionSettings =
-    "SET client_encoding = 'UTF8'; SET lock_timeout = '10s'; SET client_min_messages = warning";
+    "SET client_encoding = 'UTF8'; SET bytea_output = 'hex'; SET lock_timeout = '10s'; "
+    "SET client_min_messages = warning; SET tcp_keepalives_idle = 5; "
+    "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; "
+    "SET tcp_user_timeout = 10000";
+
+// The client side of the same: connecting gives up after 10 s, and a server gone silent is
+// noticed within about 10 s. Settings in the URL win over these.
+constexpr const char* kDefaultKeys[] = {"connect_timeout",  "keepalives",
+                                        "keepalives_idle",  "keepalives_interval",
+                                        "keepalives_count", "tcp_user_timeout"};
+constexpr const char* kDefaultValues[] = {"10", "1", "5", "2", "3", "10000"};
+
+// Text as PostgreSQL takes it: valid UTF-8 without NUL. Anything else (bytes a client sent
+// in a path, say) becomes U+FFFD rather than failing the whole transaction.
+std::string ValidText(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  size_t i = 0;
+  while (i < v.size()) {
+    auto c = static_cast<unsigned char>(v[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && c != 0 && i + n <= v.size();
+    for (size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(v[i + k]) & 0xC0) == 0x80;
+    }
+    if (ok && n > 1) {
+      // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
+      uint32_t cp = c & (0x7F >> n);
+      for (size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(v[i + k]) & 0x3F);
+      static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+    }
+    if (ok) {
+      out.append(v.substr(i, n));
+      i += n;
+    } else {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    }
+  }
+  return out;
+}
 
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -32,7 +78,9 @@ Status ResultStatus(const PGresult* result, PGconn* conn, std::string_view what)
   }
   std::string_view code(state);
   std::string_view cls = code.substr(0, 2);
-  if (cls == "23") return Status::Conflict(msg);
+  // A uniqueness or exclusion violation is a conflict the caller expects (an instant fired
+  // twice); other integrity violations are errors (and abort the transaction, as all do).
+  if (code == "23505" || code == "23P01") return Status::Conflict(msg);
   if (cls == "40" || cls == "08" || cls == "57" || code == "55P03" || code == "25006") {
     // Serialization failure, deadlock, connection exception, operator intervention (server
     // shutting down), lock not available, read-only transaction (a standby).
@@ -53,7 +101,7 @@ Params& Params::Push(std::string value, bool null, int format) {
 
 Params& Params::Add(int64_t v) { return Push(std::to_string(v), false, 0); }
 Params& Params::Add(bool v) { return Push(v ? "true" : "false", false, 0); }
-Params& Params::Add(std::string_view v) { return Push(std::string(v), false, 0); }
+Params& Params::Add(std::string_view v) { return Push(ValidText(v), false, 0); }
 Params& Params::Add(std::nullopt_t) { return Push("", true, 0); }
 Params& Params::Add(const std::optional<int64_t>& v) { return v ? Add(*v) : Add(std::nullopt); }
 Params& Params::Add(const std::optional<std::string>& v) {
@@ -107,7 +155,14 @@ int64_t Rows::affected() const {
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& url) {
   std::unique_ptr<Connection> c(new Connection());
   c->url_ = url;
-  c->conn_ = PQconnectdb(url.c_str());
+  // The URL is expanded last, so that what it says wins over the defaults.
+  std::vector<const char*> keys(std::begin(kDefaultKeys), std::end(kDefaultKeys));
+  std::vector<const char*> values(std::begin(kDefaultValues), std::end(kDefaultValues));
+  keys.push_back("dbname");
+  values.push_back(url.c_str());
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  c->conn_ = PQconnectdbParams(keys.data(), values.data(), 1);
   if (c->conn_ == nullptr) return Status::ResourceExhausted("PostgreSQL: out of memory");
   if (PQstatus(c->conn_) != CONNECTION_OK) {
     return Status::Unavailable("cannot connect to PostgreSQL: " +
@@ -122,21 +177,38 @@ Connection::~Connection() {
 }
 
 Status Connection::EnsureConnected() {
-  if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
-  log::Warn("PostgreSQL connection lost; reconnecting");
-  prepared_.clear();
-  PQreset(conn_);
+  if (PQstatus(conn_) == CONNECTION_OK && !reset_pending_) return Status::Ok();
+  if (!reset_pending_) {
+    log::Warn("PostgreSQL connection lost; reconnecting");
+    // Until on_reconnect succeeded on the new session, nothing runs on it.
+    reset_pending_ = true;
+    prepared_.clear();
+    PQreset(conn_);
+  } else if (PQstatus(conn_) != CONNECTION_OK) {
+    prepared_.clear();
+    PQreset(conn_);
+  }
   if (PQstatus(conn_) != CONNECTION_OK) {
     return Status::Unavailable("cannot reconnect to PostgreSQL: " + Trimmed(PQerrorMessage(conn_)));
   }
   if (Status s = Script(kSessionSettings); !s.ok()) return s;
-  return on_reconnect ? on_reconnect() : Status::Ok();
+  reset_pending_ = false;
+  if (on_reconnect) {
+    in_reconnect_ = true;
+    Status s = on_reconnect();
+    in_reconnect_ = false;
+    if (!s.ok()) {
+      reset_pending_ = true;
+      return s;
+    }
+  }
+  return Status::Ok();
 }
 
 Result<Rows> Connection::Exec(const Sql& sql, const Params& params) {
   Result<Rows> rows = ExecOnce(sql, params);
-  // Outside a transaction a statement on a connection found lost is tried once more on a
-  // new one: nothing was done on the old.
+  // Outside a transaction (reads, and idempotent writes) a statement on a connection found
+  // lost is tried once more on a new one.
   if (!rows.ok() && !in_transaction_ && PQstatus(conn_) == CONNECTION_BAD) {
     rows = ExecOnce(sql, params);
   }
@@ -144,7 +216,7 @@ Result<Rows> Connection::Exec(const Sql& sql, const Params& params) {
 }
 
 Result<Rows> Connection::ExecOnce(const Sql& sql, const Params& params) {
-  if (!in_transaction_) {
+  if (!in_transaction_ && !in_reconnect_) {
     if (Status s = EnsureConnected(); !s.ok()) return s;
   }
   auto it = prepared_.find(&sql);

@@ -21,7 +21,7 @@
 
 namespace jobctl::store::pg {
 
-// Maps a failed result (or a lost connection) to a Status code: unique and other integrity
+// Maps a failed result (or a lost connection) to a Status code: unique and exclusion
 // violations -> kConflict; serialization failures, deadlocks, lost connections and a server
 // shutting down -> kUnavailable; disk full or out of memory -> kResourceExhausted; data
 // corruption -> kCorrupt; else kIo. `what` names the statement.
@@ -38,6 +38,7 @@ class Params {
   Params& Add(int64_t v);
   Params& Add(int v) { return Add(static_cast<int64_t>(v)); }
   Params& Add(bool v);
+  // Text: invalid UTF-8 and NUL bytes become U+FFFD (PostgreSQL's text takes neither).
   Params& Add(std::string_view v);
   Params& Add(const char* v) { return Add(std::string_view(v)); }
   Params& Add(const std::string& v) { return Add(std::string_view(v)); }
@@ -85,8 +86,9 @@ class Rows {
 
 class Connection {
  public:
-  // Connects to `url` (a postgresql:// URL or key=value conninfo; libpq's multi-host forms
-  // and target_session_attrs apply). kUnavailable when the server cannot be reached.
+  // Connects to `url` (a postgresql:// URL; libpq's multi-host forms and
+  // target_session_attrs apply), with a connect timeout and keepalives unless the URL sets
+  // its own. kUnavailable when the server cannot be reached.
   static Result<std::unique_ptr<Connection>> Open(const std::string& url);
   ~Connection();
   Connection(const Connection&) = delete;
@@ -117,8 +119,9 @@ class Connection {
   Status Migrate(std::string_view schema, const std::vector<Migration>& migrations);
 
   PGconn* handle() const { return conn_; }
-  // Runs after the connection was reset (the server was lost and reached again); its error
-  // fails the statement or transaction that found the connection lost.
+  // Runs after the connection was reset (the server was lost and reached again), before
+  // anything else runs on the new session; its error fails the statement or transaction
+  // that found the connection lost, and it runs again at the next one.
   std::function<Status()> on_reconnect;
 
  private:
@@ -129,6 +132,9 @@ class Connection {
   PGconn* conn_ = nullptr;
   std::string url_;
   bool in_transaction_ = false;
+  // The connection was reset and on_reconnect has not yet succeeded on the new session.
+  bool reset_pending_ = false;
+  bool in_reconnect_ = false;  // on_reconnect runs: its statements use the new session as is
   // Keyed by the address of each statement's Sql: its prepared name on this connection.
   std::unordered_map<const Sql*, std::string> prepared_;
 };

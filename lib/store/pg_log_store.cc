@@ -16,7 +16,24 @@ Result<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& url,
   store->db_ = std::move(*conn);
   store->run_cap_bytes_ = run_cap_bytes;
   if (Status s = store->db_->Migrate("logs", PgLogMigrations()); !s.ok()) return s;
+  static const Sql kEpoch{
+      "SELECT epoch FROM leader WHERE id = 1 AND EXISTS (SELECT 1 FROM pg_locks WHERE "
+      "pid = leader.pid AND locktype = 'advisory' AND granted)"};
+  if (Result<Rows> epoch = store->db_->Exec(kEpoch); epoch.ok() && epoch->size() == 1) {
+    store->epoch_ = epoch->Int(0, 0);
+  }
   return store;
+}
+
+Status PgLogStore::Begin() {
+  static const Sql kSql{"SELECT epoch FROM leader WHERE id = 1"};
+  if (Status s = db_->Begin(); !s.ok()) return s;
+  if (epoch_ < 0) return Status::Ok();
+  Result<Rows> rows = db_->Exec(kSql);
+  if (rows.ok() && rows->size() == 1 && rows->Int(0, 0) == epoch_) return Status::Ok();
+  db_->Rollback();
+  if (!rows.ok()) return rows.status();
+  return Status::Unavailable("this coordinator no longer holds the database");
 }
 
 Result<bool> PgLogStore::InsertChunk(const LogChunk& c) {
@@ -77,10 +94,15 @@ Result<LogStore::AppendResult> PgLogStore::Append(const LogChunk& c) {
 }
 
 Result<std::vector<LogChunk>> PgLogStore::Read(const LogQuery& q) {
-  static const Sql kSql{
+  // As the other backend steps row by row and stops once max_bytes is reached, the server
+  // sends no row past the one that reaches it (the bytes before each row, summed in order).
+  static const Sql kBounded{
+      "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM ("
+      "SELECT *, sum(length(data)) OVER (ORDER BY id) - length(data) AS before FROM ("
       "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM log_chunks "
       "WHERE run_id = $1 AND id > $2 AND ($3::integer IS NULL OR shard = $3) "
-      "AND ($4::smallint IS NULL OR stream = $4 OR stream = 3) ORDER BY id LIMIT 1000"};
+      "AND ($4::smallint IS NULL OR stream = $4 OR stream = 3) ORDER BY id LIMIT 1000) c) b "
+      "WHERE before < $5 ORDER BY id"};
   Params p;
   p.Add(q.run_id).Add(q.after_id);
   if (q.shard) {
@@ -93,7 +115,8 @@ Result<std::vector<LogChunk>> PgLogStore::Read(const LogQuery& q) {
   } else {
     p.Add(std::nullopt);
   }
-  Result<Rows> rows = db_->Exec(kSql, p);
+  p.Add(static_cast<int64_t>(q.max_bytes));
+  Result<Rows> rows = db_->Exec(kBounded, p);
   if (!rows.ok()) return rows.status();
   std::vector<LogChunk> out;
   size_t total = 0;

@@ -17,7 +17,10 @@ class PgLogStore final : public LogStore {
  public:
   static Result<std::unique_ptr<PgLogStore>> Open(const std::string& url, int64_t run_cap_bytes);
 
-  Status Begin() override { return db_->Begin(); }
+  // Refused once another coordinator began an epoch after the one this store opened in
+  // (the epoch of the scheduler's store, pg_store.h): output is written only by the
+  // coordinator that holds the database.
+  Status Begin() override;
   Status Commit() override { return db_->Commit(); }
   void Rollback() override { db_->Rollback(); }
   bool in_transaction() const override { return db_->in_transaction(); }
@@ -34,6 +37,7 @@ class PgLogStore final : public LogStore {
 
   std::unique_ptr<pg::Connection> db_;
   int64_t run_cap_bytes_ = 0;
+  int64_t epoch_ = -1;  // -1: opened without a scheduler store in the database
 };
 
 }  // namespace jobctl::store

@@ -65,6 +65,12 @@ CREATE TABLE output_ends(
   run_id BIGINT NOT NULL REFERENCES runs(id), shard INTEGER NOT NULL, attempt INTEGER NOT NULL,
   last_seq BIGINT NOT NULL, agent TEXT NOT NULL, token BIGINT NOT NULL,
   PRIMARY KEY(run_id, shard, attempt));
+-- Which coordinator holds the database (PgStore): its epoch, which only grows, the backend
+-- of its session and when it last renewed its hold, by the server's clock.
+CREATE TABLE leader(
+  id INTEGER PRIMARY KEY CHECK (id = 1), epoch BIGINT NOT NULL, pid INTEGER NOT NULL,
+  holder TEXT NOT NULL, renewed_at TIMESTAMPTZ NOT NULL);
+INSERT INTO leader VALUES(1, 0, 0, '', now());
 )sql"},
   };
   return kMigrations;

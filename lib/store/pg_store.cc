@@ -1,6 +1,7 @@
 // Each method's SQL is a `static const pg::Sql` at its top, bound with $1..$n in the same
 // order below it; pg::Connection::Exec prepares it the first time and reuses it after.
-// Scans read in pages by id, so that neither side holds a whole table in memory.
+// The scans of jobs, runs and leases read in pages, so that neither side holds those
+// tables whole in memory.
 #include "store/pg_store.h"
 
 #include <chrono>
@@ -156,49 +157,115 @@ std::string ArrayOf(const std::vector<T>& items, F value) {
 
 }  // namespace
 
-Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url) {
+Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url, const std::string& holder,
+                                               int64_t hold_ttl_ms) {
   Result<std::unique_ptr<pg::Connection>> conn = pg::Connection::Open(url);
   if (!conn.ok()) return conn.status();
   std::unique_ptr<PgStore> store(new PgStore());
   store->db_ = std::move(*conn);
-  if (Status s = store->db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
+  store->hold_ttl_ms_ = hold_ttl_ms;
+  // The hold first, then the schema: a newer coordinator waiting to take over never
+  // migrates the schema under the one that serves.
   bool said = false;
   for (;;) {
-    Result<bool> held = store->TryHold();
-    if (!held.ok()) return held.status();
-    if (*held) break;
+    Result<bool> got = store->TakeLock();
+    if (!got.ok()) return got.status();
+    if (*got) break;
     if (!said) {
       log::Info(
-          "standby: another coordinator holds the database; taking over when its session ends");
+          "standby: another coordinator holds the database; taking over when its session "
+          "ends or it stops renewing its hold",
+          {{"hold_ttl_ms", hold_ttl_ms}});
       said = true;
     }
+    store->EndStaleHolder();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  if (said) log::Info("the database is held by this coordinator now");
+  if (Status s = store->db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
+  // A new epoch: the writes of every earlier holder are refused from now on (Begin).
+  static const Sql kEpoch{
+      "UPDATE leader SET epoch = epoch + 1, pid = pg_backend_pid(), holder = $1, "
+      "renewed_at = now() WHERE id = 1 RETURNING epoch"};
+  Result<Rows> epoch = store->db_->Exec(kEpoch, Params().Add(holder));
+  if (!epoch.ok()) return epoch.status();
+  store->epoch_ = epoch->Int(0, 0);
+  store->held_ = true;
+  log::Info("the database is held by this coordinator", {{"epoch", store->epoch_}});
   PgStore* self = store.get();
-  store->db_->on_reconnect = [self]() -> Status {
-    Result<bool> held = self->TryHold();
-    if (held.ok() && *held) return Status::Ok();
-    self->held_ = false;
-    log::Error(
-        "lost the hold on the database: another coordinator may serve it now; refusing every "
-        "write");
-    return Status::Unavailable("this coordinator no longer holds the database");
-  };
+  store->db_->on_reconnect = [self] { return self->Rehold(); };
   return store;
 }
 
-Result<bool> PgStore::TryHold() {
+Result<bool> PgStore::TakeLock() {
   static const Sql kSql{"SELECT pg_try_advisory_lock($1)"};
   Result<Rows> rows = db_->Exec(kSql, Params().Add(kHoldLock));
   if (!rows.ok()) return rows.status();
-  held_ = rows->Bool(0, 0);
-  return held_;
+  return rows->Bool(0, 0);
+}
+
+void PgStore::EndStaleHolder() {
+  // The holder renews every second (CheckHold). One that has not for hold_ttl (frozen, or
+  // its loop stuck) has its session ended, by the server's clock, which releases the lock;
+  // only the session that holds the lock is ended. Before the first start there is no
+  // leader table yet: nothing to do.
+  static const Sql kSql{
+      "SELECT l.holder, pg_terminate_backend(l.pid) FROM leader l WHERE l.id = 1 AND l.pid != 0 "
+      "AND now() - l.renewed_at > make_interval(secs => $1::double precision / 1000) "
+      "AND EXISTS (SELECT 1 FROM pg_locks k WHERE k.pid = l.pid AND k.locktype = 'advisory' "
+      "AND k.granted AND k.classid = ($2::bigint >> 32)::oid "
+      "AND k.objid = ($2::bigint & 4294967295)::oid AND k.objsubid = 1)"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(hold_ttl_ms_).Add(kHoldLock));
+  if (rows.ok() && rows->size() > 0) {
+    log::Warn("the coordinator holding the database stopped renewing its hold; ending its session",
+              {{"holder", rows->Text(0, 0)}, {"hold_ttl_ms", hold_ttl_ms_}});
+  }
+}
+
+Status PgStore::Lost() {
+  if (held_) {
+    held_ = false;
+    log::Error(
+        "lost the hold on the database: another coordinator may serve it now; refusing every "
+        "write");
+  }
+  return Status::Unavailable("this coordinator no longer holds the database");
+}
+
+Status PgStore::Rehold() {
+  // The session that held the lock is gone. Holding the database again is safe only if
+  // nobody held it meanwhile: the lock free now, and the epoch still this coordinator's.
+  static const Sql kSame{
+      "UPDATE leader SET pid = pg_backend_pid(), renewed_at = now() WHERE id = 1 AND epoch = $1"};
+  static const Sql kUnlock{"SELECT pg_advisory_unlock($1)"};
+  Result<bool> got = TakeLock();
+  if (!got.ok()) return got.status();
+  if (!*got) return Lost();
+  Result<Rows> same = db_->Exec(kSame, Params().Add(epoch_));
+  if (same.ok() && same->affected() == 1) return Status::Ok();
+  // Another coordinator held it in between: leave the lock to whoever waits for it.
+  static_cast<void>(db_->Exec(kUnlock, Params().Add(kHoldLock)));
+  return same.ok() ? Lost() : same.status();
+}
+
+void PgStore::CheckHold() {
+  // The renewal standbys judge this coordinator by; a dead connection is found (and
+  // reset, and the hold taken again or lost) here, not only at the next write.
+  static const Sql kSql{"UPDATE leader SET renewed_at = now() WHERE id = 1 AND epoch = $1"};
+  if (!held_ || db_->in_transaction()) return;
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(epoch_));
+  if (rows.ok() && rows->affected() != 1) static_cast<void>(Lost());
 }
 
 Status PgStore::Begin() {
-  if (!held_) return Status::Unavailable("this coordinator no longer holds the database");
-  return db_->Begin();
+  // Every write transaction first checks the epoch, and keeps the row locked (FOR SHARE)
+  // so that a coordinator taking over waits for it to end before its epoch begins.
+  static const Sql kSql{"SELECT 1 FROM leader WHERE id = 1 AND epoch = $1 FOR SHARE"};
+  if (!held_) return Lost();
+  if (Status s = db_->Begin(); !s.ok()) return s;
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(epoch_));
+  if (rows.ok() && rows->size() == 1) return Status::Ok();
+  db_->Rollback();
+  return rows.ok() ? Lost() : rows.status();
 }
 
 Result<int64_t> PgStore::GetCounter(std::string_view name) {
@@ -279,7 +346,7 @@ Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap) "
       "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
-      "ON CONFLICT DO NOTHING RETURNING id"};
+      "ON CONFLICT (name) DO NOTHING RETURNING id"};
   Params p;
   p.Add(row.name)
       .Add(row.spec_json)
@@ -636,7 +703,7 @@ Status PgStore::DeleteAgent(const std::string& name) {
 Result<int64_t> PgStore::InsertToken(const TokenRow& t) {
   static const Sql kSql{
       "INSERT INTO tokens(name, role, jobs, hash, created_ms, agent, labels, expires_ms) "
-      "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING id"};
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (hash) DO NOTHING RETURNING id"};
   Result<Rows> rows = db_->Exec(kSql, Params()
                                           .Add(t.name)
                                           .Add(t.role)

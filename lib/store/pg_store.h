@@ -18,18 +18,27 @@ namespace jobctl::store {
 class PgStore final : public Store {
  public:
   // Waits until this coordinator holds the database (see held()), logging once that it
-  // waits.
-  static Result<std::unique_ptr<PgStore>> Open(const std::string& url);
+  // waits, then migrates the schema and begins a new epoch. `holder` names this coordinator
+  // to the others; a holder that has not renewed its hold for `hold_ttl_ms` has its session
+  // ended by a waiting coordinator.
+  static Result<std::unique_ptr<PgStore>> Open(const std::string& url, const std::string& holder,
+                                               int64_t hold_ttl_ms);
 
   Status Begin() override;
   Status Commit() override { return db_->Commit(); }
   void Rollback() override { db_->Rollback(); }
   bool in_transaction() const override { return db_->in_transaction(); }
-  // The hold is a session-level advisory lock on the database, taken by this connection:
-  // PostgreSQL releases it when the session ends (the coordinator died, or the server lost
-  // its connection), and a coordinator waiting in Open takes it then. After a lost
-  // connection this one takes it again before any statement, or has lost it for good.
+  // The hold is a session-level advisory lock on the database, taken by this connection,
+  // and an epoch in the `leader` row that each new holder increments. PostgreSQL releases
+  // the lock when the session ends (the coordinator died, or the server lost sight of it),
+  // and a coordinator waiting in Open takes it then; one that waits ends the session of a
+  // holder that stopped renewing (CheckHold) for hold_ttl. Every write transaction checks the
+  // epoch (Begin). After a lost connection this one holds the database again only if the
+  // lock is free and the epoch unchanged (nobody held it meanwhile); else it has lost it for
+  // good.
   bool held() const override { return held_; }
+  // Renews the hold (the leader row's time), outside a transaction; once a second.
+  void CheckHold() override;
 
   Result<int64_t> GetCounter(std::string_view name) override;
   Status SetCounter(std::string_view name, int64_t value) override;
@@ -88,7 +97,10 @@ class PgStore final : public Store {
  private:
   PgStore() = default;
   // Takes the lock if it is free: true when this session holds it now.
-  Result<bool> TryHold();
+  Result<bool> TakeLock();
+  void EndStaleHolder();
+  Status Rehold();  // on_reconnect
+  Status Lost();    // kUnavailable, held() false from now on
   // Loads the shards of `runs` with one query.
   Status LoadShards(std::vector<RunRecord>& runs);
   // Runs of `page` (run columns, a page of ids after $1, see RunQuery in the .cc) page by
@@ -97,6 +109,8 @@ class PgStore final : public Store {
 
   std::unique_ptr<pg::Connection> db_;
   bool held_ = false;
+  int64_t epoch_ = 0;
+  int64_t hold_ttl_ms_ = 10000;
 };
 
 }  // namespace jobctl::store

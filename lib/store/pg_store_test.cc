@@ -39,8 +39,9 @@ class PgStoreTest : public ::testing::Test {
     url_ = server_->Url(name);
   }
 
-  std::unique_ptr<Store> Open() {
-    Result<std::unique_ptr<Store>> s = OpenStore({.url = url_});
+  std::unique_ptr<Store> Open(int64_t hold_ttl_ms = 10000) {
+    Result<std::unique_ptr<Store>> s =
+        OpenStore({.url = url_, .holder = "test", .hold_ttl_ms = hold_ttl_ms});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(*s) : nullptr;
   }
@@ -62,6 +63,14 @@ class PgStoreTest : public ::testing::Test {
   static std::unique_ptr<jobctl::testing::PostgresServer> server_;
   static std::string why_not_;
   std::string url_;
+};
+
+// Joins a thread however the test ends (an ASSERT returns early).
+struct Joined {
+  std::thread t;
+  ~Joined() {
+    if (t.joinable()) t.join();
+  }
 };
 
 std::unique_ptr<jobctl::testing::PostgresServer> PgStoreTest::server_;
@@ -93,17 +102,17 @@ TEST_F(PgStoreTest, ASecondStoreWaitsUntilTheFirstIsClosedThenHoldsTheDatabase) 
   ASSERT_NE(first, nullptr);
   std::atomic<bool> opened{false};
   std::unique_ptr<Store> second;
-  std::thread t([&] {
+  Joined t{std::thread([&] {
     second = Open();
     opened = true;
-  });
+  })};
   // Its own writes meanwhile are the first store's alone.
   ASSERT_TRUE(first->Begin().ok());
   ASSERT_TRUE(first->SetCounter("fence", 1).ok());
   ASSERT_TRUE(first->Commit().ok());
   EXPECT_FALSE(opened) << "the second store opened while the first held the database";
   first.reset();
-  t.join();
+  t.t.join();
   ASSERT_NE(second, nullptr);
   EXPECT_TRUE(second->held());
   EXPECT_EQ(*second->GetCounter("fence"), 1);
@@ -125,19 +134,70 @@ TEST_F(PgStoreTest, AStoreThatLostItsHoldToAnotherRefusesEveryTransactionAndWrit
   std::unique_ptr<Store> old = Open();
   ASSERT_NE(old, nullptr);
   std::unique_ptr<Store> next;
-  std::thread t([&] { next = Open(); });
+  Joined t{std::thread([&] { next = Open(); })};
   // The server loses sight of the old holder; the waiting store takes over.
   ASSERT_EQ(EndHoldingSessions(), 1);
-  t.join();
+  t.t.join();
   ASSERT_NE(next, nullptr);
   ASSERT_TRUE(next->held());
 
   Status begin = old->Begin();
   EXPECT_EQ(begin.code(), Status::Code::kUnavailable) << begin.ToString();
   EXPECT_FALSE(old->held());
-  // And it stays refused, whatever it tries.
+  // And it stays refused.
   EXPECT_EQ(old->Begin().code(), Status::Code::kUnavailable);
-  EXPECT_EQ(*next->GetCounter("late"), 0);
+}
+
+TEST_F(PgStoreTest, AStoreDoesNotHoldTheDatabaseAgainAfterAnotherHeldItMeanwhile) {
+  std::unique_ptr<Store> old = Open();
+  ASSERT_NE(old, nullptr);
+  ASSERT_TRUE(old->Begin().ok());
+  ASSERT_TRUE(old->SetCounter("token", 10).ok());
+  ASSERT_TRUE(old->Commit().ok());
+  ASSERT_EQ(EndHoldingSessions(), 1);
+  {
+    // Another coordinator takes over, moves on, and goes away: the lock is free again.
+    std::unique_ptr<Store> other = Open();
+    ASSERT_NE(other, nullptr);
+    ASSERT_TRUE(other->Begin().ok());
+    ASSERT_TRUE(other->SetCounter("token", 20).ok());
+    ASSERT_TRUE(other->Commit().ok());
+  }
+  // The old one must not write what it remembers over what happened meanwhile.
+  EXPECT_EQ(old->Begin().code(), Status::Code::kUnavailable);
+  EXPECT_FALSE(old->held());
+  std::unique_ptr<Store> next = Open();
+  ASSERT_NE(next, nullptr);
+  EXPECT_EQ(*next->GetCounter("token"), 20);
+}
+
+TEST_F(PgStoreTest, AHolderThatStopsRenewingHasItsSessionEndedByAWaitingStore) {
+  std::unique_ptr<Store> frozen = Open(3000);
+  ASSERT_NE(frozen, nullptr);
+  frozen->CheckHold();  // renews; then nothing more, as a coordinator stopped with SIGSTOP
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Store> next = Open(3000);
+  ASSERT_NE(next, nullptr);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(waited, 2.5) << "taken over before the holder's time ran out";
+  EXPECT_LE(waited, 3.0 + 2.0);
+  EXPECT_EQ(frozen->Begin().code(), Status::Code::kUnavailable);
+  EXPECT_FALSE(frozen->held());
+}
+
+TEST_F(PgStoreTest, TheOutputOfACoordinatorThatLostTheDatabaseIsRefused) {
+  std::unique_ptr<Store> old = Open();
+  ASSERT_NE(old, nullptr);
+  Result<std::unique_ptr<LogStore>> logs = OpenLogStore({.url = url_, .run_cap_bytes = 1 << 20});
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  ASSERT_TRUE((*logs)->Begin().ok());
+  (*logs)->Rollback();
+  // Only the scheduler's session is ended: the log store's own connection lives on.
+  ASSERT_EQ(EndHoldingSessions(), 1);
+  std::unique_ptr<Store> next = Open();
+  ASSERT_NE(next, nullptr);
+  Status begin = (*logs)->Begin();
+  EXPECT_EQ(begin.code(), Status::Code::kUnavailable) << begin.ToString();
 }
 
 TEST_F(PgStoreTest, AServerRestartIsSurvivedAndCommittedDataIsKept) {

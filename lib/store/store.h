@@ -45,6 +45,9 @@ class Store {
   // not see it, and another coordinator may have taken over) every transaction is refused
   // and the coordinator must stop.
   virtual bool held() const { return true; }
+  // Asks the database whether the hold is still this coordinator's, outside a transaction:
+  // a lost connection is found here, not only at the next write. Then held() says.
+  virtual void CheckHold() {}
 
   // Counters that only grow (the fencing token): read at start, written in the batch that
   // used them. A counter never written reads 0.
@@ -132,7 +135,11 @@ class Store {
 // `url` is set (PgStore, pg_store.h), which several coordinators may share.
 struct StoreOptions {
   std::string path;  // the SQLite database file (<data>/jobctl.db); created if missing
-  std::string url;   // postgresql://... or a libpq conninfo; when set, `path` is not used
+  std::string url;   // postgresql://...; when set, `path` is not used
+  // A shared database: this coordinator's name to the others, and how long a holder may go
+  // without renewing its hold before a waiting coordinator ends its session.
+  std::string holder;
+  int64_t hold_ttl_ms = 10000;
 };
 
 // Opens the store, creating and migrating its schema as needed. A store whose schema is

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -46,6 +48,29 @@ class PostgresStoreTest : public ::testing::Test {
   }
 
   std::unique_ptr<PostgresServer> pg_;
+};
+
+// Starts coordinator `b` in the background: it waits as a standby until it holds the
+// database, then listens. Join() waits for that and returns why it failed ("" if it did not).
+class Standby {
+ public:
+  explicit Standby(Coordinator& b)
+      : thread_([this, &b] {
+          try {
+            b.Start();
+          } catch (const std::exception& e) {
+            error_ = e.what();
+          }
+        }) {}
+  ~Standby() { Join(); }
+  std::string Join() {
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+
+ private:
+  std::string error_;
+  std::thread thread_;
 };
 
 TEST_F(PostgresStoreTest, RunsAndOutputLiveInTheDatabaseAndAnotherCoordinatorCarriesOn) {
@@ -90,20 +115,7 @@ TEST_F(PostgresStoreTest, ASecondCoordinatorWaitsThenTakesOverWithoutEndingARunn
   b.set_port(FreeLoopbackPort());
   CopyAdminToken(a, db);
   // b waits without listening while a holds the database.
-  std::string b_failed;
-  std::thread start_b([&] {
-    try {
-      b.Start();
-    } catch (const std::exception& e) {
-      b_failed = e.what();
-    }
-  });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{start_b};
+  Standby standby(b);
   ASSERT_TRUE(Coordinator::Eventually(
       [&] { return ReadFile(db.path() + "/coordinator.log").find("standby") != std::string::npos; },
       seconds(20)))
@@ -119,15 +131,102 @@ TEST_F(PostgresStoreTest, ASecondCoordinatorWaitsThenTakesOverWithoutEndingARunn
 
   a.Kill9();
   auto killed = std::chrono::steady_clock::now();
-  start_b.join();
-  ASSERT_EQ(b_failed, "");
-  EXPECT_LE(std::chrono::steady_clock::now() - killed, seconds(5)) << "takeover too slow";
+  ASSERT_EQ(standby.Join(), "");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("takeover after SIGKILL: %.2f s\n", took);
+  EXPECT_LE(took, 5.0) << "takeover too slow";
   json done = b.WaitRun(id, seconds(60));
   ASSERT_EQ(done["state"], "succeeded") << done.dump() << b.Logs();
   // The shard the agent was running went on: the same attempt, not a second one.
   EXPECT_EQ(done["shards"][0]["attempt"], 1) << done.dump();
   EXPECT_EQ(done["shards"][0]["agent"], "h1");
   EXPECT_EQ(b.Output(id, 0, "stdout"), "started\nfinished\n");
+
+  // jobctl with both URLs reaches the one that serves, past the one that is gone.
+  ProcessResult ls = testing::Run({JOBCTL_BIN, "--coordinator", a.url() + "," + b.url(), "--token",
+                                   a.admin_token(), "runs", "long", "-o", "json"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  json runs = json::parse(ls.out);
+  ASSERT_EQ(runs.size(), 1u) << ls.out;
+  EXPECT_EQ(runs[0]["id"], id);
+  // With none of them there, it says which it tried.
+  ProcessResult none = testing::Run({JOBCTL_BIN, "--coordinator", a.url() + "," + a.url(),
+                                     "--token", a.admin_token(), "runs", "long"});
+  EXPECT_EQ(none.exit_code, 69);
+  EXPECT_NE(none.err.find("no coordinator could be reached"), std::string::npos) << none.err;
+}
+
+TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndExits75) {
+  TempDir da;
+  TempDir db;
+  Coordinator a(da, Config());
+  a.set_port(FreeLoopbackPort());
+  a.Start();
+  a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hi\"\n");
+  Coordinator b(db, Config());
+  b.set_port(FreeLoopbackPort());
+  CopyAdminToken(a, db);
+  Standby standby(b);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return ReadFile(db.path() + "/coordinator.log").find("standby") != std::string::npos; },
+      seconds(20)));
+  // The database loses sight of a's session (as when a was frozen or cut off past the
+  // server's keepalive): b takes over while a still runs.
+  ProcessResult ended = testing::Run(
+      {FindPostgresBin() + "/psql", pg_->Url("jobctl"), "-Atc",
+       "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' "
+       "AND granted AND classid = 1 AND objid = 3167051988 AND objsubid = 1"});
+  ASSERT_EQ(ended.exit_code, 0) << ended.err;
+  ASSERT_EQ(ended.out, "1\n");
+  ASSERT_EQ(standby.Join(), "");
+  // a does not know yet; its next write finds the connection gone, cannot hold the
+  // database again, commits nothing and stops.
+  http::HttpResponse refused = a.Request("POST", "/v1/jobs/hello/trigger", "{}");
+  EXPECT_NE(refused.status, 200) << refused.body;
+  EXPECT_EQ(a.process().Wait(seconds(20)), 75) << a.Logs();
+  EXPECT_NE(a.Logs().find("lost its hold on the database"), std::string::npos) << a.Logs();
+  EXPECT_EQ(b.Runs("hello").size(), 0u) << b.Runs("hello").dump();
+}
+
+TEST_F(PostgresStoreTest, ACoordinatorStoppedPastItsHoldTtlIsReplacedAndWritesNothingWhenResumed) {
+  TempDir da;
+  TempDir db;
+  std::string conf = Config("hold_ttl = \"3s\"\n");
+  Coordinator a(da, conf);
+  a.set_port(FreeLoopbackPort());
+  a.Start();
+  a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hi\"\n");
+  Coordinator b(db, conf);
+  b.set_port(FreeLoopbackPort());
+  CopyAdminToken(a, db);
+  Standby standby(b);
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return ReadFile(db.path() + "/coordinator.log").find("standby") != std::string::npos; },
+      seconds(20)));
+  a.process().Signal(SIGSTOP);
+  auto stopped = std::chrono::steady_clock::now();
+  ASSERT_EQ(standby.Join(), "");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  std::printf("takeover after SIGSTOP: %.2f s (hold_ttl 3 s)\n", took);
+  EXPECT_GE(took, 2.0);
+  EXPECT_LE(took, 3.0 + 1.0 + 1.0) << "hold_ttl plus a second, and the start of b";
+  // b serves and writes.
+  int64_t id = b.PostJson("/v1/jobs/hello/trigger", json::object())["id"];
+  // a resumes: within a second it finds its session gone and the epoch moved on, and stops
+  // without writing; whatever it is asked meanwhile is not stored.
+  a.process().Signal(SIGCONT);
+  std::string late;
+  try {
+    http::HttpResponse r = a.Request("POST", "/v1/jobs/hello/trigger", "{}");
+    late = std::to_string(r.status) + " " + r.body;
+  } catch (const std::exception& e) {
+    late = e.what();  // it may be gone already
+  }
+  EXPECT_EQ(a.process().Wait(seconds(20)), 75) << a.Logs();
+  json runs = b.Runs("hello");
+  ASSERT_EQ(runs.size(), 1u) << "a stored a run after it lost the database: " << runs.dump()
+                             << " (its answer: " << late << ")";
+  EXPECT_EQ(runs[0]["id"], id);
 }
 
 }  // namespace

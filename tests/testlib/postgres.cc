@@ -46,6 +46,11 @@ Result<RunAs> Unprivileged() {
 // Forks and execs argv with stdout and stderr appended to `log`, as `as`, dying with this
 // process. The child's pid, or -1.
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, const RunAs& as) {
+  // Everything the child needs is made before fork: a child of a threaded process may not
+  // allocate.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
@@ -62,9 +67,6 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, const 
   // After the credential change, which clears it.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(125);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   execv(args[0], args.data());
   _exit(127);
 }
@@ -194,7 +196,14 @@ Status PostgresServer::Serve() {
   auto deadline = Clock::now() + std::chrono::seconds(60);
   bool exited = false;
   while (!exited && Clock::now() < deadline) {
-    if (PQping(conninfo.c_str()) == PQPING_OK) return Status::Ok();
+    // Answering is not enough: another server may have taken the port first. This one is
+    // up once its postmaster.pid names it (and it still runs).
+    if (PQping(conninfo.c_str()) == PQPING_OK) {
+      std::ifstream pidfile(dir_ + "/data/postmaster.pid");
+      pid_t written = 0;
+      pidfile >> written;
+      if (written == pid_ && !WaitFor(pid_, std::chrono::milliseconds(0))) return Status::Ok();
+    }
     exited = WaitFor(pid_, std::chrono::milliseconds(0)).has_value();
     if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

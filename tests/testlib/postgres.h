@@ -2,8 +2,8 @@
 // directory (as the unprivileged user `nobody` when the test runs as root, since the server
 // refuses to run as root), `postgres` listening on a free 127.0.0.1 port only, and stopped
 // by its pid when the object goes away (fast shutdown, then SIGKILL), its directory removed.
-// The server also dies with the test process (PR_SET_PDEATHSIG), so a crashed test leaves
-// nothing behind.
+// The server also dies with the test process (PR_SET_PDEATHSIG, when the thread that
+// started it ends), so a crashed test leaves no server running (its directory in /tmp stays).
 //
 // The server binaries come from Debian's postgresql package (packaging/install-deps). Where
 // they are missing, Start() says so: tests skip with that message, except under CI=true,
