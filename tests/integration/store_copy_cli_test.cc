@@ -79,8 +79,14 @@ TEST_F(StoreCopyCliTest, ACopiedStoreServesTheSameRunsAndOutputFromPostgres) {
       << refused.err;
 
   embedded_.Stop();
-  ProcessResult copy =
-      Jobctl({"store", "copy", "--data", embedded_.data_dir(), "--to", url, "-o", "json"});
+  // Without a database named, nothing to do.
+  ProcessResult no_target = Jobctl({"store", "copy", "--data", embedded_.data_dir()});
+  EXPECT_EQ(no_target.exit_code, 64) << no_target.err;
+  // The data directory and the database from the coordinator's config file, as serve reads
+  // them once it is switched to PostgreSQL.
+  std::string config = dir_.Write(
+      "switched.toml", "data_dir = \"" + embedded_.data_dir() + "\"\nstore = \"" + url + "\"\n");
+  ProcessResult copy = Jobctl({"store", "copy", "--config", config, "-o", "json"});
   ASSERT_EQ(copy.exit_code, 0) << copy.err;
   json summary = json::parse(copy.out, nullptr, false);
   ASSERT_TRUE(summary.is_object()) << copy.out;
