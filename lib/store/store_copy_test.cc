@@ -347,6 +347,48 @@ TEST_F(StoreCopyTest, EveryRowReadsBackTheSameWithItsIdsAndNewIdsComeAfterThem) 
   EXPECT_EQ(markers, 1);  // later chunks are empty markers, kept for their seq
 }
 
+TEST_F(StoreCopyTest, ManyRowsAreCopiedInBatchesAndTheRest) {
+  std::vector<int64_t> runs = Fill();
+  {
+    Result<std::unique_ptr<Store>> s = OpenStore({.path = dir_ + "/jobctl.db"});
+    ASSERT_TRUE(s.ok());
+    Result<std::unique_ptr<LogStore>> l =
+        OpenLogStore({.path = dir_ + "/logs.db", .run_cap_bytes = 1 << 20});
+    ASSERT_TRUE(l.ok());
+    ASSERT_TRUE((*s)->Begin().ok());
+    ASSERT_TRUE((*l)->Begin().ok());
+    for (int i = 0; i < 250; ++i) {
+      ASSERT_TRUE((*s)->InsertEvent(1000 + i, "trigger", "ci", "a", std::to_string(i)).ok());
+      ASSERT_TRUE((*l)->Append({.run_id = runs[2],
+                                .seq = i + 1,
+                                .at_ms = i,
+                                .data = std::string(static_cast<size_t>(i), 'x')})
+                      .ok());
+    }
+    ASSERT_TRUE((*s)->Commit().ok());
+    ASSERT_TRUE((*l)->Commit().ok());
+  }
+  std::vector<std::string> want;
+  std::vector<std::string> want_logs;
+  {
+    Result<std::unique_ptr<Store>> s = OpenStore({.path = dir_ + "/jobctl.db"});
+    ASSERT_TRUE(s.ok());
+    want = Dump(**s);
+    Result<std::unique_ptr<LogStore>> l = OpenLogStore({.path = dir_ + "/logs.db"});
+    ASSERT_TRUE(l.ok());
+    want_logs = DumpLogs(**l, runs);
+  }
+  Result<CopyStats> stats = Copy();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  Result<std::unique_ptr<Store>> pg = OpenStore({.url = url_});
+  ASSERT_TRUE(pg.ok());
+  EXPECT_EQ(Dump(**pg), want);
+  Result<std::unique_ptr<LogStore>> pg_logs = OpenLogStore({.url = url_});
+  ASSERT_TRUE(pg_logs.ok());
+  EXPECT_EQ(DumpLogs(**pg_logs, runs), want_logs);
+  EXPECT_EQ(want_logs.size(), 3 + 3 + 250u);  // a byte count per run, the chunks
+}
+
 TEST_F(StoreCopyTest, WithoutLogsTheOutputIsLeftBehind) {
   std::vector<int64_t> runs = Fill();
   Result<CopyStats> stats = Copy(/*logs=*/false);
