@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -93,10 +94,16 @@ int RunCopy(const CopyOptions& opt, const GlobalOptions& g) {
   }
   if (Status s = CheckStoreUrl(to); !s.ok()) return Fail("store copy", "--to", s, kExitConfig);
   std::string db = data + "/jobctl.db";
-  if (::access(db.c_str(), F_OK) != 0) {
-    return Fail("store copy", data,
-                Status::NotFound("no jobctl.db here: is it the coordinator's data directory?"),
-                kExitNoInput);
+  if (::access(db.c_str(), R_OK) != 0) {
+    if (errno == ENOENT) {
+      return Fail("store copy", data,
+                  Status::NotFound("no jobctl.db here: is it the coordinator's data directory?"),
+                  kExitNoInput);
+    }
+    return Fail("store copy", db,
+                Status::PermissionDenied(std::string(std::strerror(errno)) +
+                                         "; run jobctl store copy as the coordinator's user"),
+                kExitNoPerm);
   }
   // Held to the end: serve refuses to start on the data directory while the copy runs.
   Result<LockFile> lock = LockFile::Acquire(data + "/serve.lock");
@@ -169,8 +176,8 @@ void RegisterCopy(CLI::App& store, GlobalOptions& g, int* rc) {
       "  jobctl store copy --data /tmp/jc --to postgresql://127.0.0.1/jc -o json\n"
       "Exit status: 0 copied, 64 no --to, 66 no store in the data directory, 69 the server\n"
       "cannot be reached, 73 the database already holds jobctl data, a coordinator holds it,\n"
-      "or it cannot be written, 75 jobctl serve runs on the data directory, 78 a bad URL or\n"
-      "config file.");
+      "or it cannot be written, 75 jobctl serve runs on the data directory, 77 the store\n"
+      "cannot be read by this user, 78 a bad URL or config file.");
   sub->callback([opt, &g, rc] { *rc = RunCopy(*opt, g); });
 }
 

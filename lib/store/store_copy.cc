@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -275,8 +276,9 @@ class Copier {
   CopyStats& stats() { return stats_; }
 
  private:
-  // The lock a coordinator holds its database by, for this transaction: no coordinator
-  // starts on the target until the copy is committed or rolled back.
+  // The lock a coordinator holds its database by (kHoldLock in pg_store.cc), for this
+  // transaction: no coordinator starts on the target until the copy is committed or rolled
+  // back.
   Status TakeHold() {
     static const pg::Sql kSql{"SELECT pg_try_advisory_xact_lock(7462019284)"};
     Result<pg::Rows> rows = dst_->Exec(kSql);
@@ -375,7 +377,9 @@ Status OpenSource(Database* db, const std::string& path,
                   const std::vector<Database::Migration>& migrations) {
   if (::access(path.c_str(), F_OK) != 0) {
     if (errno == ENOENT) return Status::NotFound(path + " does not exist");
-    return Status::Io("cannot open " + path);
+    std::string why = std::strerror(errno);
+    if (errno == EACCES) return Status::PermissionDenied("cannot read " + path + ": " + why);
+    return Status::Io("cannot read " + path + ": " + why);
   }
   if (Status s = db->Open(path, migrations); !s.ok()) return s.WithContext("open " + path);
   // One read snapshot of each file, though nothing should write it meanwhile.

@@ -19,10 +19,10 @@
 // open it: a store written by an older jobctl is migrated to the current schema first; one
 // newer than this binary is refused.
 //
-// Errors: kNotFound when there is no jobctl.db; kConflict when the target already holds
-// jobctl data (its table names it) or a coordinator holds the target; kUnavailable when the
-// server cannot be reached; kCorrupt for a damaged or newer store; kIo otherwise. Blocking;
-// any thread, one call at a time.
+// Errors: kNotFound when there is no jobctl.db; kPermissionDenied when it may not be read;
+// kConflict when the target already holds jobctl data (the message names its tables) or a
+// coordinator holds the target; kUnavailable when the server cannot be reached; kCorrupt
+// for a damaged or newer store; kIo otherwise. Blocking; any thread, one call at a time.
 #pragma once
 
 #include <cstdint>
