@@ -70,6 +70,7 @@ int Main(int argc, char** argv) {
   RegisterAudit(app, g, &rc);
   RegisterServe(app, g, &rc);
   RegisterBackup(app, g, &rc);
+  RegisterStore(app, g, &rc);
   RegisterEdit(app, g, &rc);
   RegisterImport(app, g, &rc);
   RegisterCompletion(app, g, &rc);
