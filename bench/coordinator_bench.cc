@@ -15,7 +15,11 @@
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
 //       [--claim-agents 4] [--agents 10000]
-//       [--only PHASE]
+//       [--only PHASE] [--postgres true]
+//
+// With --postgres true, every phase's coordinator keeps its store in a database of its own on one
+// PostgreSQL server started for the run (tests/testlib/postgres.h: initdb in a temporary
+// directory, 127.0.0.1, fsync on, synchronous_commit on), on the same machine.
 #include <signal.h>
 #include <unistd.h>
 
@@ -37,6 +41,7 @@
 #include "bench/bench_util.h"
 #include "model/time_format.h"
 #include "testlib/cluster.h"
+#include "testlib/postgres.h"
 
 namespace {
 
@@ -119,16 +124,31 @@ bool Ready(Coordinator& c) {
 // agent does, and the heartbeat phase enrols thousands of agents with one join token: the
 // per-agent and per-token rate limits are lifted so that the coordinator, not the limiter, is
 // measured.
-const char* kConfig =
+const char* kBaseConfig =
     "max_jobfile = \"1GiB\"\nlog_level = \"info\"\n"
     "agent_rate_limit = 1000000\nagent_burst = 1000000\n"
     "rate_limit = 1000000\nrate_burst = 1000000\n";
+
+// --postgres: the server every phase's database is on (null: the embedded store).
+std::unique_ptr<jobctl::testing::PostgresServer> g_postgres;
+
+// The coordinator.toml of one phase: with --postgres, a fresh database of its own.
+std::string PhaseConfig() {
+  if (g_postgres == nullptr) return kBaseConfig;
+  static int phases = 0;
+  std::string db = "bench" + std::to_string(++phases);
+  if (jobctl::Status s = g_postgres->CreateDatabase(db); !s.ok()) {
+    std::fprintf(stderr, "cannot create database %s: %s\n", db.c_str(), s.ToString().c_str());
+    std::exit(69);
+  }
+  return std::string(kBaseConfig) + "store = \"" + g_postgres->Url(db) + "\"\n";
+}
 
 // ---- register: N jobs, RSS, idle CPU, restart --------------------------------------------
 
 void RegisterPhase(int n) {
   TempDir dir;
-  Coordinator c(dir, kConfig);
+  Coordinator c(dir, PhaseConfig());
   c.Start();
   std::string toml;
   toml.reserve(static_cast<size_t>(n) * 80);
@@ -174,7 +194,7 @@ void RegisterPhase(int n) {
 
 void BurstPhase(int m) {
   TempDir dir;
-  Coordinator c(dir, kConfig);
+  Coordinator c(dir, PhaseConfig());
   c.Start();
   // @every 1h anchored a few seconds after the apply: all M due at the same millisecond.
   int64_t due = (NowMs() / 1000 + 8 + m / 20000) * 1000;
@@ -221,7 +241,7 @@ struct Handoff {
 
 void SteadyPhase(int rate, int seconds) {
   TempDir dir;
-  Coordinator c(dir, kConfig);
+  Coordinator c(dir, PhaseConfig());
   c.Start();
   const int period_s = 10;
   const int n = rate * period_s;
@@ -313,7 +333,7 @@ void SteadyPhase(int rate, int seconds) {
 
 void ClaimsPhase(int total, int per_request, int agents) {
   TempDir dir;
-  Coordinator c(dir, kConfig);
+  Coordinator c(dir, PhaseConfig());
   c.Start();
   const int per_run = 10000;
   c.Apply("[[job]]\nname = \"wide\"\nschedule = \"0 0 1 1 *\"\nshards = " +
@@ -354,7 +374,7 @@ void ClaimsPhase(int total, int per_request, int agents) {
 
 void HeartbeatPhase(int agents) {
   TempDir dir;
-  Coordinator c(dir, kConfig);
+  Coordinator c(dir, PhaseConfig());
   c.Start();
   const int seconds = 10;
   const double per_s = agents / 5.0;  // one heartbeat every 5 s per agent
@@ -414,10 +434,12 @@ int main(int argc, char** argv) {
   int burst = 100000, rate = 2000, seconds = 20, claims = 50000, agents = 10000, claim_batch = 16,
       claim_agents = 4;
   std::string only;
+  bool postgres = false;
   bool flags_ok = ParseFlags(
       argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
-      "  [--claim-agents G] [--agents A] [--only register|burst|steady|claims|heartbeat]",
+      "  [--claim-agents G] [--agents A] [--only register|burst|steady|claims|heartbeat]\n"
+      "  [--postgres true]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs")
           jobs = ParseList(value);
@@ -437,11 +459,22 @@ int main(int argc, char** argv) {
           agents = std::stoi(value);
         else if (flag == "--only")
           only = value;
+        else if (flag == "--postgres")
+          postgres = value != "false";
         else
           return false;
         return true;
       });
   if (!flags_ok) return 64;
+  if (postgres) {
+    auto pg = jobctl::testing::PostgresServer::Start({.fsync = true, .extra_conf = ""});
+    if (!pg.ok()) {
+      std::fprintf(stderr, "--postgres: %s\n", pg.status().ToString().c_str());
+      return 69;
+    }
+    g_postgres = std::move(*pg);
+    std::printf("store: PostgreSQL on 127.0.0.1:%d (fsync on)\n", g_postgres->port());
+  }
   std::printf("coordinator_bench on %u cores (figures from one run; repeat and take medians)\n",
               std::thread::hardware_concurrency());
   if (only.empty() || only == "register") {
