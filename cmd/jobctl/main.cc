@@ -30,7 +30,8 @@ int Main(int argc, char** argv) {
   g.file = EnvOr("JOBCTL_FILE", "jobs.toml");
   app.add_option("--file", g.file, "Job file (env JOBCTL_FILE, default ./jobs.toml)");
   app.add_option("--coordinator", g.coordinator,
-                 "Coordinator URL (env JOBCTL_COORDINATOR, default http://127.0.0.1:7070)");
+                 "Coordinator URL, or several separated by commas for coordinators sharing a "
+                 "PostgreSQL store (env JOBCTL_COORDINATOR, default http://127.0.0.1:7070)");
   // A secret on the command line is in every user's `ps`: say so, once, and go on.
   app.add_option("--token", g.token,
                  "API token; visible to other users in ps: prefer --token-file or JOBCTL_TOKEN")
