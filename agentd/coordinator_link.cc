@@ -74,8 +74,9 @@ void CoordinatorLink::OnDone(std::shared_ptr<Request> request, Result<http::Http
     request->cb(std::move(r));
     return;
   }
-  // Fail over on connection errors only: an HTTP answer means that coordinator is up.
-  if (!r.ok() && request->tries < urls_.size()) {
+  // Fail over on connection errors, and on a standby's refusal (another coordinator holds
+  // the database): any other HTTP answer means that coordinator serves.
+  if ((!r.ok() || http::IsStandby(*r)) && request->tries < urls_.size()) {
     request->url = (request->url + 1) % urls_.size();
     Send(std::move(request));
     return;

@@ -1,6 +1,7 @@
 // CoordinatorLink is agentd's one way to the coordinator: it owns the MultiClient, the list
 // of coordinator URLs and the agent token. A request goes to the URL that last worked; on a
-// connection error it fails over to the next one, trying each once. It also keeps the link's
+// connection error or a standby's refusal (http::IsStandby) it fails over to the next one,
+// trying each once. It also keeps the link's
 // state (reachable or not, token accepted or not) and logs each change once, never once per
 // retry: the callers only back off.
 //

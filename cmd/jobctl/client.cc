@@ -150,6 +150,13 @@ Result<nlohmann::json> Client::Send(const std::string& path, const http::Request
   size_t tries = 0;
   for (; tries < http_.size(); ++tries) {
     r = http_[current_]->Request(path, options);
+    // A standby answers reads itself and refuses the rest: those go to the next URL.
+    if (r.ok() && http::IsStandby(*r) && http_.size() > 1) {
+      unreachable +=
+          (unreachable.empty() ? "" : "; ") + http_[current_]->base_url() + " is a standby";
+      current_ = (current_ + 1) % http_.size();
+      continue;
+    }
     if (r.ok() || !http_[current_]->last_never_connected()) break;
     unreachable += (unreachable.empty() ? "" : "; ") + r.status().message();
     current_ = (current_ + 1) % http_.size();

@@ -194,8 +194,10 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "  jobctl serve --listen 0.0.0.0:7070 --tls-cert coordinator.crt --tls-key coordinator.key\n"
       "One data directory serves one coordinator: a second serve on it is refused, naming the\n"
       "pid of the first (DATA/serve.lock). With --store, several coordinators (each with its\n"
-      "own data directory) may run on one database: one serves, the others wait without\n"
-      "listening and take over when its database session ends.\n"
+      "own data directory) may run on one database: one holds it and serves; the others are\n"
+      "standbys that answer reads (jobs, runs, output, agents, metrics) from the database,\n"
+      "refuse the rest with 503 \"standby\" (jobctl and agentd move on to their next\n"
+      "--coordinator URL), and take over when the holder's session ends or it stops renewing.\n"
       "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 the data\n"
       "directory is in use by another jobctl serve, or this coordinator lost its hold on a\n"
       "shared database (another may serve it).");

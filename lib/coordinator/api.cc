@@ -157,6 +157,7 @@ std::optional<http::Response> Api::Admit(const http::Request& head) {
         path_known ? 405 : 404, path_known ? "method_not_allowed" : "not_found",
         head.method + " " + head.path + (path_known ? " is not allowed" : " does not exist"));
   }
+  if (std::optional<http::Response> r = StandbyRefusal(head, *route)) return r;
   if (route->role == Role::kOpen) return std::nullopt;
   std::optional<Refusal> refusal;
   Result<Principal> who = Authorize(head, *route, params, &refusal);
@@ -194,6 +195,9 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
     if (std::optional<http::Response> r = Admit(c.req)) return c.res->Send(std::move(*r));
     return FailWith(c, 500, "internal", "no route");
   }
+  if (std::optional<http::Response> r = StandbyRefusal(c.req, *route)) {
+    return c.res->Send(std::move(*r));
+  }
   if (route->role != Role::kOpen) {
     // Admit() checked this already; checked again because a token may be revoked while its
     // body arrives.
@@ -205,7 +209,31 @@ void Api::Handle(http::Request&& req, std::shared_ptr<http::Responder> res) {
   (this->*(route->handler))(c);
 }
 
+std::optional<http::Response> Api::StandbyRefusal(const http::Request& req, const Route& route) {
+  if (!p_.standby || !p_.standby()) return std::nullopt;
+  // What a standby answers: reads of the store as it is now. Waiting for a run, following
+  // output (wait_ms), writes, claims and the agents' reports need the holder's memory.
+  bool reads = route.method == std::string_view("GET") && route.handler != &Api::WaitRun &&
+               route.handler != &Api::Readyz;
+  if (reads && route.handler == &Api::ReadLogs) {
+    auto wait = req.query.find("wait_ms");
+    reads = wait == req.query.end() || wait->second.empty() || wait->second == "0";
+  }
+  if (reads) return std::nullopt;
+  std::string holder = p_.holder ? p_.holder() : std::string();
+  http::Response r = ErrorResponse(
+      503, "standby",
+      "this coordinator is a standby: another coordinator holds the database" +
+          (holder.empty() ? std::string() : " (" + holder + ")") +
+          "; send this to it (jobctl and agentd move on to their next --coordinator URL)");
+  r.headers.emplace_back("Retry-After", "1");
+  r.headers.emplace_back("X-Jobctl-Standby", "1");  // http::IsStandby
+  return r;
+}
+
 void Api::AuditDenied(const Principal* who, const http::Request& req, std::string_view why) {
+  // A standby writes nothing; the holder audits what reaches it.
+  if (p_.standby && p_.standby()) return;
   int64_t now = ctx_->MonoMs();
   if (now - audit_window_start_ >= 1000) {
     audit_window_start_ = now;

@@ -35,6 +35,11 @@ struct Parts {
   Auth* auth;
   LogHub* log_hub;
   std::function<bool()> ready;  // the store is open and state loaded
+  // A standby (another coordinator holds the shared store): answers reads from the store
+  // and refuses the rest (StandbyRefusal). Null: never a standby.
+  std::function<bool()> standby;
+  // Who holds the store now, for a standby's refusals.
+  std::function<std::string()> holder;
 };
 
 class Api {
@@ -58,6 +63,9 @@ class Api {
   // refuses an unknown route (401 without a valid token, else 404 or 405), a missing or
   // unknown token (401), a token whose role does not allow the route (403) and a token over
   // its rate limit (429 with Retry-After). Nothing else of the request is looked at.
+  // On a standby, every route that writes, waits for a commit or follows output (and /readyz)
+  // is answered 503 "standby" here, before the token is looked at: clients move on to the
+  // next coordinator URL they were given.
   std::optional<http::Response> Admit(const http::Request& head);
   void Handle(http::Request&& req, std::shared_ptr<http::Responder> res);
   // The body limit per route: `max_jobfile` for the job file (8 MiB by default), 256 KiB for a
@@ -70,6 +78,8 @@ class Api {
   // (`path_known`: another method has this path).
   static const Route* Match(const http::Request& req, std::map<std::string, std::string>* params,
                             bool* path_known);
+  // On a standby, 503 "standby" for a route only the holder answers; nullopt otherwise.
+  std::optional<http::Response> StandbyRefusal(const http::Request& req, const Route& route);
   // Who is calling a route that needs a token, or the refusal (401, 403) as {status, error,
   // message}; audits refusals.
   struct Refusal {

@@ -92,11 +92,15 @@ Status Coordinator::OpenStores() {
       store::OpenStore({.path = dir + "/jobctl.db",
                         .url = url,
                         .holder = std::string(host) + " " + ctx_.config.listen,
-                        .hold_ttl_ms = ctx_.config.hold_ttl.count()});
+                        .hold_ttl_ms = ctx_.config.hold_ttl.count(),
+                        .standby = true});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
-  Result<std::unique_ptr<store::LogStore>> logs = store::OpenLogStore(
-      {.path = dir + "/logs.db", .url = url, .run_cap_bytes = ctx_.config.log_cap_bytes});
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::OpenLogStore({.path = dir + "/logs.db",
+                           .url = url,
+                           .run_cap_bytes = ctx_.config.log_cap_bytes,
+                           .standby = !store_->held()});
   if (!logs.ok()) return logs.status();
   logs_ = std::move(*logs);
   ctx_.store = store_.get();
@@ -138,9 +142,9 @@ Status Coordinator::Bootstrap() {
   return Status::Ok();
 }
 
-Status Coordinator::Load() {
+Status Coordinator::Load(bool quiet) {
   // Memory is rebuilt from the store here: the leases listed next are all that are live.
-  events_.Write("loading", {});
+  if (!quiet) events_.Write("loading", {});
   auth_.Clear();
   if (Status s = store_->ForEachToken([this](store::TokenRow&& t) { auth_.Add(t); }); !s.ok()) {
     return s;
@@ -193,6 +197,7 @@ Status Coordinator::Load() {
   if (!load_error.ok()) return load_error;
   scheduler_->TrackAll();
   loaded_ = true;
+  if (quiet) return Status::Ok();
   events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
                            {"heartbeat_ms", ctx_.config.heartbeat.count()},
                            {"leases", dispatcher_->active_leases()},
@@ -200,12 +205,16 @@ Status Coordinator::Load() {
   return Status::Ok();
 }
 
-void Coordinator::Reload() {
+void Coordinator::ClearMemory() {
   loaded_ = false;
   jobs_.Clear();
   dispatcher_->Clear();
   book_->Clear();
   scheduler_->Clear();
+}
+
+void Coordinator::Reload() {
+  ClearMemory();
   if (Status s = Load(); !s.ok()) {
     // A shared store that cannot be read again (the database is down, or held by another
     // coordinator now): stop, so that the service restarts this one, as a standby if need be,
@@ -222,7 +231,6 @@ void Coordinator::Reload() {
 Status Coordinator::Start() {
   if (Status s = events_.Open(ctx_.config.event_log, "coord"); !s.ok()) return s;
   if (Status s = OpenStores(); !s.ok()) return s;
-  if (Status s = Bootstrap(); !s.ok()) return s;
   dispatcher_ = std::make_unique<Dispatcher>(&ctx_);
   book_ = std::make_unique<RunBook>(&ctx_, &jobs_, dispatcher_.get());
   RunBook* book = book_.get();
@@ -244,30 +252,21 @@ Status Coordinator::Start() {
     if (!store_->held()) return LostStore();
     Reload();
   };
-  if (!ctx_.config.store.empty()) {
-    // Between writes too: a coordinator the database lost sight of learns it within a
-    // second, and stops answering (heartbeats included) from what it remembers.
-    hold_timer_ = std::make_unique<uvx::Timer>(ctx_.loop);
-    hold_timer_->Every(1000, [this] {
-      store_->CheckHold();
-      if (!store_->held()) LostStore();
-    });
-  }
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).
     events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}});
   };
-  batch_->Start();
-  dispatcher_->Start();
-  book_->Start();
-  log_hub_->Start();
-  if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
-  scheduler_->Start();
+  if (store_->held()) {
+    if (Status s = Lead(); !s.ok()) return s;
+  } else {
+    StandBy();
+  }
 
   api_ = std::make_unique<Api>(
       &ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(), scheduler_.get(), applier_.get(), &auth_,
-                   log_hub_.get(), [this] { return loaded_; }});
+                   log_hub_.get(), [this] { return loaded_; }, [this] { return standby_; },
+                   [this] { return store_->Holder(); }});
   http::Limits limits;
   limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
                           const http::Request& head) { return Api::BodyLimit(head, max); };
@@ -302,15 +301,91 @@ Status Coordinator::Start() {
   return Status::Ok();
 }
 
+Status Coordinator::Lead() {
+  if (Status s = logs_->Hold(store_->epoch()); !s.ok()) return s;
+  if (Status s = Bootstrap(); !s.ok()) return s;
+  if (standby_) {
+    standby_timer_->Stop();  // not destroyed: Lead may run inside its callback
+    ClearMemory();  // the standby's view: rebuilt below from the store as this holder sees it
+    standby_ = false;
+  }
+  ctx_.metrics->standby = 0;
+  if (!ctx_.config.store.empty()) {
+    // Between writes too: a coordinator the database lost sight of learns it within a
+    // second, and stops answering (heartbeats included) from what it remembers.
+    hold_timer_ = std::make_unique<uvx::Timer>(ctx_.loop);
+    hold_timer_->Every(1000, [this] {
+      store_->CheckHold();
+      if (!store_->held()) LostStore();
+    });
+  }
+  batch_->Start();
+  dispatcher_->Start();
+  book_->Start();
+  log_hub_->Start();
+  if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
+  scheduler_->Start();
+  return Status::Ok();
+}
+
+void Coordinator::StandBy() {
+  standby_ = true;
+  ctx_.metrics->standby = 1;
+  log::Info(
+      "standby: another coordinator holds the database; answering reads from it and taking "
+      "over when its session ends or it stops renewing its hold",
+      {{"holder", store_->Holder()}, {"hold_ttl_ms", ctx_.config.hold_ttl.count()}});
+  RefreshView();
+  // The hold is tried four times a second; the view of the store (jobs, agents, tokens,
+  // open runs) is rebuilt at most once a second, and no more often than four times as long
+  // as rebuilding it took, so a large store does not keep the standby busy.
+  standby_timer_ = std::make_unique<uvx::Timer>(ctx_.loop);
+  standby_timer_->Every(250, [this] {
+    Result<bool> got = store_->TryHold();
+    if (!got.ok()) {
+      if (!standby_error_)
+        log::Warn("standby: cannot reach the database", {{"error", got.status().ToString()}});
+      standby_error_ = true;
+      return;
+    }
+    standby_error_ = false;
+    if (*got) {
+      log::Info("taking over: this coordinator holds the database now",
+                {{"epoch", store_->epoch()}});
+      if (Status s = Lead(); !s.ok()) {
+        log::Error("cannot take over the database; stopping", {{"error", s.ToString()}});
+        LostStore();
+      }
+      return;
+    }
+    if (ctx_.MonoMs() >= next_refresh_mono_) RefreshView();
+  });
+}
+
+void Coordinator::RefreshView() {
+  int64_t start = ctx_.MonoMs();
+  ClearMemory();
+  Status s = Load(/*quiet=*/true);
+  int64_t took = ctx_.MonoMs() - start;
+  next_refresh_mono_ = ctx_.MonoMs() + std::max<int64_t>(1000, 4 * took);
+  if (!s.ok()) {
+    ClearMemory();
+    if (!standby_error_) log::Warn("standby: cannot read the database", {{"error", s.ToString()}});
+    standby_error_ = true;
+  }
+}
+
 Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
 
 void Coordinator::LostStore() {
   if (hold_timer_) hold_timer_->Stop();
+  if (standby_timer_) standby_timer_->Stop();
   if (on_lost_store) std::exchange(on_lost_store, nullptr)();
 }
 
 void Coordinator::Stop(std::function<void()> done) {
   if (hold_timer_) hold_timer_->Stop();
+  if (standby_timer_) standby_timer_->Stop();
   if (server_) server_->StopAccepting();
   if (dispatcher_) dispatcher_->Close();
   if (log_hub_) log_hub_->Close();

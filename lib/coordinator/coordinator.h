@@ -56,9 +56,17 @@ class Coordinator {
   Status LockDataDir();
   Status OpenStores();
   Status Bootstrap();
-  Status Load();
+  // Rebuilds memory from the store; `quiet`: a standby's view, without events.
+  Status Load(bool quiet = false);
+  void ClearMemory();
   void Reload();
   void LostStore();
+  // Serves the store as its holder: bootstrap tokens, memory, fires, leases.
+  Status Lead();
+  // Another coordinator holds the shared store: answers reads from it (Api's standby), keeps
+  // a view of it current, and tries the hold until it gets it (then Lead).
+  void StandBy();
+  void RefreshView();
 
   Context ctx_;
   Metrics metrics_;
@@ -71,6 +79,11 @@ class Coordinator {
   std::unique_ptr<WriteBatch> batch_;
   // A shared store: asks every second whether this coordinator still holds it.
   std::unique_ptr<uvx::Timer> hold_timer_;
+  // A standby: tries the hold and refreshes its view.
+  std::unique_ptr<uvx::Timer> standby_timer_;
+  bool standby_ = false;
+  bool standby_error_ = false;  // the last try failed (logged once until one succeeds)
+  int64_t next_refresh_mono_ = 0;
   JobIndex jobs_;
   Auth auth_;
   std::unique_ptr<Dispatcher> dispatcher_;

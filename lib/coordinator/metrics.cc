@@ -59,6 +59,9 @@ std::string Metrics::Render(const std::string& version) const {
   gauge("jobctl_jobs", "Jobs in the current job file.", jobs);
   gauge("jobctl_open_runs", "Runs pending or running.", open_runs);
   gauge("jobctl_parked_waiters", "Long-polls (run waits, followed logs) waiting.", parked_waiters);
+  gauge("jobctl_standby",
+        "1 while this coordinator is a standby (another holds the shared database), else 0.",
+        standby);
   out += fire_lateness.Render("jobctl_fire_lateness_seconds",
                               "Time from a scheduled instant to its run being committed.");
   out += claim_latency.Render("jobctl_claim_latency_seconds",

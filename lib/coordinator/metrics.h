@@ -45,6 +45,7 @@ struct Metrics {
   uint64_t jobs = 0;
   uint64_t open_runs = 0;
   uint64_t parked_waiters = 0;  // long-polls (/wait, logs -f) waiting in the LogHub
+  uint64_t standby = 0;         // 1 while another coordinator holds the shared store
 
   std::string Render(const std::string& version) const;
 };

@@ -37,6 +37,12 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  // lower-case keys; repeated headers joined by ", "
 };
 
+// A standby coordinator's refusal (503 with X-Jobctl-Standby): another coordinator holds the
+// shared database and answers this request; clients move on to their next coordinator URL.
+inline bool IsStandby(const HttpResponse& r) {
+  return r.status == 503 && r.headers.count("x-jobctl-standby") > 0;
+}
+
 // TLS settings for https:// URLs; empty fields keep curl's defaults (the system's CA store, no
 // client certificate). Paths to PEM files, read by curl at each new connection.
 struct TlsOptions {

@@ -8,7 +8,7 @@ namespace jobctl::store {
 Result<std::unique_ptr<LogStore>> OpenLogStore(const LogStoreOptions& options) {
   if (!options.url.empty()) {
     Result<std::unique_ptr<PgLogStore>> store =
-        PgLogStore::Open(options.url, options.run_cap_bytes);
+        PgLogStore::Open(options.url, options.run_cap_bytes, options.standby);
     if (!store.ok()) return store.status();
     return std::unique_ptr<LogStore>(std::move(*store));
   }

@@ -66,12 +66,19 @@ class LogStore {
   virtual Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) = 0;
   // The bytes counted for a run, kept or not; 0 for a run without output.
   virtual Result<int64_t> RunBytes(int64_t run_id) = 0;
+
+  // A log store opened as a standby's (LogStoreOptions::standby) reads only; once the
+  // scheduler's store is held in `epoch` (Store::TryHold), this migrates its schema and
+  // writes from then on, fenced by that epoch. A no-op for the embedded store.
+  virtual Status Hold(int64_t /*epoch*/) { return Status::Ok(); }
 };
 
 struct LogStoreOptions {
   std::string path;           // the SQLite database file (<data>/logs.db); created if missing
   std::string url;            // PostgreSQL (the scheduler's database); when set, not `path`
   int64_t run_cap_bytes = 0;  // output kept per run
+  // A standby's: no migration and no write until Hold (PostgreSQL only).
+  bool standby = false;
 };
 
 Result<std::unique_ptr<LogStore>> OpenLogStore(const LogStoreOptions& options);

@@ -8,13 +8,18 @@ using pg::Params;
 using pg::Rows;
 using pg::Sql;
 
-Result<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& url,
-                                                     int64_t run_cap_bytes) {
+Result<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& url, int64_t run_cap_bytes,
+                                                     bool standby) {
   Result<std::unique_ptr<pg::Connection>> conn = pg::Connection::Open(url);
   if (!conn.ok()) return conn.status();
   std::unique_ptr<PgLogStore> store(new PgLogStore());
   store->db_ = std::move(*conn);
   store->run_cap_bytes_ = run_cap_bytes;
+  // A standby never migrates: the coordinator that holds the database may be an older one.
+  if (standby) {
+    store->epoch_ = kStandby;
+    return store;
+  }
   if (Status s = store->db_->Migrate("logs", PgLogMigrations()); !s.ok()) return s;
   static const Sql kEpoch{
       "SELECT epoch FROM leader WHERE id = 1 AND EXISTS (SELECT 1 FROM pg_locks WHERE "
@@ -25,8 +30,17 @@ Result<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& url,
   return store;
 }
 
+Status PgLogStore::Hold(int64_t epoch) {
+  if (Status s = db_->Migrate("logs", PgLogMigrations()); !s.ok()) return s;
+  epoch_ = epoch;
+  return Status::Ok();
+}
+
 Status PgLogStore::Begin() {
   static const Sql kSql{"SELECT epoch FROM leader WHERE id = 1"};
+  if (epoch_ == kStandby) {
+    return Status::Unavailable("a standby coordinator writes no output to the database");
+  }
   if (Status s = db_->Begin(); !s.ok()) return s;
   if (epoch_ < 0) return Status::Ok();
   Result<Rows> rows = db_->Exec(kSql);

@@ -15,7 +15,10 @@ namespace jobctl::store {
 
 class PgLogStore final : public LogStore {
  public:
-  static Result<std::unique_ptr<PgLogStore>> Open(const std::string& url, int64_t run_cap_bytes);
+  // `standby`: no migration, and every transaction refused until Hold.
+  static Result<std::unique_ptr<PgLogStore>> Open(const std::string& url, int64_t run_cap_bytes,
+                                                  bool standby = false);
+  Status Hold(int64_t epoch) override;
 
   // Refused once another coordinator began an epoch after the one this store opened in
   // (the epoch of the scheduler's store, pg_store.h): output is written only by the
@@ -37,7 +40,10 @@ class PgLogStore final : public LogStore {
 
   std::unique_ptr<pg::Connection> db_;
   int64_t run_cap_bytes_ = 0;
-  int64_t epoch_ = -1;  // -1: opened without a scheduler store in the database
+  // -1: opened without a scheduler store in the database (unfenced); kStandby: refuses every
+  // transaction until Hold.
+  static constexpr int64_t kStandby = -2;
+  int64_t epoch_ = -1;
 };
 
 }  // namespace jobctl::store

@@ -158,42 +158,59 @@ std::string ArrayOf(const std::vector<T>& items, F value) {
 }  // namespace
 
 Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url, const std::string& holder,
-                                               int64_t hold_ttl_ms) {
+                                               int64_t hold_ttl_ms, bool standby) {
   Result<std::unique_ptr<pg::Connection>> conn = pg::Connection::Open(url);
   if (!conn.ok()) return conn.status();
   std::unique_ptr<PgStore> store(new PgStore());
   store->db_ = std::move(*conn);
+  store->holder_ = holder;
   store->hold_ttl_ms_ = hold_ttl_ms;
-  // The hold first, then the schema: a newer coordinator waiting to take over never
-  // migrates the schema under the one that serves.
-  bool said = false;
-  for (;;) {
-    Result<bool> got = store->TakeLock();
+  for (bool said = false;;) {
+    Result<bool> got = store->TryHold();
     if (!got.ok()) return got.status();
-    if (*got) break;
+    if (*got || standby) break;
     if (!said) {
       log::Info(
-          "standby: another coordinator holds the database; taking over when its session "
-          "ends or it stops renewing its hold",
+          "another coordinator holds the database; waiting until its session ends or it stops "
+          "renewing its hold",
           {{"hold_ttl_ms", hold_ttl_ms}});
       said = true;
     }
-    store->EndStaleHolder();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  if (Status s = store->db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
+  return store;
+}
+
+Result<bool> PgStore::TryHold() {
+  if (held_) return true;
+  if (epoch_ != 0) return false;  // held once and lost: for good
+  // The hold first, then the schema: a newer coordinator waiting to take over never
+  // migrates the schema under the one that serves.
+  Result<bool> got = TakeLock();
+  if (!got.ok()) return got.status();
+  if (!*got) {
+    EndStaleHolder();
+    return false;
+  }
+  if (Status s = db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
   // A new epoch: the writes of every earlier holder are refused from now on (Begin).
   static const Sql kEpoch{
       "UPDATE leader SET epoch = epoch + 1, pid = pg_backend_pid(), holder = $1, "
       "renewed_at = now() WHERE id = 1 RETURNING epoch"};
-  Result<Rows> epoch = store->db_->Exec(kEpoch, Params().Add(holder));
+  Result<Rows> epoch = db_->Exec(kEpoch, Params().Add(holder_));
   if (!epoch.ok()) return epoch.status();
-  store->epoch_ = epoch->Int(0, 0);
-  store->held_ = true;
-  log::Info("the database is held by this coordinator", {{"epoch", store->epoch_}});
-  PgStore* self = store.get();
-  store->db_->on_reconnect = [self] { return self->Rehold(); };
-  return store;
+  epoch_ = epoch->Int(0, 0);
+  held_ = true;
+  log::Info("the database is held by this coordinator", {{"epoch", epoch_}});
+  db_->on_reconnect = [this] { return Rehold(); };
+  return true;
+}
+
+std::string PgStore::Holder() {
+  static const Sql kSql{"SELECT holder FROM leader WHERE id = 1 AND pid != 0"};
+  if (db_->in_transaction()) return "";
+  Result<Rows> rows = db_->Exec(kSql);
+  return rows.ok() && rows->size() == 1 ? rows->Text(0, 0) : "";
 }
 
 Result<bool> PgStore::TakeLock() {

@@ -18,11 +18,15 @@ namespace jobctl::store {
 class PgStore final : public Store {
  public:
   // Waits until this coordinator holds the database (see held()), logging once that it
-  // waits, then migrates the schema and begins a new epoch. `holder` names this coordinator
-  // to the others; a holder that has not renewed its hold for `hold_ttl_ms` has its session
-  // ended by a waiting coordinator.
+  // waits, then migrates the schema and begins a new epoch; with `standby`, returns at once
+  // when another coordinator holds it (TryHold takes over later). `holder` names this
+  // coordinator to the others; a holder that has not renewed its hold for `hold_ttl_ms` has
+  // its session ended by a waiting coordinator.
   static Result<std::unique_ptr<PgStore>> Open(const std::string& url, const std::string& holder,
-                                               int64_t hold_ttl_ms);
+                                               int64_t hold_ttl_ms, bool standby = false);
+  Result<bool> TryHold() override;
+  int64_t epoch() const override { return held_ ? epoch_ : 0; }
+  std::string Holder() override;
 
   Status Begin() override;
   Status Commit() override { return db_->Commit(); }
@@ -109,7 +113,8 @@ class PgStore final : public Store {
 
   std::unique_ptr<pg::Connection> db_;
   bool held_ = false;
-  int64_t epoch_ = 0;
+  int64_t epoch_ = 0;  // 0 until held; kept after the hold is lost
+  std::string holder_;
   int64_t hold_ttl_ms_ = 10000;
 };
 

@@ -14,7 +14,7 @@ Status Store::InsertEvent(int64_t at_ms, std::string_view kind, std::string_view
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   if (!options.url.empty()) {
     Result<std::unique_ptr<PgStore>> store =
-        PgStore::Open(options.url, options.holder, options.hold_ttl_ms);
+        PgStore::Open(options.url, options.holder, options.hold_ttl_ms, options.standby);
     if (!store.ok()) return store.status();
     return std::unique_ptr<Store>(std::move(*store));
   }

@@ -41,10 +41,20 @@ class Store {
 
   // Whether this coordinator still holds the store alone. The embedded store always does (a
   // file of its own). A shared database is held by one coordinator at a time: OpenStore waits
-  // until it holds it, and once the hold is lost (its database session ended while it could
-  // not see it, and another coordinator may have taken over) every transaction is refused
-  // and the coordinator must stop.
+  // until it holds it (unless opened as a standby, see TryHold), and once the hold is lost
+  // (its database session ended while it could not see it, and another coordinator may have
+  // taken over) every transaction is refused and the coordinator must stop.
   virtual bool held() const { return true; }
+  // A store opened as a standby (StoreOptions::standby) reads but writes nothing until this
+  // returns true: the hold is taken if it is free (ending the session of a holder that
+  // stopped renewing), the schema migrated and a new epoch begun. True at once when held.
+  virtual Result<bool> TryHold() { return held(); }
+  // The epoch this coordinator holds the store in (0 for the embedded store, and before the
+  // hold): each holder of a shared database has a greater one than the last.
+  virtual int64_t epoch() const { return 0; }
+  // Who holds the store now, as the holder names itself ("" when unknown or the embedded
+  // store); for messages.
+  virtual std::string Holder() { return ""; }
   // Asks the database whether the hold is still this coordinator's, outside a transaction:
   // a lost connection is found here, not only at the next write. Then held() says.
   virtual void CheckHold() {}
@@ -140,6 +150,9 @@ struct StoreOptions {
   // without renewing its hold before a waiting coordinator ends its session.
   std::string holder;
   int64_t hold_ttl_ms = 10000;
+  // Return at once when another coordinator holds the database, as a standby that reads
+  // (TryHold takes over later), rather than wait for the hold.
+  bool standby = false;
 };
 
 // Opens the store, creating and migrating its schema as needed. A store whose schema is
