@@ -11,6 +11,9 @@
 //   claims    pending shards claimed by G agents (4), one per request and then up to B per
 //             request (an agent with B free slots): requests per second and shards per second
 //   heartbeat A agents heartbeating every 5 s: coordinator CPU
+//   standby   (PostgreSQL only) N jobs (--standby-jobs, 100000): a second coordinator on the
+//             same database as a standby: time until its view holds them, its RSS and CPU,
+//             and the time from the holder's SIGKILL until it is ready as the holder
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
@@ -21,6 +24,7 @@
 // PostgreSQL server started for the run (tests/testlib/postgres.h: initdb in a temporary
 // directory, 127.0.0.1, fsync on, synchronous_commit on), on the same machine.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +33,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <numeric>
@@ -188,6 +193,57 @@ void RegisterPhase(int n) {
       n, mib, reg, n / reg, after.rss_mib, after.hwm_mib, idle_pct, restart, restarted.rss_mib,
       jobs, rest_pct);
   std::fflush(stdout);
+}
+
+// ---- standby: a second coordinator on the same PostgreSQL database ----------------------
+
+// N jobs applied to the holder; a standby started on the same database: how long until its
+// view holds them all, its RSS and CPU while it keeps that view current (30 s), then the
+// holder killed with SIGKILL and the time until the standby answers /readyz as the holder.
+void StandbyPhase(int n) {
+  if (g_postgres == nullptr) {
+    std::printf("standby   needs --postgres true\n");
+    return;
+  }
+  std::string config = PhaseConfig();
+  TempDir da;
+  Coordinator a(da, config);
+  a.set_port(jobctl::testing::FreeLoopbackPort());
+  a.Start();
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    toml += "[[job]]\nname = \"" + JobName(i) +
+            "\"\nschedule = \"H H 1 1 *\"\ncommand = [\"/bin/true\"]\n";
+  }
+  ApplyTimed(a, toml);
+  toml = std::string();
+  TempDir db;
+  std::filesystem::create_directories(db.path() + "/data");
+  chmod((db.path() + "/data").c_str(), 0700);
+  std::ofstream(db.path() + "/data/admin.token") << a.admin_token() << "\n";
+  chmod((db.path() + "/data/admin.token").c_str(), 0600);
+  Coordinator b(db, config);
+  b.set_port(jobctl::testing::FreeLoopbackPort());
+  auto t0 = Clock::now();
+  b.Start();
+  while (b.Metric("jobctl_jobs") < n) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  double view = Seconds(Clock::now() - t0);
+  ProcSample s0 = Sample(b.process().pid());
+  std::this_thread::sleep_for(std::chrono::seconds(30));
+  ProcSample s1 = Sample(b.process().pid());
+  double cpu_pct = (s1.cpu_s - s0.cpu_s) / 30 * 100;
+  a.Kill9();
+  auto killed = Clock::now();
+  while (!Ready(b)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double takeover = Seconds(Clock::now() - killed);
+  ProcSample s2 = Sample(b.process().pid());
+  std::printf(
+      "standby   jobs %-8d view complete %6.2f s after start  RSS %7.1f MiB (peak %7.1f)  CPU "
+      "keeping it current %.1f%% of a core  holder killed -> standby ready %6.2f s  jobs %.0f\n",
+      n, view, s1.rss_mib, s1.hwm_mib, cpu_pct, takeover, b.Metric("jobctl_jobs"));
+  std::printf("          RSS after taking over %7.1f MiB (peak %7.1f)\n", s2.rss_mib, s2.hwm_mib);
+  std::fflush(stdout);
+  b.Stop();
 }
 
 // ---- burst: M jobs due at one instant -----------------------------------------------------
@@ -435,11 +491,13 @@ int main(int argc, char** argv) {
       claim_agents = 4;
   std::string only;
   bool postgres = false;
+  int standby_jobs = 100000;
   bool flags_ok = ParseFlags(
       argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
-      "  [--claim-agents G] [--agents A] [--only register|burst|steady|claims|heartbeat]\n"
-      "  [--postgres true]",
+      "  [--claim-agents G] [--agents A]\n"
+      "  [--only register|burst|steady|claims|heartbeat|standby] [--postgres true]\n"
+      "  [--standby-jobs N]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs")
           jobs = ParseList(value);
@@ -461,6 +519,8 @@ int main(int argc, char** argv) {
           only = value;
         else if (flag == "--postgres")
           postgres = value != "false";
+        else if (flag == "--standby-jobs")
+          standby_jobs = std::stoi(value);
         else
           return false;
         return true;
@@ -487,5 +547,6 @@ int main(int argc, char** argv) {
     ClaimsPhase(claims, claim_batch, claim_agents);
   }
   if (only.empty() || only == "heartbeat") HeartbeatPhase(agents);
+  if ((only.empty() && postgres) || only == "standby") StandbyPhase(standby_jobs);
   return 0;
 }
