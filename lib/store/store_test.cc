@@ -447,6 +447,34 @@ TEST_P(StoreTest, JobsAreReadInIdOrderWithPauseAndNextFire) {
   EXPECT_FALSE(store_->GetJob(a)->paused);
 }
 
+TEST_P(StoreTest, NextFireTimesSetInATransactionAreReadInItAndKeptOnlyByItsCommit) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFire(a, 10'000).ok());
+  ASSERT_TRUE(store_->SetNextFire(b, 20'000).ok());
+  ASSERT_TRUE(store_->SetNextFire(a, 30'000).ok());  // the last one set wins
+  EXPECT_EQ(store_->GetJob(a)->next_fire_ms, 30'000);
+  ASSERT_TRUE(store_->SetNextFire(b, std::nullopt).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(a)->next_fire_ms, 30'000);
+  EXPECT_EQ(store_->GetJob(b)->next_fire_ms, std::nullopt);
+  // A rolled-back transaction's times are gone, also from the next transaction's commit.
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFire(a, 40'000).ok());
+  store_->Rollback();
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFire(b, 50'000).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::vector<int64_t> seen;
+  ASSERT_TRUE(
+      store_
+          ->ForEachJobHead([&](const JobHead& h) { seen.push_back(h.next_fire_ms.value_or(-1)); },
+                           nullptr)
+          .ok());
+  EXPECT_EQ(seen, (std::vector<int64_t>{30'000, 50'000}));
+}
+
 TEST_P(StoreTest, MissesAreListedPerJobFromAGivenTimeInOrder) {
   int64_t a = AddJob("a");
   int64_t b = AddJob("b");
