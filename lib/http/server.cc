@@ -146,7 +146,8 @@ class Connection {
 
  private:
   enum class Phase { kReading, kAwaiting, kDraining, kLingering, kClosed };
-  enum class Deadline { kNone, kIdle, kHead, kBody, kDrain, kLinger };
+  // kWrite: a keep-alive connection whose response is still being written (kIdle once it is).
+  enum class Deadline { kNone, kIdle, kWrite, kHead, kBody, kDrain, kLinger };
 
   static Connection* From(void* data) { return static_cast<Connection*>(data); }
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
@@ -169,6 +170,8 @@ class Connection {
   void StartLinger();
   void UpdateReading();
   void UpdateTimer();
+  void ArmTimer(uint64_t ms);
+  void OnDeadline();
 
   HttpServer* server_;
   uv_tcp_t tcp_;
@@ -182,6 +185,10 @@ class Connection {
   Deadline deadline_ = Deadline::kNone;
   Framing framing_;  // of the request being answered
   size_t writes_in_flight_ = 0;
+  // kWrite and kDrain: the bytes queued when the deadline was armed, and whether the one
+  // short extension for a busy loop was given (OnDeadline).
+  size_t queued_at_arm_ = 0;
+  bool write_grace_ = false;
   int open_handles_ = 0;
   bool reading_ = false;
   bool peer_eof_ = false;
@@ -447,6 +454,7 @@ void Connection::OnWriteDone(int status) {
   if (phase_ == Phase::kClosed) return;
   if (status < 0) return CloseNow();
   if (phase_ == Phase::kDraining && writes_in_flight_ == 0) StartLinger();
+  if (phase_ == Phase::kReading && writes_in_flight_ == 0) UpdateTimer();  // kWrite -> kIdle
 }
 
 void Connection::Drain() {
@@ -506,7 +514,8 @@ void Connection::UpdateTimer() {
       if (tls_ && !tls_->handshake_done()) {
         next = Deadline::kHead, ms = limits.header_timeout_ms;  // the handshake is head too
       } else if (parser_.state() == RequestParser::State::kIdle) {
-        next = Deadline::kIdle, ms = limits.idle_timeout_ms;
+        next = writes_in_flight_ > 0 ? Deadline::kWrite : Deadline::kIdle;
+        ms = limits.idle_timeout_ms;
       } else if (parser_.state() == RequestParser::State::kHead) {
         next = Deadline::kHead, ms = limits.header_timeout_ms;
       } else {
@@ -525,9 +534,35 @@ void Connection::UpdateTimer() {
   if (next == Deadline::kNone) {
     uv_timer_stop(&timer_);
   } else if (restart) {
-    uv_timer_start(
-        &timer_, [](uv_timer_t* t) { From(t->data)->CloseNow(); }, ms, 0);
+    queued_at_arm_ = uv_stream_get_write_queue_size(stream());
+    write_grace_ = false;
+    ArmTimer(ms);
   }
+}
+
+void Connection::ArmTimer(uint64_t ms) {
+  uv_timer_start(
+      &timer_, [](uv_timer_t* t) { From(t->data)->OnDeadline(); }, ms, 0);
+}
+
+// A response being written (kWrite, kDrain) is cut only when the peer stopped taking it. Timers
+// run before the loop polls, so after a turn that held the loop past the deadline the socket
+// had no chance to drain: the deadline is extended once by a short grace, and then again by
+// a whole period each time the queue shrank; a queue that did not move over a grace and a
+// period is closed.
+void Connection::OnDeadline() {
+  if (deadline_ == Deadline::kWrite || deadline_ == Deadline::kDrain) {
+    size_t queued = uv_stream_get_write_queue_size(stream());
+    bool moved = queued < queued_at_arm_;
+    if (moved || !write_grace_) {
+      write_grace_ = !moved;
+      queued_at_arm_ = queued;
+      ArmTimer(moved ? server_->limits_.idle_timeout_ms
+                     : std::min<uint64_t>(kLingerMs, server_->limits_.idle_timeout_ms));
+      return;
+    }
+  }
+  CloseNow();
 }
 
 Responder::~Responder() {

@@ -16,8 +16,11 @@
 // discarded unread. Deadlines are absolute, never extended by a trickle of bytes: the head
 // must arrive within header_timeout_ms of its first byte, the body within body_timeout_ms
 // of the end of the head, and a keep-alive connection with no request is closed after
-// idle_timeout_ms. Connections and the declared bodies being received are capped in all and
-// per client address (an IPv6 client counts by its /64).
+// idle_timeout_ms. A response is written for as long as the peer takes some of it every
+// idle_timeout_ms (a peer that stops reading is cut after one such period and a short
+// grace); a turn of the loop that ran past the deadline does not cut it. Connections and the
+// declared bodies being received are capped in all and per client address (an IPv6 client counts by
+// its /64).
 #pragma once
 
 #include <uv.h>
