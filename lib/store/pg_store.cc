@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -165,6 +166,15 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url, const std
   store->db_ = std::move(*conn);
   store->holder_ = holder;
   store->hold_ttl_ms_ = hold_ttl_ms;
+  // Until it holds the database, a store notes when its lost connection was made again
+  // (the database restarted or failed over): see TryHold.
+  PgStore* self = store.get();
+  store->db_->on_reconnect = [self] {
+    self->back_at_ = std::chrono::steady_clock::now();
+    log::Info("standby: the database is back; the coordinator that held it may hold it again first",
+              {{"hold_ttl_ms", self->hold_ttl_ms_}});
+    return Status::Ok();
+  };
   for (bool said = false;;) {
     Result<bool> got = store->TryHold();
     if (!got.ok()) return got.status();
@@ -184,12 +194,23 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url, const std
 Result<bool> PgStore::TryHold() {
   if (held_) return true;
   if (epoch_ != 0) return false;  // held once and lost: for good
+  // After this store's connection was lost and made again, the coordinator that held the
+  // database gets hold_ttl to hold it again first: it reconnects within a second and
+  // carries on, though the lock is free (on a promoted server it is: advisory locks are not
+  // replicated).
+  if (Returning()) return false;
   // The hold first, then the schema: a newer coordinator waiting to take over never
   // migrates the schema under the one that serves.
   Result<bool> got = TakeLock();
   if (!got.ok()) return got.status();
   if (!*got) {
     EndStaleHolder();
+    return false;
+  }
+  if (Returning()) {
+    // The connection was made again at this very statement: leave the lock for now.
+    static const Sql kUnlock{"SELECT pg_advisory_unlock($1)"};
+    static_cast<void>(db_->Exec(kUnlock, Params().Add(kHoldLock)));
     return false;
   }
   if (Status s = db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
@@ -204,6 +225,11 @@ Result<bool> PgStore::TryHold() {
   log::Info("the database is held by this coordinator", {{"epoch", epoch_}});
   db_->on_reconnect = [this] { return Rehold(); };
   return true;
+}
+
+bool PgStore::Returning() const {
+  return back_at_ &&
+         std::chrono::steady_clock::now() - *back_at_ < std::chrono::milliseconds(hold_ttl_ms_);
 }
 
 std::string PgStore::Holder() {

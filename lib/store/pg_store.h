@@ -6,7 +6,9 @@
 // OpenStore (store.h). Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,8 @@ class PgStore final : public Store {
   PgStore() = default;
   // Takes the lock if it is free: true when this session holds it now.
   Result<bool> TakeLock();
+  // Whether this store's connection was made again less than hold_ttl ago (TryHold).
+  bool Returning() const;
   void EndStaleHolder();
   Status Rehold();  // on_reconnect
   Status Lost();    // kUnavailable, held() false from now on
@@ -116,6 +120,8 @@ class PgStore final : public Store {
   int64_t epoch_ = 0;  // 0 until held; kept after the hold is lost
   std::string holder_;
   int64_t hold_ttl_ms_ = 10000;
+  // When the connection was last made again before this store held the database.
+  std::optional<std::chrono::steady_clock::time_point> back_at_;
 };
 
 }  // namespace jobctl::store

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "store/log_store.h"
@@ -212,6 +213,37 @@ TEST_F(PgStoreTest, AServerRestartIsSurvivedAndCommittedDataIsKept) {
   ASSERT_TRUE(store->Commit().ok());
   EXPECT_EQ(*store->GetCounter("kept"), 3);
   EXPECT_EQ(*store->GetCounter("more"), 4);
+}
+
+TEST_F(PgStoreTest, AfterARestartAStandbyStoreLeavesTheDatabaseToItsHolderForHoldTtl) {
+  std::unique_ptr<Store> holder = Open(3000);
+  ASSERT_NE(holder, nullptr);
+  Result<std::unique_ptr<Store>> standby =
+      OpenStore({.url = url_, .holder = "standby", .hold_ttl_ms = 3000, .standby = true});
+  ASSERT_TRUE(standby.ok()) << standby.status().ToString();
+  Result<bool> got = (*standby)->TryHold();
+  ASSERT_TRUE(got.ok() && !*got);
+  // Every session ends (a failover to a promoted server frees the lock the same way). The
+  // standby reconnects at its next try and, finding the lock free, leaves it to the holder,
+  // which reconnects and holds the database again in its epoch.
+  ASSERT_TRUE(server_->Restart().ok()) << server_->Log();
+  got = (*standby)->TryHold();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE(*got) << "the standby took the database from its holder";
+  holder->CheckHold();
+  EXPECT_TRUE(holder->held());
+  ASSERT_TRUE(holder->Begin().ok());
+  ASSERT_TRUE(holder->SetCounter("kept", 5).ok());
+  ASSERT_TRUE(holder->Commit().ok());
+  // Once the holder is gone, the standby holds the database (hold_ttl after it reconnected).
+  holder.reset();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (got = false; got.ok() && !*got && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // a standby's tries
+    got = (*standby)->TryHold();
+  }
+  ASSERT_TRUE(got.ok() && *got) << got.status().ToString();
+  EXPECT_EQ(*(*standby)->GetCounter("kept"), 5);
 }
 
 TEST_F(PgStoreTest, AFailedStatementRollsTheTransactionBackAndCommitSaysSo) {

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -108,6 +109,41 @@ std::string Tail(const std::string& text, size_t n) {
   return text.size() <= n ? text : text.substr(text.size() - n);
 }
 
+// The first column of the first row of `sql` on a new session to `url` ("" for no row).
+Result<std::string> QueryValue(const std::string& url, const std::string& sql) {
+  std::string conninfo = url + "?connect_timeout=10";
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  Result<std::string> out = std::string();
+  if (PQstatus(conn) != CONNECTION_OK) {
+    out = Status::Unavailable(PQerrorMessage(conn));
+  } else {
+    PGresult* r = PQexec(conn, sql.c_str());
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+      out = Status::Io(PQresultErrorMessage(r));
+    } else if (PQntuples(r) > 0) {
+      out = std::string(PQgetvalue(r, 0, 0));
+    }
+    PQclear(r);
+  }
+  PQfinish(conn);
+  return out;
+}
+
+// Polls `sql` on `url` until its value satisfies `done`, for up to 60 s.
+Status WaitForValue(const std::string& url, const std::string& sql,
+                    const std::function<bool(const std::string&)>& done) {
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  Result<std::string> last = std::string();
+  for (;;) {
+    last = QueryValue(url, sql);
+    if (last.ok() && done(*last)) return Status::Ok();
+    if (Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::Unavailable("within 60 s, " + sql + " gave " +
+                             (last.ok() ? "'" + *last + "'" : last.status().ToString()));
+}
+
 }  // namespace
 
 std::string FindPostgresBin() {
@@ -144,7 +180,7 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::Start(const Options& opt
   return server;
 }
 
-Status PostgresServer::Launch(const Options& options) {
+Status PostgresServer::MakeDir() {
   Result<RunAs> as = Unprivileged();
   if (!as.ok()) return as.status();
   char tmpl[] = "/tmp/jobctl-pg.XXXXXX";
@@ -153,6 +189,13 @@ Status PostgresServer::Launch(const Options& options) {
   if (as->drop && chown(dir_.c_str(), as->uid, as->gid) != 0) {
     return Status::Io("cannot give " + dir_ + " to nobody");
   }
+  return Status::Ok();
+}
+
+Status PostgresServer::Launch(const Options& options) {
+  Result<RunAs> as = Unprivileged();
+  if (!as.ok()) return as.status();
+  if (Status s = MakeDir(); !s.ok()) return s;
   std::string data = dir_ + "/data";
   std::string log = dir_ + "/server.log";
   pid_t init = Spawn({bin_ + "/initdb", "-D", data, "-U", "jobctl", "--auth=trust", "-E", "UTF8",
@@ -173,9 +216,21 @@ Status PostgresServer::Launch(const Options& options) {
          << "fsync = " << (options.fsync ? "on" : "off") << "\n"
          << "full_page_writes = " << (options.fsync ? "on" : "off") << "\n"
          << "max_connections = 200\nshared_buffers = 32MB\n"
-         << "log_min_messages = warning\n"
-         << options.extra_conf << "\n";
+         << "log_min_messages = warning\n";
+    if (!options.synchronous_standby.empty()) {
+      // Standbys connect for replication as `jobctl` from 127.0.0.1, which the pg_hba.conf
+      // of initdb --auth=trust lets in ("host replication all 127.0.0.1/32 trust").
+      conf << "wal_level = replica\n"
+           << "synchronous_standby_names = '\"" << options.synchronous_standby << "\"'\n"
+           << "synchronous_commit = on\n";
+      synchronous_standby_ = options.synchronous_standby;
+    }
+    conf << options.extra_conf << "\n";
   }
+  return ServeOnFreePort();
+}
+
+Status PostgresServer::ServeOnFreePort() {
   // The port was free a moment ago; another process may take it first: try a few.
   Status last = Status::Ok();
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -184,6 +239,63 @@ Status PostgresServer::Launch(const Options& options) {
     if (last.ok() || last.code() != Status::Code::kIo) return last;
   }
   return last;
+}
+
+Result<std::unique_ptr<PostgresServer>> PostgresServer::StartStandby(
+    const PostgresServer& primary, const StandbyOptions& options) {
+  const std::string& name = options.application_name;
+  if (name.empty() ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    return Status::InvalidArgument("a standby's application_name is [a-z0-9_]+, not " + name);
+  }
+  if (primary.pid_ <= 0) return Status::InvalidArgument("the primary does not run");
+  // On failure the server goes away with this pointer: stopped by its pid, directory removed.
+  std::unique_ptr<PostgresServer> server(new PostgresServer());
+  server->bin_ = primary.bin_;
+  if (Status s = server->MakeDir(); !s.ok()) return s;
+  if (Status s = server->CloneFrom(primary, options); !s.ok()) return s;
+  if (Status s = server->ServeOnFreePort(); !s.ok()) return s;
+  // Streaming from the primary, and counted by it as synchronous when it is the one every
+  // commit waits for.
+  bool sync = primary.synchronous_standby_ == name;
+  Status streams =
+      WaitForValue(primary.Url(),
+                   "SELECT sync_state FROM pg_stat_replication WHERE application_name = '" + name +
+                       "' AND state = 'streaming'",
+                   [sync](const std::string& v) { return sync ? v == "sync" : !v.empty(); });
+  if (!streams.ok()) {
+    return Status::Unavailable("standby " + name + " does not stream from the primary: " +
+                               streams.ToString() + "\n" + Tail(server->Log(), 2000));
+  }
+  return server;
+}
+
+Status PostgresServer::CloneFrom(const PostgresServer& primary, const StandbyOptions& options) {
+  Result<RunAs> as = Unprivileged();
+  if (!as.ok()) return as.status();
+  std::string data = dir_ + "/data";
+  // -R writes standby.signal and a primary_conninfo with these settings, application_name
+  // included; -X stream brings the WAL the copy needs along with it.
+  std::string conninfo = "host=127.0.0.1 port=" + std::to_string(primary.port_) +
+                         " user=jobctl application_name=" + options.application_name;
+  pid_t copy = Spawn({bin_ + "/pg_basebackup", "-D", data, "-R", "-X", "stream", "-c", "fast",
+                      "--no-sync", "-d", conninfo},
+                     dir_ + "/server.log", *as);
+  std::optional<int> rc = copy < 0 ? -1 : WaitFor(copy, std::chrono::seconds(120));
+  if (!rc || *rc != 0) {
+    if (!rc) {
+      kill(copy, SIGKILL);
+      WaitFor(copy, std::chrono::seconds(5));
+    }
+    return Status::Io("pg_basebackup failed: " + Tail(Log(), 2000));
+  }
+  // The copy of the primary's postgresql.conf names the primary's socket directory and its
+  // synchronous standby (this one): later lines win.
+  std::ofstream conf(data + "/postgresql.conf", std::ios::app);
+  conf << "unix_socket_directories = '" << dir_ << "'\n"
+       << "synchronous_standby_names = ''\n"
+       << "hot_standby = on\n";
+  return conf ? Status::Ok() : Status::Io("cannot write the standby's postgresql.conf");
 }
 
 Status PostgresServer::Serve() {
@@ -240,6 +352,24 @@ void PostgresServer::Stop() {
     WaitFor(pid_, std::chrono::seconds(10));
   }
   pid_ = -1;
+}
+
+void PostgresServer::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  WaitFor(pid_, std::chrono::seconds(10));
+  pid_ = -1;
+}
+
+Status PostgresServer::Promote() {
+  // pg_promote waits (up to 60 s) for the end of recovery; then the server takes writes.
+  Result<std::string> promoted = QueryValue(Url(), "SELECT pg_promote(true, 60)");
+  if (!promoted.ok()) return promoted.status().WithContext("pg_promote");
+  if (*promoted != "t") {
+    return Status::Unavailable("pg_promote did not finish within 60 s: " + Tail(Log(), 2000));
+  }
+  return WaitForValue(Url(), "SELECT pg_is_in_recovery()",
+                      [](const std::string& v) { return v == "f"; });
 }
 
 std::string PostgresServer::Url(const std::string& db) const {
