@@ -196,7 +196,8 @@ Status Coordinator::Load() {
   events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
                            {"heartbeat_ms", ctx_.config.heartbeat.count()},
                            {"leases", dispatcher_->active_leases()},
-                           {"last_token", *token}});
+                           {"last_token", *token},
+                           {"epoch", store_->epoch()}});
   return Status::Ok();
 }
 
@@ -256,7 +257,7 @@ Status Coordinator::Start() {
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).
-    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}});
+    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}, {"epoch", store_->epoch()}});
   };
   batch_->Start();
   dispatcher_->Start();

@@ -39,6 +39,7 @@ class PgStore final : public Store {
   bool held() const override { return held_; }
   // Renews the hold (the leader row's time), outside a transaction; once a second.
   void CheckHold() override;
+  int64_t epoch() const override { return epoch_; }
 
   Result<int64_t> GetCounter(std::string_view name) override;
   Status SetCounter(std::string_view name, int64_t value) override;

@@ -48,6 +48,9 @@ class Store {
   // Asks the database whether the hold is still this coordinator's, outside a transaction:
   // a lost connection is found here, not only at the next write. Then held() says.
   virtual void CheckHold() {}
+  // Which holder of a shared database this is: the epoch it began when it took the hold
+  // (each holder's is higher than every earlier one's); 0 for the embedded store.
+  virtual int64_t epoch() const { return 0; }
 
   // Counters that only grow (the fencing token): read at start, written in the batch that
   // used them. A counter never written reads 0.

@@ -73,6 +73,26 @@ Status ParseEvents(const std::string& text, const std::string& name, History* in
   return Status::Ok();
 }
 
+void MergeCoordinators(History* h) {
+  // By file (Event::where is "FILE:LINE"), in order, then a merge by mono_ns.
+  std::map<std::string, std::vector<Event>> files;
+  for (Event& e : h->coordinator)
+    files[e.where.substr(0, e.where.rfind(':'))].push_back(std::move(e));
+  h->coordinator.clear();
+  std::map<std::string, size_t> next;
+  for (;;) {
+    const std::string* pick = nullptr;
+    for (const auto& [name, events] : files) {
+      size_t i = next[name];
+      if (i < events.size() &&
+          (pick == nullptr || events[i].mono_ns < files[*pick][next[*pick]].mono_ns))
+        pick = &name;
+    }
+    if (pick == nullptr) return;
+    h->coordinator.push_back(std::move(files[*pick][next[*pick]++]));
+  }
+}
+
 Result<History> ReadHistory(const std::vector<std::string>& paths) {
   History h;
   for (const std::string& path : paths) {
@@ -82,6 +102,7 @@ Result<History> ReadHistory(const std::vector<std::string>& paths) {
     text << in.rdbuf();
     if (Status s = ParseEvents(text.str(), path, &h); !s.ok()) return s;
   }
+  MergeCoordinators(&h);
   return h;
 }
 

@@ -29,7 +29,7 @@ struct Event {
 };
 
 struct History {
-  std::vector<Event> coordinator;                    // in file order
+  std::vector<Event> coordinator;                    // in file order (MergeCoordinators)
   std::map<std::string, std::vector<Event>> agents;  // by agent name, in file order
   std::vector<Event> probes;                         // in file order
   int torn_lines = 0;  // last lines of writers killed mid-write (skipped)
@@ -40,7 +40,11 @@ struct History {
 // writer: at the end of the text (with or without its newline), or followed by another
 // process's lines (a restarted writer ends the torn line first); those are counted and skipped.
 Status ParseEvents(const std::string& text, const std::string& name, History* into);
-// Reads and parses each file; a missing file is an error.
+// The coordinators' lines of several event logs (several coordinators on one database, each
+// writing its own) merged into one sequence by monotonic time, each log's lines kept in its
+// own order. One log's lines stay as they are.
+void MergeCoordinators(History* h);
+// Reads and parses each file (then MergeCoordinators); a missing file is an error.
 Result<History> ReadHistory(const std::vector<std::string>& paths);
 
 }  // namespace jobctl::fault
