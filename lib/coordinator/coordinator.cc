@@ -257,7 +257,9 @@ Status Coordinator::Start() {
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).
-    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}, {"epoch", store_->epoch()}});
+    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)},
+                             {"began_ns", batch_->last_began_ns()},
+                             {"epoch", store_->epoch()}});
   };
   batch_->Start();
   dispatcher_->Start();

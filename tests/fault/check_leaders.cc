@@ -26,8 +26,10 @@ bool ExpectedKill(const std::string& why) {
 }  // namespace
 
 void CheckLeaders(const History& h, const CheckOptions& o, Report* r) {
-  // I10: by monotonic time, once a commit of a newer epoch is seen no older epoch commits
-  // again; and a coordinator only commits in the epoch it loaded with.
+  // I10: in the order the commits began (MergeCoordinators), once a commit of a newer epoch
+  // is seen no older epoch commits again (a transaction that began after a newer holder
+  // committed must have failed its epoch check); and a coordinator only commits in the epoch
+  // it loaded with.
   int64_t newest = -1;
   std::string newest_where;
   std::map<int64_t, int64_t> loaded_epoch;       // by pid

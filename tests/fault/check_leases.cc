@@ -42,12 +42,14 @@ class Replay {
   Replay(const StoreView& s, Report* r) : s_(s), r_(r) {}
 
   void Run(const std::vector<Event>& events) {
+    // In the order the store saw the commits (MergeCoordinators).
     int64_t last_ns = 0;
     for (const Event& e : events) {
-      if (e.mono_ns < last_ns) {
+      int64_t at = CommitOrderNs(e);
+      if (at < last_ns) {
         r_->Fail("I3", e.where + ": the coordinator's monotonic clock went back");
       }
-      last_ns = std::max(last_ns, e.mono_ns);
+      last_ns = std::max(last_ns, at);
       On(e);
     }
   }

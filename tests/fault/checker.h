@@ -16,9 +16,9 @@
 //      all of it once its result was acknowledged);
 //   I8 bounded failover: a lease held by a killed agent ends, and its shard is granted again
 //      (on_lost = "rerun"), within TTL + heartbeat + 1 s of the kill;
-//   I10 one holder at a time (several coordinators on one database): by monotonic time, no
-//      commit of an epoch after the first commit of a newer one, and each coordinator
-//      commits only in the epoch it loaded with;
+//   I10 one holder at a time (several coordinators on one database): no commit of an epoch
+//      that began after the first commit of a newer one began, and each coordinator commits
+//      only in the epoch it loaded with;
 //   I11 (when asked) a leader change ends no healthy agent's shard: no lease of an agent the
 //      test did not kill expires, and no such agent stops a shard for a lost lease.
 //

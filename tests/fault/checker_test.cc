@@ -471,6 +471,45 @@ TEST(CheckerTest, CoordinatorLogsAreMergedByMonotonicTime) {
   EXPECT_EQ(order, "abcd");
 }
 
+// A coordinator stopped between a commit and its lines writes them late, after another
+// took over: they are ordered where the commit began, and no violation.
+TEST(CheckerTest, LinesOfACommitWrittenLateAreOrderedWhereTheCommitBegan) {
+  History h;
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":1,"mono_ns":90,"ev":"commit","began_ns":2,"epoch":1})"
+                  "\n"
+                  R"({"src":"coord","pid":1,"mono_ns":91,"ev":"grant"})"
+                  "\n",
+                  "one", &h)
+          .ok());
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":2,"mono_ns":5,"ev":"loading"})"
+                  "\n"
+                  R"({"src":"coord","pid":2,"mono_ns":6,"ev":"loaded","epoch":2})"
+                  "\n"
+                  R"({"src":"coord","pid":2,"mono_ns":8,"ev":"commit","began_ns":7,"epoch":2})"
+                  "\n",
+                  "two", &h)
+          .ok());
+  MergeCoordinators(&h);
+  std::string order;
+  for (const Event& e : h.coordinator) order += e.ev + " ";
+  EXPECT_EQ(order, "commit grant loading loaded commit ");
+  Report r;
+  CheckLeaders(h, {}, &r);
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  // A commit of epoch 1 that began after epoch 2 committed is two holders at once.
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":1,"mono_ns":95,"ev":"commit","began_ns":93,"epoch":1})"
+                  "\n",
+                  "three", &h)
+          .ok());
+  MergeCoordinators(&h);
+  Report bad;
+  CheckLeaders(h, {}, &bad);
+  EXPECT_TRUE(bad.Has("I10")) << bad.ToString();
+}
+
 // The scenario's coordinator (pid 1) holds epoch 1; at 1500 ms coordinator pid 2 takes over
 // in epoch 2 and commits.
 void TakeOver(Scenario& s) {

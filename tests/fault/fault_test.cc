@@ -311,7 +311,7 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
   options.leader_changes_end_no_shard = true;
   const int kCycles = 3;
   int64_t started_ns = 0;
-  std::vector<std::pair<int64_t, int64_t>> resumed;  // (pid, SIGCONT instant)
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> resumed;  // pid, SIGSTOP, SIGCONT
   for (int cycle = 0; cycle < kCycles; ++cycle) {
     int stopped = c.FindLeader(seconds(30));
     ASSERT_GE(stopped, 0) << "cycle " << cycle << ": no coordinator serves";
@@ -340,7 +340,7 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
     // Resumed, the old one finds its hold lost within a second and exits 75, committing
     // nothing; its service manager starts it again, a standby.
     old.Signal(SIGCONT);
-    resumed.emplace_back(old.pid(), MonotonicNs());
+    resumed.emplace_back(old.pid(), stop_ns, MonotonicNs());
     EXPECT_EQ(old.Wait(seconds(20)), 75) << "cycle " << cycle;
     c.Respawn(stopped);
   }
@@ -353,16 +353,27 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
   EXPECT_TRUE(r.ok()) << r.ToString();
   EXPECT_GE(r.leader_changes.size(), static_cast<size_t>(kCycles));
   for (const LeaderChange& l : r.leader_changes) {
-    EXPECT_GE(l.fault_ms, 2500) << "epoch " << l.epoch << ": taken over before hold_ttl";
+    // hold_ttl after the last renewal, which came up to a second before the stop.
+    EXPECT_GE(l.fault_ms, 3000 - 1000) << "epoch " << l.epoch << ": taken over before hold_ttl";
     EXPECT_LE(l.fault_ms, 3000 + 2000) << "epoch " << l.epoch;
   }
+  // What the resumed coordinators wrote after SIGCONT: only lines of commits that began
+  // before SIGSTOP (it was stopped between such a commit and its lines), never a commit of
+  // its own after.
   History h = c.Read();
-  for (const auto& [pid, cont_ns] : resumed) {
+  for (const auto& [pid, stop_ns, cont_ns] : resumed) {
+    int late = 0;
     for (const Event& e : h.coordinator) {
-      EXPECT_FALSE(e.pid == pid && e.mono_ns > cont_ns &&
-                   (e.ev == "commit" || e.ev == "fire" || e.ev == "grant"))
-          << "coordinator pid " << pid << " wrote after it resumed: " << e.fields.dump();
+      if (e.pid != pid || e.mono_ns <= cont_ns) continue;
+      bool committed = e.ev == "commit" || e.ev == "scheduled" || e.ev == "fire" ||
+                       e.ev == "skip" || e.ev == "miss" || e.ev == "grant" || e.ev == "lease_end" ||
+                       e.ev == "result_accepted" || e.ev == "log_accepted";
+      EXPECT_FALSE(committed && CommitOrderNs(e) > stop_ns)
+          << "coordinator pid " << pid << " committed after it resumed: " << e.fields.dump();
+      late += committed;
     }
+    std::cout << "coordinator pid " << pid << ": " << late
+              << " line(s) of commits made before SIGSTOP written after SIGCONT\n";
   }
 }
 
