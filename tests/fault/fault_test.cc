@@ -309,7 +309,7 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
   FaultCluster& c = StartCluster();
   CheckOptions options;
   options.leader_changes_end_no_shard = true;
-  const int kCycles = 3;
+  const int kCycles = 2;
   int64_t started_ns = 0;
   std::vector<std::tuple<int64_t, int64_t, int64_t>> resumed;  // pid, SIGSTOP, SIGCONT
   for (int cycle = 0; cycle < kCycles; ++cycle) {
