@@ -25,8 +25,14 @@ FaultCluster::FaultCluster(const std::string& coordinator_config, const ClusterO
     if (i > 0) dir = coord_dirs_.emplace_back(std::make_unique<testing::TempDir>()).get();
     std::string events =
         dir_.path() + "/events-coord" + (i == 0 ? "" : "-" + std::to_string(i)) + ".jsonl";
+    auto place = options_.places.find(i);
+    std::string here = store;
+    if (place != options_.places.end() && !place->second.store_url.empty())
+      here = "store = \"" + place->second.store_url + "\"\n";
     coords_.push_back(std::make_unique<testing::Coordinator>(
-        *dir, coordinator_config + "\n" + store + "event_log = \"" + events + "\"\n"));
+        *dir, coordinator_config + "\n" + here + "event_log = \"" + events + "\"\n",
+        place != options_.places.end() ? place->second.host : "127.0.0.1"));
+    if (place != options_.places.end()) coords_.back()->set_launch(place->second.launch);
     // A fixed port, so that the agents know every coordinator's URL before it serves.
     if (n > 1) coords_.back()->set_port(testing::FreeLoopbackPort());
   }

@@ -36,9 +36,17 @@ struct ProbeArgs {
   int exit_code = 0;
 };
 
+// Where a coordinator runs, when not on 127.0.0.1 beside the test (a network namespace).
+struct CoordinatorPlace {
+  std::string host;        // the address it listens on
+  testing::Launch launch;  // e.g. `ip netns exec NS`
+  std::string store_url;   // the database as seen from there
+};
+
 struct ClusterOptions {
   std::string store_url;  // postgresql://...; empty: the embedded store, one coordinator
   int coordinators = 1;   // on store_url
+  std::map<int, CoordinatorPlace> places;  // by coordinator index
 };
 
 class FaultCluster {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/event_log.h"
+#include "fault/env/veth_namespace.h"
 #include "fault/fault_cluster.h"
 #include "testlib/postgres.h"
 
@@ -374,6 +375,74 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
     }
     std::cout << "coordinator pid " << pid << ": " << late
               << " line(s) of commits made before SIGSTOP written after SIGCONT\n";
+  }
+}
+
+// The serving coordinator cut off from the database and the agents: it runs in a network
+// namespace of its own, joined by a veth pair (PostgreSQL listens on this side's end too),
+// and the link goes down. A standby ends its session after hold_ttl and serves; the cut-off
+// one commits nothing more and exits 75 once its connection to the database is found dead
+// (tcp_user_timeout, 10 s); healed, it is started again as a standby. Needs root.
+TEST_F(PgFaultTest, ServingCoordinatorCutOffFromTheDatabaseIsReplacedAndCommitsNothingAfter) {
+  if (std::string why = testing::VethNamespace::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  testing::VethNamespace netns;
+  cluster_.reset();
+  pg_.reset();
+  testing::PostgresServer::Options pg_options;
+  pg_options.extra_conf = "listen_addresses = '127.0.0.1," + netns.host_address() + "'";
+  pg_options.extra_hba = "host all all " + netns.ns_address() + "/32 trust";
+  Result<std::unique_ptr<testing::PostgresServer>> pg = testing::PostgresServer::Start(pg_options);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  pg_ = std::move(*pg);
+  ASSERT_TRUE(pg_->CreateDatabase("jobctl").ok());
+  std::string url = pg_->Url("jobctl");
+  std::string far = url;
+  far.replace(far.find("127.0.0.1"), 9, netns.host_address());
+  ClusterOptions options{url, 3, {{0, {netns.ns_address(), netns.launch(), far}}}};
+  cluster_ = std::make_unique<FaultCluster>(kPgConfig, options);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
+  c.WaitForAgents(3);
+  c.coord().Apply(EverySecondJobs(c));
+  ASSERT_EQ(c.FindLeader(seconds(20)), 0);
+  ASSERT_TRUE(WaitForGrant(c, 0));
+  CheckOptions check;
+  check.leader_changes_end_no_shard = true;
+  testing::Daemon& cut = c.coord(0).process();
+  int64_t cut_pid = cut.pid();
+  netns.SetLink(false);
+  int64_t cut_ns = MonotonicNs();
+  check.coordinator_faults.push_back(cut_ns);
+  int now = c.FindLeader(seconds(20));
+  ASSERT_GT(now, 0) << "no standby took over";
+  std::cout << "coordinator " << now << " serves " << Ms(MonotonicNs() - cut_ns)
+            << " ms after coordinator 0 was cut off (hold_ttl 3000 ms)\n";
+  int rc = cut.Wait(seconds(30));
+  int64_t exit_ns = MonotonicNs();
+  EXPECT_EQ(rc, 75) << "the cut-off coordinator";
+  std::cout << "the cut-off coordinator exited " << rc << " " << Ms(exit_ns - cut_ns)
+            << " ms after the cut\n";
+  std::optional<Event> granted = WaitForGrant(c, cut_ns, seconds(60));
+  ASSERT_TRUE(granted) << "the new leader leases nothing";
+  int64_t grant_ms = Ms(granted->mono_ns - cut_ns);
+  std::cout << "its first lease " << grant_ms << " ms after the cut\n";
+  EXPECT_LE(grant_ms, 3000 + 5000) << "no shard leased for " << grant_ms
+                                   << " ms after the cut (the agents' claims waited on the "
+                                      "cut-off coordinator)";
+  netns.SetLink(true);
+  c.Respawn(0);
+  ASSERT_TRUE(WaitForGrant(c, MonotonicNs(), seconds(60)));
+  ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
+  c.StopAll();
+  Report r = c.Check(check);
+  std::cout << LeaderFigures(r) << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  ASSERT_GE(r.leader_changes.size(), 1u);
+  EXPECT_LE(r.leader_changes[0].fault_ms, 3000 + 2000);
+  History h = c.Read();
+  for (const Event& e : h.coordinator) {
+    EXPECT_FALSE(e.pid == cut_pid && e.ev == "commit" && CommitOrderNs(e) > cut_ns)
+        << "the cut-off coordinator committed after the cut: " << e.fields.dump();
   }
 }
 

@@ -176,6 +176,9 @@ Status PostgresServer::Launch(const Options& options) {
          << "log_min_messages = warning\n"
          << options.extra_conf << "\n";
   }
+  if (!options.extra_hba.empty()) {
+    std::ofstream(data + "/pg_hba.conf", std::ios::app) << options.extra_hba << "\n";
+  }
   // The port was free a moment ago; another process may take it first: try a few.
   Status last = Status::Ok();
   for (int attempt = 0; attempt < 5; ++attempt) {
