@@ -510,6 +510,17 @@ TEST(CheckerTest, LinesOfACommitWrittenLateAreOrderedWhereTheCommitBegan) {
   EXPECT_TRUE(bad.Has("I10")) << bad.ToString();
 }
 
+// A standby on a shared database writes lease_loaded lines as it reads the store to keep
+// its view current, while another coordinator serves: they are no restart's leases.
+TEST(CheckerTest, AStandbysLeaseLoadedLinesAreNotLeases) {
+  Scenario s;
+  s.Coord("lease_loaded", 1400,
+          {{"pid", 2}, {"run", 2}, {"shard", 0}, {"token", 2}, {"agent", "a"}});
+  Report r = s.Run();
+  EXPECT_TRUE(r.ok()) << s.text();
+  EXPECT_TRUE(r.notes.empty()) << s.text();
+}
+
 // The scenario's coordinator (pid 1) holds epoch 1; at 1500 ms coordinator pid 2 takes over
 // in epoch 2 and commits.
 void TakeOver(Scenario& s) {
