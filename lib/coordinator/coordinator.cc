@@ -201,7 +201,8 @@ Status Coordinator::Load(bool quiet) {
   events_.Write("loaded", {{"ttl_ms", ctx_.config.lease_ttl.count()},
                            {"heartbeat_ms", ctx_.config.heartbeat.count()},
                            {"leases", dispatcher_->active_leases()},
-                           {"last_token", *token}});
+                           {"last_token", *token},
+                           {"epoch", store_->epoch()}});
   return Status::Ok();
 }
 
@@ -255,7 +256,9 @@ Status Coordinator::Start() {
   batch_->on_commit_seconds = [this](double s) {
     ctx_.metrics->commit_latency.Observe(s);
     // Before the events of this commit (they are written by its callbacks, which follow).
-    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)}});
+    events_.Write("commit", {{"us", static_cast<int64_t>(s * 1e6)},
+                             {"began_ns", batch_->last_began_ns()},
+                             {"epoch", store_->epoch()}});
   };
   if (store_->held()) {
     if (Status s = Lead(); !s.ok()) return s;
@@ -365,7 +368,10 @@ void Coordinator::StandBy() {
 void Coordinator::RefreshView() {
   int64_t start = ctx_.MonoMs();
   ClearMemory();
+  // A standby's view is not an event: the parts that log what they load log to nothing.
+  ctx_.events = &no_events_;
   Status s = Load(/*quiet=*/true);
+  ctx_.events = &events_;
   int64_t took = ctx_.MonoMs() - start;
   next_refresh_mono_ = ctx_.MonoMs() + std::max<int64_t>(1000, 4 * took);
   if (!s.ok()) {

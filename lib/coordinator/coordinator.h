@@ -71,6 +71,7 @@ class Coordinator {
   Context ctx_;
   Metrics metrics_;
   EventLog events_;
+  EventLog no_events_;  // disabled: what a standby's view is loaded with (RefreshView)
   // <data>/serve.lock, held from before the stores open until after they close: one data
   // directory serves one coordinator.
   std::optional<LockFile> data_lock_;

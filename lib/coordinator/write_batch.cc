@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/event_log.h"
 #include "base/log.h"
 #include "model/backoff.h"
 
@@ -54,6 +55,7 @@ void WriteBatch::Arm() {
 Status WriteBatch::Open() {
   Arm();
   if (store_->in_transaction()) return Status::Ok();
+  if (began_ns_ == 0) began_ns_ = MonotonicNs();
   Status s = store_->Begin();
   if (!s.ok()) Fail(s);
   return s;
@@ -62,6 +64,7 @@ Status WriteBatch::Open() {
 Status WriteBatch::OpenLogs() {
   Arm();
   if (logs_->in_transaction()) return Status::Ok();
+  if (began_ns_ == 0) began_ns_ = MonotonicNs();
   Status s = logs_->Begin();
   if (!s.ok()) Fail(s);
   return s;
@@ -93,6 +96,8 @@ void WriteBatch::Flush() {
     ++commits_;
   }
   last_commit_us_ = (uv_hrtime() - start) / 1000;
+  last_began_ns_ = began_ns_;
+  began_ns_ = 0;
   if (wrote && result.ok() && on_commit_seconds) {
     on_commit_seconds(static_cast<double>(last_commit_us_) / 1e6);
   }

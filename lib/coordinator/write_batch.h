@@ -78,6 +78,9 @@ class WriteBatch {
 
   uint64_t commits() const { return commits_; }
   uint64_t last_commit_us() const { return last_commit_us_; }
+  // CLOCK_MONOTONIC (ns) when the first transaction of the last commit began: its writes
+  // were checked against the store's hold then (the event log's time of the commit).
+  int64_t last_began_ns() const { return last_began_ns_; }
 
  private:
   void Arm();
@@ -93,6 +96,8 @@ class WriteBatch {
   std::vector<std::function<void(const Status&)>> callbacks_;
   uint64_t commits_ = 0;
   uint64_t last_commit_us_ = 0;
+  int64_t began_ns_ = 0;  // of the turn's first transaction; 0: none open
+  int64_t last_began_ns_ = 0;
   uint64_t failures_in_a_row_ = 0;
   uint64_t last_failure_ms_ = 0;      // uv_now of the last failed commit
   uint64_t last_failure_log_ms_ = 0;  // uv_now of the last log line about failures

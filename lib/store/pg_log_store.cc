@@ -1,6 +1,7 @@
 #include "store/pg_log_store.h"
 
 #include "store/pg_migrations.h"
+#include "store/pg_store.h"
 
 namespace jobctl::store {
 
@@ -25,15 +26,23 @@ Result<std::unique_ptr<PgLogStore>> PgLogStore::Open(const std::string& url, int
       "SELECT epoch FROM leader WHERE id = 1 AND EXISTS (SELECT 1 FROM pg_locks WHERE "
       "pid = leader.pid AND locktype = 'advisory' AND granted)"};
   if (Result<Rows> epoch = store->db_->Exec(kEpoch); epoch.ok() && epoch->size() == 1) {
-    store->epoch_ = epoch->Int(0, 0);
+    if (Status s = store->Hold(epoch->Int(0, 0)); !s.ok()) return s;
   }
   return store;
 }
 
 Status PgLogStore::Hold(int64_t epoch) {
   if (Status s = db_->Migrate("logs", PgLogMigrations()); !s.ok()) return s;
+  if (Status s = TakeHolderLock(); !s.ok()) return s;
+  // A new session (the server restarted, or failed over) takes it again.
+  db_->on_reconnect = [this] { return TakeHolderLock(); };
   epoch_ = epoch;
   return Status::Ok();
+}
+
+Status PgLogStore::TakeHolderLock() {
+  static const Sql kSql{"SELECT pg_advisory_lock_shared($1)"};
+  return db_->Exec(kSql, Params().Add(kHolderLogLock)).status();
 }
 
 Status PgLogStore::Begin() {

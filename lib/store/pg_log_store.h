@@ -18,6 +18,7 @@ class PgLogStore final : public LogStore {
   // `standby`: no migration, and every transaction refused until Hold.
   static Result<std::unique_ptr<PgLogStore>> Open(const std::string& url, int64_t run_cap_bytes,
                                                   bool standby = false);
+  // Also marks this session as the holder's (TakeHolderLock): the next holder ends it.
   Status Hold(int64_t epoch) override;
 
   // Refused once another coordinator began an epoch after the one this store opened in
@@ -35,6 +36,9 @@ class PgLogStore final : public LogStore {
 
  private:
   PgLogStore() = default;
+  // Marks this session as a holder's log session (kHolderLogLock, shared), so that the next
+  // holder ends it when it takes over.
+  Status TakeHolderLock();
   // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
   Result<bool> InsertChunk(const LogChunk& chunk);
 

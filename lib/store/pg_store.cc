@@ -19,10 +19,6 @@ using pg::Params;
 using pg::Rows;
 using pg::Sql;
 
-// The advisory lock a coordinator holds its database by (any number, the same in every
-// version of jobctl).
-constexpr int64_t kHoldLock = 7462019284;
-
 // Rows a scan reads at a time.
 constexpr int kPage = 5000;
 
@@ -214,6 +210,19 @@ Result<bool> PgStore::TryHold() {
     return false;
   }
   if (Status s = db_->Migrate("scheduler", PgSchedulerMigrations()); !s.ok()) return s;
+  // The log sessions of earlier holders are ended (and waited for) first: one that was
+  // stopped inside a transaction would otherwise keep its row locks, and this holder's first
+  // write of the same output would wait for it (its loop with it) until it too is replaced.
+  static const Sql kEndLogSessions{
+      "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_locks WHERE locktype = "
+      "'advisory' AND granted AND classid = ($1::bigint >> 32)::oid AND objid = ($1::bigint & "
+      "4294967295)::oid AND objsubid = 1 AND pid != pg_backend_pid()"};
+  Result<Rows> ended = db_->Exec(kEndLogSessions, Params().Add(kHolderLogLock));
+  if (!ended.ok()) return ended.status();
+  if (ended->Int(0, 0) > 0) {
+    log::Info("ended the log sessions of the coordinator that held the database before",
+              {{"sessions", ended->Int(0, 0)}});
+  }
   // A new epoch: the writes of every earlier holder are refused from now on (Begin).
   static const Sql kEpoch{
       "UPDATE leader SET epoch = epoch + 1, pid = pg_backend_pid(), holder = $1, "

@@ -17,6 +17,13 @@
 
 namespace jobctl::store {
 
+// The advisory locks of a shared database (any numbers, the same in every version of jobctl):
+// the hold, taken by the holder's scheduler session (PgStore), and one taken shared by the
+// log sessions of holders (PgLogStore::Hold), by which a new holder finds and ends the log
+// sessions of every earlier one.
+inline constexpr int64_t kHoldLock = 7462019284;
+inline constexpr int64_t kHolderLogLock = 7462019285;
+
 class PgStore final : public Store {
  public:
   // Waits until this coordinator holds the database (see held()), logging once that it

@@ -31,6 +31,10 @@ std::string Report::ToString() const {
     out << "overlap run=" << o.run << " shard=" << o.shard << " attempts=" << o.old_attempt << ","
         << o.new_attempt << " ms=" << o.ms << (o.old_end_known ? "" : " (old end unseen)") << "\n";
   }
+  for (const LeaderChange& c : leader_changes) {
+    out << "leader_change epoch=" << c.epoch << " pid=" << c.pid << " fault_ms=" << c.fault_ms
+        << " gap_ms=" << c.gap_ms << " first_commit_ms=" << c.first_commit_ms << "\n";
+  }
   for (const std::string& n : notes) out << "note: " << n << "\n";
   return out.str();
 }
@@ -41,6 +45,7 @@ Report Check(const History& history, const StoreView& store, const CheckOptions&
   CheckLeases(history, store, options, &report);
   CheckAcknowledged(history, store, &report);
   MeasureOverlaps(history, &report);
+  CheckLeaders(history, options, &report);
   return report;
 }
 

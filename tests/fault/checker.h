@@ -15,10 +15,16 @@
 //      in the store, and each probe's output is stored byte for byte (a prefix while it ran,
 //      all of it once its result was acknowledged);
 //   I8 bounded failover: a lease held by a killed agent ends, and its shard is granted again
-//      (on_lost = "rerun"), within TTL + heartbeat + 1 s of the kill.
+//      (on_lost = "rerun"), within TTL + heartbeat + 1 s of the kill;
+//   I10 one holder at a time (several coordinators on one database): no commit of an epoch
+//      that began after the first commit of a newer one began, and each coordinator commits
+//      only in the epoch it loaded with;
+//   I11 (when asked) a leader change ends no healthy agent's shard: no lease of an agent the
+//      test did not kill expires, and no such agent stops a shard for a lost lease.
 //
-// It also measures what is allowed but must be bounded: failover times, and overlaps between
-// two attempts of one shard (the old process still alive while the new holder runs).
+// It also measures what is allowed but must be bounded: failover times, overlaps between
+// two attempts of one shard (the old process still alive while the new holder runs), and how
+// long each leader change took.
 // Every violation names the job, instant, run, shard and token it is about. Pure; any thread.
 #pragma once
 
@@ -44,6 +50,9 @@ struct CheckOptions {
   // I1: at the end no active, unpaused job's next fire may lie further behind the
   // coordinator's last event than this.
   int64_t behind_slack_ms = 5000;
+  // The test killed or stopped the serving coordinator at these CLOCK_MONOTONIC instants.
+  std::vector<int64_t> coordinator_faults;
+  bool leader_changes_end_no_shard = false;  // check I11
 };
 
 struct Violation {
@@ -70,10 +79,20 @@ struct AttemptOverlap {
   bool old_end_known = true;  // false: the old process was never seen ending
 };
 
+// A coordinator that began serving after another (a new epoch).
+struct LeaderChange {
+  int64_t epoch = 0;
+  int64_t pid = 0;
+  int64_t fault_ms = -1;         // the last coordinator fault before -> it loaded; -1: none
+  int64_t gap_ms = -1;           // the previous epoch's last commit -> it loaded
+  int64_t first_commit_ms = -1;  // it loaded -> its first commit; -1: none
+};
+
 struct Report {
   std::vector<Violation> violations;
   std::vector<Failover> failovers;
   std::vector<AttemptOverlap> overlaps;
+  std::vector<LeaderChange> leader_changes;
   std::vector<std::string> notes;  // gaps in the history that are not violations
   // What was checked: instants, runs, misses, grants, restarts, results, chunks, probes.
   std::vector<std::pair<std::string, int64_t>> counts;
@@ -94,6 +113,7 @@ void CheckTriggers(const History& h, const StoreView& s, const CheckOptions& o, 
 void CheckLeases(const History& h, const StoreView& s, const CheckOptions& o, Report* report);
 void CheckAcknowledged(const History& h, const StoreView& s, Report* report);
 void MeasureOverlaps(const History& h, Report* report);
+void CheckLeaders(const History& h, const CheckOptions& o, Report* report);
 
 // "2024-06-01T12:00:03.250Z" for reports.
 std::string FormatInstant(int64_t unix_ms);

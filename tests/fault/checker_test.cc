@@ -450,5 +450,159 @@ TEST(CheckerTest, TwoAttemptsAliveAtOnceAreMeasuredAsAnOverlap) {
   EXPECT_EQ(r.overlaps[0].ms, 50);  // attempt 1's probe ended at 300
 }
 
+// Several coordinators' logs: merged by monotonic time, each log's order kept.
+TEST(CheckerTest, CoordinatorLogsAreMergedByMonotonicTime) {
+  History h;
+  ASSERT_TRUE(ParseEvents(R"({"src":"coord","pid":1,"mono_ns":1,"ev":"a"})"
+                          "\n"
+                          R"({"src":"coord","pid":1,"mono_ns":5,"ev":"c"})"
+                          "\n",
+                          "one", &h)
+                  .ok());
+  ASSERT_TRUE(ParseEvents(R"({"src":"coord","pid":2,"mono_ns":3,"ev":"b"})"
+                          "\n"
+                          R"({"src":"coord","pid":2,"mono_ns":7,"ev":"d"})"
+                          "\n",
+                          "two", &h)
+                  .ok());
+  MergeCoordinators(&h);
+  std::string order;
+  for (const Event& e : h.coordinator) order += e.ev;
+  EXPECT_EQ(order, "abcd");
+}
+
+// A coordinator stopped between a commit and its lines writes them late, after another
+// took over: they are ordered where the commit began, and no violation.
+TEST(CheckerTest, LinesOfACommitWrittenLateAreOrderedWhereTheCommitBegan) {
+  History h;
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":1,"mono_ns":90,"ev":"commit","began_ns":2,"epoch":1})"
+                  "\n"
+                  R"({"src":"coord","pid":1,"mono_ns":91,"ev":"grant"})"
+                  "\n",
+                  "one", &h)
+          .ok());
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":2,"mono_ns":5,"ev":"loading"})"
+                  "\n"
+                  R"({"src":"coord","pid":2,"mono_ns":6,"ev":"loaded","epoch":2})"
+                  "\n"
+                  R"({"src":"coord","pid":2,"mono_ns":8,"ev":"commit","began_ns":7,"epoch":2})"
+                  "\n",
+                  "two", &h)
+          .ok());
+  MergeCoordinators(&h);
+  std::string order;
+  for (const Event& e : h.coordinator) order += e.ev + " ";
+  EXPECT_EQ(order, "commit grant loading loaded commit ");
+  Report r;
+  CheckLeaders(h, {}, &r);
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  // A commit of epoch 1 that began after epoch 2 committed is two holders at once.
+  ASSERT_TRUE(
+      ParseEvents(R"({"src":"coord","pid":1,"mono_ns":95,"ev":"commit","began_ns":93,"epoch":1})"
+                  "\n",
+                  "three", &h)
+          .ok());
+  MergeCoordinators(&h);
+  Report bad;
+  CheckLeaders(h, {}, &bad);
+  EXPECT_TRUE(bad.Has("I10")) << bad.ToString();
+}
+
+// A standby on a shared database writes lease_loaded lines as it reads the store to keep
+// its view current, while another coordinator serves: they are no restart's leases.
+TEST(CheckerTest, AStandbysLeaseLoadedLinesAreNotLeases) {
+  Scenario s;
+  s.Coord("lease_loaded", 1400,
+          {{"pid", 2}, {"run", 2}, {"shard", 0}, {"token", 2}, {"agent", "a"}});
+  Report r = s.Run();
+  EXPECT_TRUE(r.ok()) << s.text();
+  EXPECT_TRUE(r.notes.empty()) << s.text();
+}
+
+// The scenario's coordinator (pid 1) holds epoch 1; at 1500 ms coordinator pid 2 takes over
+// in epoch 2 and commits.
+void TakeOver(Scenario& s) {
+  s.Coord("commit", 20, {{"us", 100}, {"epoch", 1}});
+  s.Coord("loading", 1500, {{"pid", 2}});
+  s.Coord("loaded", 1501,
+          {{"pid", 2},
+           {"ttl_ms", 3000},
+           {"heartbeat_ms", 1000},
+           {"leases", 0},
+           {"last_token", 2},
+           {"epoch", 2}});
+  s.Coord("commit", 1600, {{"pid", 2}, {"us", 100}, {"epoch", 2}});
+}
+
+TEST(CheckerTest, ALeaderChangeIsMeasured) {
+  Scenario s;
+  TakeOver(s);
+  CheckOptions o;
+  o.coordinator_faults.push_back(1200 * 1'000'000);
+  Report r = s.Run(o);
+  EXPECT_TRUE(r.ok()) << s.text();
+  ASSERT_EQ(r.leader_changes.size(), 1u) << s.text();
+  EXPECT_EQ(r.leader_changes[0].epoch, 2);
+  EXPECT_EQ(r.leader_changes[0].fault_ms, 301);
+  EXPECT_EQ(r.leader_changes[0].gap_ms, 1481);
+  EXPECT_EQ(r.leader_changes[0].first_commit_ms, 99);
+}
+
+TEST(CheckerTest, ACommitOfAnOlderEpochAfterANewerOnesIsTwoHolders) {
+  Scenario s;
+  TakeOver(s);
+  s.Coord("commit", 1700, {{"us", 100}, {"epoch", 1}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I10")) << s.text();
+  EXPECT_NE(s.text().find("a commit of epoch 1 (pid 1) after a commit of epoch 2"),
+            std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, ACommitInAnotherEpochThanTheCoordinatorLoadedWithIsTwoHolders) {
+  Scenario s;
+  TakeOver(s);
+  s.Coord("commit", 1700, {{"pid", 2}, {"us", 100}, {"epoch", 3}});
+  Report r = s.Run();
+  ASSERT_TRUE(r.Has("I10")) << s.text();
+  EXPECT_NE(s.text().find("by a coordinator that loaded in epoch 2"), std::string::npos)
+      << s.text();
+}
+
+TEST(CheckerTest, AHealthyAgentsShardEndedForALostLeaseIsReportedWhenAsked) {
+  Scenario s;
+  s.Agent("a", "kill", 150,
+          {{"run", 1},
+           {"shard", 0},
+           {"attempt", 1},
+           {"token", 1},
+           {"pid", 101},
+           {"why", "lease not renewed before its deadline"}});
+  s.Agent("a", "kill", 1150,
+          {{"run", 2},
+           {"shard", 0},
+           {"attempt", 1},
+           {"token", 2},
+           {"pid", 102},
+           {"why", "canceled by the coordinator"}});
+  s.Coord("lease_end", 2311,
+          {{"run", 3}, {"shard", 0}, {"token", 3}, {"agent", "b"}, {"why", "expired"}});
+  EXPECT_FALSE(s.Run().Has("I11")) << s.text();
+  CheckOptions o;
+  o.leader_changes_end_no_shard = true;
+  Report r = s.Run(o);
+  ASSERT_TRUE(r.Has("I11")) << s.text();
+  EXPECT_NE(s.text().find("run 1 shard 0 attempt 1 token 1: healthy agent a stopped it"),
+            std::string::npos)
+      << s.text();
+  EXPECT_NE(s.text().find("the lease of healthy agent b expired"), std::string::npos) << s.text();
+  EXPECT_EQ(s.text().find("run 2 shard 0 attempt 1"), std::string::npos) << s.text();
+  o.kills.push_back({"a", 100 * 1'000'000});
+  o.kills.push_back({"b", 100 * 1'000'000});
+  EXPECT_FALSE(s.Run(o).Has("I11")) << s.text();
+}
+
 }  // namespace
 }  // namespace jobctl::fault

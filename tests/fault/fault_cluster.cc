@@ -2,33 +2,89 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "httpclient/blocking_client.h"
+#include "testlib/postgres.h"
+
 namespace jobctl::fault {
 using testing::ReadFile;
 
-FaultCluster::FaultCluster(const std::string& coordinator_config) {
-  coord_events_ = dir_.path() + "/events-coord.jsonl";
+FaultCluster::FaultCluster(const std::string& coordinator_config, const ClusterOptions& options)
+    : options_(options) {
   probe_events_ = dir_.path() + "/events-probe.jsonl";
-  coord_ = std::make_unique<testing::Coordinator>(
-      dir_, coordinator_config + "\nevent_log = \"" + coord_events_ + "\"\n");
-  coord_->Start();
+  const int n = options_.store_url.empty() ? 1 : std::max(1, options_.coordinators);
+  std::string store = options_.store_url.empty() ? "" : "store = \"" + options_.store_url + "\"\n";
+  for (int i = 0; i < n; ++i) {
+    const testing::TempDir* dir = &dir_;
+    if (i > 0) dir = coord_dirs_.emplace_back(std::make_unique<testing::TempDir>()).get();
+    std::string events =
+        dir_.path() + "/events-coord" + (i == 0 ? "" : "-" + std::to_string(i)) + ".jsonl";
+    auto place = options_.places.find(i);
+    std::string here = store;
+    if (place != options_.places.end() && !place->second.store_url.empty())
+      here = "store = \"" + place->second.store_url + "\"\n";
+    coords_.push_back(std::make_unique<testing::Coordinator>(
+        *dir, coordinator_config + "\n" + here + "event_log = \"" + events + "\"\n",
+        place != options_.places.end() ? place->second.host : "127.0.0.1"));
+    if (place != options_.places.end()) coords_.back()->set_launch(place->second.launch);
+    // A fixed port, so that the agents know every coordinator's URL before it serves.
+    if (n > 1) coords_.back()->set_port(testing::FreeLoopbackPort());
+  }
+  coords_[0]->Start();
+  // The tokens live in the database; each host is handed the admin token by its operator.
+  for (int i = 1; i < n; ++i) {
+    std::string data = coords_[static_cast<size_t>(i)]->data_dir();
+    std::filesystem::create_directories(data);
+    ::chmod(data.c_str(), 0700);
+    std::ofstream(data + "/admin.token") << coords_[0]->admin_token() << "\n";
+    ::chmod((data + "/admin.token").c_str(), 0600);
+    coords_[static_cast<size_t>(i)]->Spawn();
+  }
 }
 
 FaultCluster::~FaultCluster() {
   Keep();
   agents_.clear();  // SIGKILL whatever still runs
-  coord_.reset();
+  coords_.clear();
   KillOrphans();
 }
 
+int FaultCluster::FindLeader(std::chrono::milliseconds timeout) {
+  int found = -1;
+  testing::Coordinator::Eventually(
+      [&] {
+        std::vector<int> serving;
+        for (int i = 0; i < coordinators(); ++i) {
+          testing::Coordinator& c = coord(i);
+          if (!c.process().running()) continue;
+          http::BlockingClient client(c.url(), "");
+          http::RequestOptions o;
+          // A stopped (SIGSTOP) coordinator accepts the connection and never answers.
+          o.timeout = std::chrono::milliseconds(500);
+          o.connect_timeout = std::chrono::milliseconds(500);
+          Result<http::HttpResponse> r = client.Request("/readyz", o);
+          if (r.ok() && r->status == 200) serving.push_back(i);
+        }
+        if (serving.size() != 1) return false;
+        found = serving[0];
+        return true;
+      },
+      timeout);
+  if (found >= 0) leader_ = found;
+  return found;
+}
+
+void FaultCluster::Respawn(int i) { coord(i).Spawn(); }
+
 testing::AgentProcess& FaultCluster::StartAgent(const std::string& name, int slots) {
   auto last_seen = [&]() -> std::optional<std::string> {
-    for (const auto& a : coord_->GetJson("/v1/agents")) {
+    for (const auto& a : coord().GetJson("/v1/agents")) {
       if (a["name"] == name && a["connected"].get<bool>()) return a["last_seen"].get<std::string>();
     }
     return std::nullopt;
@@ -36,8 +92,12 @@ testing::AgentProcess& FaultCluster::StartAgent(const std::string& name, int slo
   std::optional<std::string> before = last_seen();
   agents_.erase(name);
   std::string config = "event_log = \"" + dir_.path() + "/events-agent-" + name + ".jsonl\"\n";
-  auto agent = std::make_unique<testing::AgentProcess>(
-      *coord_, dir_, name, std::vector<std::string>{"--slots", std::to_string(slots)}, config);
+  std::vector<std::string> args{"--slots", std::to_string(slots)};
+  for (int i = 1; i < coordinators(); ++i) {  // after coordinator 0's, in order
+    args.push_back("--coordinator");
+    args.push_back(coord(i).url());
+  }
+  auto agent = std::make_unique<testing::AgentProcess>(*coords_[0], dir_, name, args, config);
   testing::AgentProcess& started = *(agents_[name] = std::move(agent));
   bool heard = testing::Coordinator::Eventually(
       [&] {
@@ -53,11 +113,11 @@ void FaultCluster::WaitForAgents(size_t n) {
   bool up = testing::Coordinator::Eventually(
       [&] {
         size_t connected = 0;
-        for (const auto& a : coord_->GetJson("/v1/agents")) connected += a["connected"].get<bool>();
+        for (const auto& a : coord().GetJson("/v1/agents")) connected += a["connected"].get<bool>();
         return connected >= n;
       },
       std::chrono::seconds(20));
-  ASSERT_TRUE(up) << coord_->GetJson("/v1/agents").dump();
+  ASSERT_TRUE(up) << coord().GetJson("/v1/agents").dump();
 }
 
 std::string FaultCluster::ProbeJob(const ProbeArgs& a) const {
@@ -79,6 +139,7 @@ History FaultCluster::Read() const {
     Status s = ParseEvents(ReadFile(p), p, &h);
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
+  MergeCoordinators(&h);
   return h;
 }
 
@@ -116,16 +177,16 @@ std::optional<Event> FaultCluster::WaitForProbe(const std::function<bool(const E
 bool FaultCluster::Quiesce(const std::vector<std::string>& jobs,
                            std::chrono::milliseconds timeout) {
   for (const std::string& job : jobs)
-    coord_->PostJson("/v1/jobs/" + job + "/pause", nlohmann::json::object());
+    coord().PostJson("/v1/jobs/" + job + "/pause", nlohmann::json::object());
   return testing::Coordinator::Eventually(
       [&] {
         bool open = false;
         for (const char* state : {"pending", "running"}) {
           for (const auto& run :
-               coord_->GetJson(std::string("/v1/runs?state=") + state + "&limit=1000")) {
+               coord().GetJson(std::string("/v1/runs?state=") + state + "&limit=1000")) {
             open = true;
             // 409 when it finished meanwhile.
-            coord_->Request(
+            coord().Request(
                 "POST", "/v1/runs/" + std::to_string(run["id"].get<int64_t>()) + "/cancel", "{}");
           }
         }
@@ -142,19 +203,30 @@ void FaultCluster::StopAll() {
     int rc = agent->process().Wait(std::chrono::seconds(30));
     EXPECT_TRUE(rc == 0 || rc == -SIGKILL) << "agent " << name << " exited " << rc;
   }
-  coord_->Stop();
+  // The standbys first, so that none takes over from the one that serves as it stops.
+  for (int i = 0; i < coordinators(); ++i) {
+    if (i == leader_ || !coord(i).process().running()) continue;
+    coord(i).process().Signal(SIGTERM);
+    int rc = coord(i).process().Wait(std::chrono::seconds(30));
+    EXPECT_TRUE(rc == 0 || rc == -SIGTERM || rc == 75) << "coordinator " << i << " exited " << rc;
+  }
+  coord().Stop();
 }
 
 Report FaultCluster::Check(const CheckOptions& options) {
   History h = Read();
-  Result<StoreView> store = ReadStores(coord_->data_dir());
+  Result<StoreView> store = options_.store_url.empty() ? ReadStores(coords_[0]->data_dir())
+                                                       : ReadStoreAt(options_.store_url);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   if (!store.ok()) return {};
   return jobctl::fault::Check(h, *store, options);
 }
 
 std::string FaultCluster::Logs() const {
-  std::string out = "---- coordinator ----\n" + coord_->Logs();
+  std::string out;
+  for (int i = 0; i < coordinators(); ++i)
+    out += "---- coordinator " + std::to_string(i) + " ----\n" +
+           coords_[static_cast<size_t>(i)]->Logs();
   for (const auto& [name, agent] : agents_) out += "---- agent " + name + " ----\n" + agent->Logs();
   return out;
 }
@@ -180,6 +252,10 @@ void FaultCluster::Keep() {
   std::filesystem::remove_all(to, ec);
   std::filesystem::create_directories(to, ec);
   std::filesystem::copy(dir_.path(), to, std::filesystem::copy_options::recursive, ec);
+  for (size_t i = 0; i < coord_dirs_.size() && !ec; ++i) {
+    std::filesystem::copy(coord_dirs_[i]->path(), to + "/coord-" + std::to_string(i + 1),
+                          std::filesystem::copy_options::recursive, ec);
+  }
   std::cerr << "fault: kept " << to << (ec ? " (" + ec.message() + ")" : "") << "\n";
 }
 

@@ -1,6 +1,7 @@
 // The fault suite: real coordinator and agents on loopback, faults injected into the real
-// processes (kill -9, SIGSTOP), and the checker over everything they wrote. Each test prints
-// the checker's report, with its figures (kill cycles, failover times, overlap windows).
+// processes (kill -9, SIGSTOP), and the checker over everything they wrote; the same with
+// three coordinators on one PostgreSQL database, the serving one killed or stopped. Each test
+// prints the checker's report, with its figures (kill cycles, failover times, overlap windows).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -9,7 +10,9 @@
 #include <thread>
 
 #include "base/event_log.h"
+#include "fault/env/veth_namespace.h"
 #include "fault/fault_cluster.h"
+#include "testlib/postgres.h"
 
 namespace jobctl::fault {
 namespace {
@@ -42,31 +45,40 @@ bool Is(const Event& e, const char* ev, int64_t run, int attempt) {
   return e.ev == ev && e.Int("run") == run && e.Int("attempt") == attempt;
 }
 
+// The jobs the coordinator-kill tests run: every misfire policy, overlap forbid, on_lost
+// fail, retries, several shards, jitter, a fixed delay; all of them every second.
+const std::vector<std::string> kEverySecondJobs = {"once",    "skip",  "all",      "forbid",
+                                                   "fragile", "flaky", "jittered", "delayed"};
+
+std::string EverySecondJobs(const FaultCluster& c) {
+  const std::string every = "schedule = \"* * * * * *\"\n";
+  return "[[job]]\nname = \"once\"\n" + every +
+         "misfire = \"fire-once\"\noverlap = \"allow\"\n"
+         "shards = 2\n" +
+         c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
+         "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
+         "[[job]]\nname = \"all\"\n" + every +
+         "misfire = \"fire-all\"\nmisfire_cap = 2\n"
+         "overlap = \"allow\"\n" +
+         c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every +
+         "overlap = \"forbid\"\n" + c.ProbeJob({4, 1500, 0}) + "[[job]]\nname = \"fragile\"\n" +
+         every +
+         "on_lost = \"fail\"\noverlap = \"allow\"\n"
+         "shards = 3\n" +
+         c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
+         "overlap = \"allow\"\n"
+         "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
+         c.ProbeJob({2, 50, 3}) + "[[job]]\nname = \"jittered\"\n" + every +
+         "overlap = \"allow\"\njitter = \"1500ms\"\n" + c.ProbeJob({2, 100, 0}) +
+         "[[job]]\nname = \"delayed\"\nschedule = \"@delay 1s\"\n" + c.ProbeJob({2, 300, 0});
+}
+
 TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
   cluster_ = std::make_unique<FaultCluster>(kShortLeases);
   FaultCluster& c = *cluster_;
   for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
   c.WaitForAgents(3);
-  const std::string every = "schedule = \"* * * * * *\"\n";
-  c.coord().Apply(
-      "[[job]]\nname = \"once\"\n" + every +
-      "misfire = \"fire-once\"\noverlap = \"allow\"\n"
-      "shards = 2\n" +
-      c.ProbeJob({5, 300, 0}) + "[[job]]\nname = \"skip\"\n" + every +
-      "misfire = \"skip\"\noverlap = \"allow\"\n" + c.ProbeJob({3, 100, 0}) +
-      "[[job]]\nname = \"all\"\n" + every +
-      "misfire = \"fire-all\"\nmisfire_cap = 2\n"
-      "overlap = \"allow\"\n" +
-      c.ProbeJob({3, 100, 0}) + "[[job]]\nname = \"forbid\"\n" + every + "overlap = \"forbid\"\n" +
-      c.ProbeJob({4, 1500, 0}) + "[[job]]\nname = \"fragile\"\n" + every +
-      "on_lost = \"fail\"\noverlap = \"allow\"\n"
-      "shards = 3\n" +
-      c.ProbeJob({4, 700, 0}) + "[[job]]\nname = \"flaky\"\n" + every +
-      "overlap = \"allow\"\n"
-      "retry = { max = 1, initial = \"200ms\", backoff = \"fixed\" }\n" +
-      c.ProbeJob({2, 50, 3}) + "[[job]]\nname = \"jittered\"\n" + every +
-      "overlap = \"allow\"\njitter = \"1500ms\"\n" + c.ProbeJob({2, 100, 0}) +
-      "[[job]]\nname = \"delayed\"\nschedule = \"@delay 1s\"\n" + c.ProbeJob({2, 300, 0}));
+  c.coord().Apply(EverySecondJobs(c));
 
   std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
@@ -83,8 +95,7 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
     started_ns = MonotonicNs();
     c.coord().Start();
   }
-  ASSERT_TRUE(c.Quiesce(
-      {"once", "skip", "all", "forbid", "fragile", "flaky", "jittered", "delayed"}, seconds(60)));
+  ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
   c.StopAll();
   Report r = c.Check({});
   std::cout << "coordinator kill -9 cycles: " << kCycles << "\n" << r.ToString();
@@ -200,6 +211,239 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
   // Bounded: the old process ends within a second of its agent running again.
   EXPECT_LE(o.ms, stopped_after_new_start + 1000);
   EXPECT_LE(Ms(exited->mono_ns - cont_ns), 1000);
+}
+
+// Several coordinators on one PostgreSQL database: three of them (one serves, two wait as
+// standbys), three agents given every coordinator's URL, the same jobs every second; the
+// serving coordinator is killed or stopped, and the test restarts it as its service manager
+// would. The leases (10 s) outlast a leader change (hold_ttl 3 s and the new leader's start),
+// so no shard of a healthy agent may end by one (I11), and only one epoch commits at a time
+// (I10), besides I1-I6.
+class PgFaultTest : public FaultTest {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<testing::PostgresServer>> pg = testing::PostgresServer::Start();
+    if (!pg.ok()) {
+      if (testing::RunningInCi()) FAIL() << pg.status().ToString();
+      GTEST_SKIP() << "PostgreSQL not available: " << pg.status().ToString();
+    }
+    pg_ = std::move(*pg);
+    ASSERT_TRUE(pg_->CreateDatabase("jobctl").ok());
+  }
+  void TearDown() override {
+    FaultTest::TearDown();
+    cluster_.reset();  // before the server
+  }
+
+  // Three coordinators, three agents, the jobs applied.
+  FaultCluster& StartCluster() {
+    cluster_ = std::make_unique<FaultCluster>(kPgConfig, ClusterOptions{pg_->Url("jobctl"), 3});
+    FaultCluster& c = *cluster_;
+    for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
+    c.WaitForAgents(3);
+    c.coord().Apply(EverySecondJobs(c));
+    return c;
+  }
+
+  // Waits for a lease granted by the serving coordinator after `after_ns`.
+  std::optional<Event> WaitForGrant(FaultCluster& c, int64_t after_ns,
+                                    std::chrono::milliseconds timeout = seconds(30)) {
+    int64_t pid = c.coord().process().pid();
+    return c.WaitForCoord(
+        [&](const Event& e) { return e.ev == "grant" && e.pid == pid && e.mono_ns > after_ns; },
+        timeout);
+  }
+
+  static constexpr const char* kPgConfig =
+      "lease_ttl = \"10s\"\nheartbeat = \"1s\"\nmisfire_grace = \"1s\"\nhold_ttl = \"3s\"\n";
+  std::unique_ptr<testing::PostgresServer> pg_;
+};
+
+// The figures of the leader changes in `r`: how many, and the fault -> new leader loaded
+// times (min, median, max).
+std::string LeaderFigures(const Report& r) {
+  std::vector<int64_t> ms;
+  for (const LeaderChange& c : r.leader_changes) {
+    if (c.fault_ms >= 0) ms.push_back(c.fault_ms);
+  }
+  if (ms.empty()) return "no leader change measured\n";
+  std::sort(ms.begin(), ms.end());
+  return "leader changes: " + std::to_string(r.leader_changes.size()) +
+         "; fault -> new leader loaded: min " + std::to_string(ms.front()) + " ms, median " +
+         std::to_string(ms[ms.size() / 2]) + " ms, max " + std::to_string(ms.back()) + " ms\n";
+}
+
+TEST_F(PgFaultTest, ServingCoordinatorKilledAtRandomTimesHandsOverWithoutLosingOrDoublingARun) {
+  FaultCluster& c = StartCluster();
+  CheckOptions options;
+  options.leader_changes_end_no_shard = true;
+  std::mt19937_64 rng(std::random_device{}());
+  const int kCycles = 20;
+  int64_t started_ns = 0;
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    // Each cycle the coordinator that serves now fires and leases before it is killed.
+    ASSERT_GE(c.FindLeader(seconds(30)), 0) << "cycle " << cycle << ": no coordinator serves";
+    ASSERT_TRUE(WaitForGrant(c, started_ns)) << "cycle " << cycle << ": no lease granted";
+    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
+    int killed = c.leader();
+    c.coord().Kill9();
+    options.coordinator_faults.push_back(MonotonicNs());
+    started_ns = MonotonicNs();
+    c.Respawn(killed);  // as its service manager would, at once: a standby now
+  }
+  ASSERT_GE(c.FindLeader(seconds(30)), 0);
+  ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
+  c.StopAll();
+  Report r = c.Check(options);
+  std::cout << "serving coordinator kill -9 cycles: " << kCycles << "\n"
+            << LeaderFigures(r) << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  EXPECT_GE(r.leader_changes.size(), static_cast<size_t>(kCycles));
+  for (const LeaderChange& l : r.leader_changes) {
+    // The session of a killed coordinator ends at once: a standby takes over within its
+    // next tries (every 250 ms) and its load.
+    EXPECT_LE(l.fault_ms, 3000) << "epoch " << l.epoch;
+  }
+}
+
+TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNothingAfter) {
+  FaultCluster& c = StartCluster();
+  CheckOptions options;
+  options.leader_changes_end_no_shard = true;
+  const int kCycles = 2;
+  int64_t started_ns = 0;
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> resumed;  // pid, SIGSTOP, SIGCONT
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    int stopped = c.FindLeader(seconds(30));
+    ASSERT_GE(stopped, 0) << "cycle " << cycle << ": no coordinator serves";
+    ASSERT_TRUE(WaitForGrant(c, started_ns)) << "cycle " << cycle << ": no lease granted";
+    testing::Daemon& old = c.coord().process();
+    old.Signal(SIGSTOP);
+    int64_t stop_ns = MonotonicNs();
+    options.coordinator_faults.push_back(stop_ns);
+    // A standby ends its session after hold_ttl and serves; the stopped one cannot answer.
+    int now = c.FindLeader(seconds(20));
+    ASSERT_GE(now, 0) << "cycle " << cycle << ": no standby took over";
+    ASSERT_NE(now, stopped);
+    std::cout << "cycle " << cycle << ": coordinator " << now << " serves "
+              << Ms(MonotonicNs() - stop_ns) << " ms after coordinator " << stopped
+              << " was stopped (hold_ttl 3000 ms)\n";
+    // The agents' requests move to it: heartbeats at once (a one-second timeout), and a
+    // claim waiting on the stopped one must too, for new shards to be leased again.
+    started_ns = MonotonicNs();
+    std::optional<Event> granted = WaitForGrant(c, started_ns, seconds(60));
+    ASSERT_TRUE(granted) << "cycle " << cycle << ": the new leader leases nothing";
+    int64_t grant_ms = Ms(granted->mono_ns - stop_ns);
+    std::cout << "cycle " << cycle << ": its first lease " << grant_ms << " ms after the stop\n";
+    EXPECT_LE(grant_ms, 3000 + 5000)
+        << "cycle " << cycle << ": no shard leased for " << grant_ms
+        << " ms after the serving coordinator was stopped (the agents' claims waited on it)";
+    // Resumed, the old one finds its hold lost within a second and exits 75, committing
+    // nothing; its service manager starts it again, a standby.
+    old.Signal(SIGCONT);
+    resumed.emplace_back(old.pid(), stop_ns, MonotonicNs());
+    EXPECT_EQ(old.Wait(seconds(20)), 75) << "cycle " << cycle;
+    c.Respawn(stopped);
+  }
+  ASSERT_TRUE(WaitForGrant(c, started_ns, seconds(60)));
+  ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
+  c.StopAll();
+  Report r = c.Check(options);
+  std::cout << "serving coordinator SIGSTOP cycles: " << kCycles << "\n"
+            << LeaderFigures(r) << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  EXPECT_GE(r.leader_changes.size(), static_cast<size_t>(kCycles));
+  for (const LeaderChange& l : r.leader_changes) {
+    // hold_ttl after the last renewal, which came up to a second before the stop.
+    EXPECT_GE(l.fault_ms, 3000 - 1000) << "epoch " << l.epoch << ": taken over before hold_ttl";
+    EXPECT_LE(l.fault_ms, 3000 + 2000) << "epoch " << l.epoch;
+  }
+  // What the resumed coordinators wrote after SIGCONT: only lines of commits that began
+  // before SIGSTOP (it was stopped between such a commit and its lines), never a commit of
+  // its own after.
+  History h = c.Read();
+  for (const auto& [pid, stop_ns, cont_ns] : resumed) {
+    int late = 0;
+    for (const Event& e : h.coordinator) {
+      if (e.pid != pid || e.mono_ns <= cont_ns) continue;
+      bool committed = e.ev == "commit" || e.ev == "scheduled" || e.ev == "fire" ||
+                       e.ev == "skip" || e.ev == "miss" || e.ev == "grant" || e.ev == "lease_end" ||
+                       e.ev == "result_accepted" || e.ev == "log_accepted";
+      EXPECT_FALSE(committed && CommitOrderNs(e) > stop_ns)
+          << "coordinator pid " << pid << " committed after it resumed: " << e.fields.dump();
+      late += committed;
+    }
+    std::cout << "coordinator pid " << pid << ": " << late
+              << " line(s) of commits made before SIGSTOP written after SIGCONT\n";
+  }
+}
+
+// The serving coordinator cut off from the database and the agents: it runs in a network
+// namespace of its own, joined by a veth pair (PostgreSQL listens on this side's end too),
+// and the link goes down. A standby ends its session after hold_ttl and serves; the cut-off
+// one commits nothing more and exits 75 once its connection to the database is found dead
+// (tcp_user_timeout, 10 s); healed, it is started again as a standby. Needs root.
+TEST_F(PgFaultTest, ServingCoordinatorCutOffFromTheDatabaseIsReplacedAndCommitsNothingAfter) {
+  if (std::string why = testing::VethNamespace::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+  testing::VethNamespace netns;
+  cluster_.reset();
+  pg_.reset();
+  testing::PostgresServer::Options pg_options;
+  pg_options.extra_conf = "listen_addresses = '127.0.0.1," + netns.host_address() + "'";
+  pg_options.extra_hba = "host all all " + netns.ns_address() + "/32 trust";
+  Result<std::unique_ptr<testing::PostgresServer>> pg = testing::PostgresServer::Start(pg_options);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  pg_ = std::move(*pg);
+  ASSERT_TRUE(pg_->CreateDatabase("jobctl").ok());
+  std::string url = pg_->Url("jobctl");
+  std::string far = url;
+  far.replace(far.find("127.0.0.1"), 9, netns.host_address());
+  ClusterOptions options{url, 3, {{0, {netns.ns_address(), netns.launch(), far}}}};
+  cluster_ = std::make_unique<FaultCluster>(kPgConfig, options);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 6);
+  c.WaitForAgents(3);
+  c.coord().Apply(EverySecondJobs(c));
+  ASSERT_EQ(c.FindLeader(seconds(20)), 0);
+  ASSERT_TRUE(WaitForGrant(c, 0));
+  CheckOptions check;
+  check.leader_changes_end_no_shard = true;
+  testing::Daemon& cut = c.coord(0).process();
+  int64_t cut_pid = cut.pid();
+  netns.SetLink(false);
+  int64_t cut_ns = MonotonicNs();
+  check.coordinator_faults.push_back(cut_ns);
+  int now = c.FindLeader(seconds(20));
+  ASSERT_GT(now, 0) << "no standby took over";
+  std::cout << "coordinator " << now << " serves " << Ms(MonotonicNs() - cut_ns)
+            << " ms after coordinator 0 was cut off (hold_ttl 3000 ms)\n";
+  int rc = cut.Wait(seconds(30));
+  int64_t exit_ns = MonotonicNs();
+  EXPECT_EQ(rc, 75) << "the cut-off coordinator";
+  std::cout << "the cut-off coordinator exited " << rc << " " << Ms(exit_ns - cut_ns)
+            << " ms after the cut\n";
+  std::optional<Event> granted = WaitForGrant(c, cut_ns, seconds(60));
+  ASSERT_TRUE(granted) << "the new leader leases nothing";
+  int64_t grant_ms = Ms(granted->mono_ns - cut_ns);
+  std::cout << "its first lease " << grant_ms << " ms after the cut\n";
+  EXPECT_LE(grant_ms, 3000 + 5000) << "no shard leased for " << grant_ms
+                                   << " ms after the cut (the agents' claims waited on the "
+                                      "cut-off coordinator)";
+  netns.SetLink(true);
+  c.Respawn(0);
+  ASSERT_TRUE(WaitForGrant(c, MonotonicNs(), seconds(60)));
+  ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
+  c.StopAll();
+  Report r = c.Check(check);
+  std::cout << LeaderFigures(r) << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  ASSERT_GE(r.leader_changes.size(), 1u);
+  EXPECT_LE(r.leader_changes[0].fault_ms, 3000 + 2000);
+  History h = c.Read();
+  for (const Event& e : h.coordinator) {
+    EXPECT_FALSE(e.pid == cut_pid && e.ev == "commit" && CommitOrderNs(e) > cut_ns)
+        << "the cut-off coordinator committed after the cut: " << e.fields.dump();
+  }
 }
 
 }  // namespace

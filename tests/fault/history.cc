@@ -73,6 +73,51 @@ Status ParseEvents(const std::string& text, const std::string& name, History* in
   return Status::Ok();
 }
 
+int64_t CommitOrderNs(const Event& e) { return e.Int("order_ns", e.mono_ns); }
+
+void MergeCoordinators(History* h) {
+  // By file (Event::where is "FILE:LINE"), in order, each line given its order_ns: a commit
+  // line's began_ns (when its transaction began), the lines after it (the events it made
+  // true) the same, up to the next commit or loading; any other line its mono_ns. A
+  // coordinator stopped (SIGSTOP) between a commit and its lines writes them late; keyed so,
+  // they come where the commit did.
+  std::map<std::string, std::vector<Event>> files;
+  std::map<std::string, int64_t> commit;  // per file: the order_ns of the commit in progress
+  for (Event& e : h->coordinator) {
+    std::string file = e.where.substr(0, e.where.rfind(':'));
+    auto c = commit.find(file);
+    int64_t key = e.mono_ns;
+    if (e.ev == "commit") {
+      int64_t began = e.Int("began_ns", 0);
+      key = began > 0 ? std::min(began, e.mono_ns) : e.mono_ns;
+      commit[file] = key;
+    } else if (e.ev == "loading" || e.ev == "lease_loaded" || e.ev == "loaded") {
+      commit.erase(file);
+    } else if (c != commit.end()) {
+      key = std::min(key, c->second);
+    }
+    e.fields["order_ns"] = key;
+    files[file].push_back(std::move(e));
+  }
+  h->coordinator.clear();
+  std::map<std::string, size_t> next;
+  for (;;) {
+    const std::string* pick = nullptr;
+    int64_t best = 0;
+    for (const auto& [name, events] : files) {
+      size_t i = next[name];
+      if (i >= events.size()) continue;
+      int64_t key = CommitOrderNs(events[i]);
+      if (pick == nullptr || key < best) {
+        pick = &name;
+        best = key;
+      }
+    }
+    if (pick == nullptr) return;
+    h->coordinator.push_back(std::move(files[*pick][next[*pick]++]));
+  }
+}
+
 Result<History> ReadHistory(const std::vector<std::string>& paths) {
   History h;
   for (const std::string& path : paths) {
@@ -82,6 +127,7 @@ Result<History> ReadHistory(const std::vector<std::string>& paths) {
     text << in.rdbuf();
     if (Status s = ParseEvents(text.str(), path, &h); !s.ok()) return s;
   }
+  MergeCoordinators(&h);
   return h;
 }
 

@@ -29,7 +29,7 @@ struct Event {
 };
 
 struct History {
-  std::vector<Event> coordinator;                    // in file order
+  std::vector<Event> coordinator;                    // in file order (MergeCoordinators)
   std::map<std::string, std::vector<Event>> agents;  // by agent name, in file order
   std::vector<Event> probes;                         // in file order
   int torn_lines = 0;  // last lines of writers killed mid-write (skipped)
@@ -40,7 +40,14 @@ struct History {
 // writer: at the end of the text (with or without its newline), or followed by another
 // process's lines (a restarted writer ends the torn line first); those are counted and skipped.
 Status ParseEvents(const std::string& text, const std::string& name, History* into);
-// Reads and parses each file; a missing file is an error.
+// The coordinators' lines of several event logs (several coordinators on one database, each
+// writing its own) merged into one sequence in the order the database saw them, each log's
+// lines kept in its own order: a commit and the lines after it (the events it made true) at
+// the instant its transaction began (the commit line's began_ns), other lines at their
+// mono_ns. Each line gets that instant as the field order_ns (CommitOrderNs).
+void MergeCoordinators(History* h);
+int64_t CommitOrderNs(const Event& e);  // order_ns, else mono_ns
+// Reads and parses each file (then MergeCoordinators); a missing file is an error.
 Result<History> ReadHistory(const std::vector<std::string>& paths);
 
 }  // namespace jobctl::fault

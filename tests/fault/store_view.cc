@@ -45,12 +45,12 @@ Result<JobView> MakeJobView(int64_t id, Job spec, std::optional<int64_t> next_fi
   return v;
 }
 
-Result<StoreView> ReadStores(const std::string& data_dir) {
-  Result<std::unique_ptr<store::Store>> db = store::OpenStore({.path = data_dir + "/jobctl.db"});
-  if (!db.ok()) return db.status();
+namespace {
+
+Result<StoreView> Read(store::Store* db, store::LogStore* logs) {
   StoreView view;
   Status bad;
-  Status s = (*db)->ForEachJob([&](store::JobRow&& row) {
+  Status s = db->ForEachJob([&](store::JobRow&& row) {
     Result<Job> spec = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
     if (!spec.ok()) {
       if (bad.ok()) bad = spec.status().WithContext("job " + row.name);
@@ -67,21 +67,18 @@ Result<StoreView> ReadStores(const std::string& data_dir) {
   });
   if (!s.ok()) return s;
   if (!bad.ok()) return bad;
-  s = (*db)->ForEachRun([&](RunRecord&& run) { view.runs.push_back(std::move(run)); });
+  s = db->ForEachRun([&](RunRecord&& run) { view.runs.push_back(std::move(run)); });
   if (!s.ok()) return s;
   for (const auto& [name, job] : view.jobs) {
-    Result<std::vector<store::MissRow>> misses = (*db)->ListMisses(job.id, 0);
+    Result<std::vector<store::MissRow>> misses = db->ListMisses(job.id, 0);
     if (!misses.ok()) return misses.status();
     view.misses.insert(view.misses.end(), misses->begin(), misses->end());
   }
-  Result<std::unique_ptr<store::LogStore>> logs =
-      store::OpenLogStore({.path = data_dir + "/logs.db", .run_cap_bytes = int64_t{1} << 40});
-  if (!logs.ok()) return logs.status();
   for (const RunRecord& run : view.runs) {
     store::LogQuery q;
     q.run_id = run.id;
     while (true) {
-      Result<std::vector<store::LogChunk>> page = (*logs)->Read(q);
+      Result<std::vector<store::LogChunk>> page = logs->Read(q);
       if (!page.ok()) return page.status();
       if (page->empty()) break;
       for (store::LogChunk& c : *page) {
@@ -91,6 +88,29 @@ Result<StoreView> ReadStores(const std::string& data_dir) {
     }
   }
   return view;
+}
+
+}  // namespace
+
+Result<StoreView> ReadStores(const std::string& data_dir) {
+  Result<std::unique_ptr<store::Store>> db = store::OpenStore({.path = data_dir + "/jobctl.db"});
+  if (!db.ok()) return db.status();
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::OpenLogStore({.path = data_dir + "/logs.db", .run_cap_bytes = int64_t{1} << 40});
+  if (!logs.ok()) return logs.status();
+  return Read(db->get(), logs->get());
+}
+
+Result<StoreView> ReadStoreAt(const std::string& url) {
+  // Opening takes the hold (a new epoch): free once every coordinator has stopped; while
+  // one still holds it, this waits.
+  Result<std::unique_ptr<store::Store>> db =
+      store::OpenStore({.url = url, .holder = "fault_check", .hold_ttl_ms = 10000});
+  if (!db.ok()) return db.status();
+  Result<std::unique_ptr<store::LogStore>> logs =
+      store::OpenLogStore({.url = url, .run_cap_bytes = int64_t{1} << 40});
+  if (!logs.ok()) return logs.status();
+  return Read(db->get(), logs->get());
 }
 
 }  // namespace jobctl::fault

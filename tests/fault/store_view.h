@@ -1,4 +1,5 @@
-// StoreView is what the checker reads from a coordinator's data directory after a fault test:
+// StoreView is what the checker reads from a coordinator's stores after a fault test (its
+// data directory, or the PostgreSQL database several coordinators shared):
 // the jobs (with their compiled schedules), every run with its shards, the recorded misses
 // and the stored log chunks, all through lib/store's API. Tests of the checker build one by
 // hand. Value type; any thread.
@@ -49,5 +50,8 @@ Result<JobView> MakeJobView(int64_t id, Job spec, std::optional<int64_t> next_fi
 
 // Opens DIR/jobctl.db and DIR/logs.db (the coordinator must not be running) and reads them.
 Result<StoreView> ReadStores(const std::string& data_dir);
+// Reads a PostgreSQL store (postgresql://...) through the same API, once no coordinator
+// holds it any more (opening it takes the hold).
+Result<StoreView> ReadStoreAt(const std::string& url);
 
 }  // namespace jobctl::fault

@@ -120,15 +120,7 @@ void Coordinator::Start() {
   std::string log = dir_.path() + "/coordinator.log";
   std::string marker = "jobctl serve: listening on " + host_ + ":";
   size_t seen = ReadFile(log).size();
-  ++starts_;
-  std::string listen = host_ + ":" + std::to_string(port_);
-  std::vector<std::string> argv = launch_.prefix;
-  for (const char* a : {JOBCTL_BIN, "serve", "--config"}) argv.push_back(a);
-  for (const std::string& a :
-       {config_path_, std::string("--listen"), listen, std::string("--data"), data_dir_}) {
-    argv.push_back(a);
-  }
-  daemon_ = std::make_unique<Daemon>(argv, log, launch_.env);
+  Spawn();
   bool up = Eventually(
       [&] {
         std::string text = ReadFile(log);
@@ -139,6 +131,19 @@ void Coordinator::Start() {
       },
       std::chrono::seconds(20));
   if (!up) throw std::runtime_error("coordinator did not start:\n" + ReadFile(log));
+}
+
+void Coordinator::Spawn() {
+  std::string log = dir_.path() + "/coordinator.log";
+  ++starts_;
+  std::string listen = host_ + ":" + std::to_string(port_);
+  std::vector<std::string> argv = launch_.prefix;
+  for (const char* a : {JOBCTL_BIN, "serve", "--config"}) argv.push_back(a);
+  for (const std::string& a :
+       {config_path_, std::string("--listen"), listen, std::string("--data"), data_dir_}) {
+    argv.push_back(a);
+  }
+  daemon_ = std::make_unique<Daemon>(argv, log, launch_.env);
 }
 
 void Coordinator::Kill9() {

@@ -68,6 +68,9 @@ class Coordinator {
                        std::string host = "127.0.0.1");
   ~Coordinator();
   void Start();  // (re)starts on the same data dir; waits for the port
+  // Starts it without waiting for it to listen (a standby on a shared database may wait
+  // long before it does); the port must be set (set_port).
+  void Spawn();
   void set_launch(Launch launch) { launch_ = std::move(launch); }  // for the next Start()
   void set_port(int port) { port_ = port; }  // listen on this port (0: any free one)
   void Kill9();                              // SIGKILL, reaped

@@ -227,6 +227,9 @@ Status PostgresServer::Launch(const Options& options) {
     }
     conf << options.extra_conf << "\n";
   }
+  if (!options.extra_hba.empty()) {
+    std::ofstream(data + "/pg_hba.conf", std::ios::app) << options.extra_hba << "\n";
+  }
   return ServeOnFreePort();
 }
 

@@ -37,6 +37,8 @@ class PostgresServer {
     std::string synchronous_standby;
     // Extra lines for postgresql.conf.
     std::string extra_conf;
+    // Extra lines for pg_hba.conf (clients from other addresses than 127.0.0.1).
+    std::string extra_hba;
   };
 
   // kNotFound when the server binaries are not installed (the message says what to do).
