@@ -1,5 +1,6 @@
 #include "fault/history.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -78,11 +79,13 @@ int64_t CommitOrderNs(const Event& e) { return e.Int("order_ns", e.mono_ns); }
 void MergeCoordinators(History* h) {
   // By file (Event::where is "FILE:LINE"), in order, each line given its order_ns: a commit
   // line's began_ns (when its transaction began), the lines after it (the events it made
-  // true) the same, up to the next commit or loading; any other line its mono_ns. A
+  // true) the same, up to the next commit or loading; any other line its mono_ns; and none
+  // before the line above it in its file. A
   // coordinator stopped (SIGSTOP) between a commit and its lines writes them late; keyed so,
   // they come where the commit did.
   std::map<std::string, std::vector<Event>> files;
-  std::map<std::string, int64_t> commit;  // per file: the order_ns of the commit in progress
+  std::map<std::string, int64_t> commit;    // per file: the order_ns of the commit in progress
+  std::map<std::string, int64_t> last_key;  // per file: the order_ns of its previous line
   for (Event& e : h->coordinator) {
     std::string file = e.where.substr(0, e.where.rfind(':'));
     auto c = commit.find(file);
@@ -96,6 +99,11 @@ void MergeCoordinators(History* h) {
     } else if (c != commit.end()) {
       key = std::min(key, c->second);
     }
+    // Never before an earlier line of the same file: a turn's transaction may begin before
+    // the load that the same turn finishes writes its "loaded" line (a takeover).
+    int64_t& floor = last_key[file];
+    key = std::max(key, floor);
+    floor = key;
     e.fields["order_ns"] = key;
     files[file].push_back(std::move(e));
   }
