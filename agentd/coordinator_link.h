@@ -1,7 +1,13 @@
 // CoordinatorLink is agentd's one way to the coordinator: it owns the MultiClient, the list
 // of coordinator URLs and the agent token. A request goes to the URL that last worked; on a
 // connection error or a standby's refusal (http::IsStandby) it fails over to the next one,
-// trying each once. It also keeps the link's
+// trying each once. When a request is served (any HTTP answer but a standby's refusal) by
+// another URL than the last one that served, the requests still in flight to other URLs are
+// abandoned and sent again to the new one: a frozen or cut-off coordinator would otherwise
+// hold each of them (a claim's long-poll, a result) until its own timeout. Every caller's request
+// is already safe to send twice, as a timeout followed by the next URL did before: the coordinator
+// that lost the database writes nothing, results and log chunks are stored once per token and seq,
+// and a claim's grants are valid only from the coordinator that serves. It also keeps the link's
 // state (reachable or not, token accepted or not) and logs each change once, never once per
 // retry: the callers only back off.
 //
@@ -15,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -58,13 +65,17 @@ class CoordinatorLink {
   enum class State { kUnknown, kReachable, kUnreachable, kUnauthorized };
   struct Request;
   void Send(std::shared_ptr<Request> request);
-  void OnDone(std::shared_ptr<Request> request, Result<http::HttpResponse> r);
+  void OnDone(std::shared_ptr<Request> request, uint64_t attempt, Result<http::HttpResponse> r);
+  void MoveToCurrent();
+  void Finish(const std::shared_ptr<Request>& request, Result<http::HttpResponse> r);
   void Note(const Result<http::HttpResponse>& r);
 
   std::unique_ptr<http::MultiClient> client_;
   std::vector<std::string> urls_;
   std::string token_;
-  size_t current_ = 0;
+  std::unordered_set<std::shared_ptr<Request>> in_flight_;  // posted, callback not yet run
+  size_t current_ = 0;                                      // where requests go
+  size_t serving_ = 0;  // the URL that last served (answered other than as a standby)
   State state_ = State::kUnknown;
   bool closed_ = false;
 };
