@@ -4,12 +4,14 @@
 // trying each once. When a request is served (any HTTP answer but a standby's refusal) by
 // another URL than the last one that served, the requests still in flight to other URLs are
 // abandoned and sent again to the new one: a frozen or cut-off coordinator would otherwise
-// hold each of them (a claim's long-poll, a result) until its own timeout. Every caller's request
-// is already safe to send twice, as a timeout followed by the next URL did before: the coordinator
-// that lost the database writes nothing, results and log chunks are stored once per token and seq,
-// and a claim's grants are valid only from the coordinator that serves. It also keeps the link's
-// state (reachable or not, token accepted or not) and logs each change once, never once per
-// retry: the callers only back off.
+// hold each of them (a claim's long-poll, a result) until its own timeout. Sending one twice
+// is safe, as it already was when a request timed out and went on to the next URL: a
+// coordinator whose epoch is over writes nothing (so grants it made in an abandoned claim
+// never commit), a repeated result gets the first one's answer and a log chunk is stored
+// once per seq. Only another request notices the change: an idle agent, which sends nothing
+// but its claim, still waits for that claim's timeout. It also keeps the link's state
+// (reachable or not, token accepted or not) and logs each change once, never once per retry:
+// the callers only back off.
 //
 // Loop thread only. Post's callback runs exactly once and never inside Post, except after
 // Close(), when Post does nothing and the callback never runs.
