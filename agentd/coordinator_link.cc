@@ -13,6 +13,8 @@ struct CoordinatorLink::Request {
   Callback cb;
   size_t url = 0;  // index being tried
   size_t tries = 0;
+  uint64_t transfer = 0;  // the MultiClient id of the transfer in flight
+  uint64_t attempt = 0;   // counts transfers; an earlier one's callback is of an abandoned one
 };
 
 Reply Classify(const Result<http::HttpResponse>& r) {
@@ -59,21 +61,26 @@ void CoordinatorLink::Post(std::string path, std::string body, std::string conte
   request->options.timeout = timeout;
   request->cb = std::move(cb);
   request->url = current_;
+  in_flight_.insert(request);
   Send(std::move(request));
 }
 
 void CoordinatorLink::Send(std::shared_ptr<Request> request) {
   ++request->tries;
+  uint64_t attempt = ++request->attempt;
   std::string url = urls_[request->url] + request->path;
-  client_->Start(std::move(url), token_, request->options,
-                 [this, request](Result<http::HttpResponse> r) { OnDone(request, std::move(r)); });
+  // Never 0: Send runs only before Close(), and then Start cannot fail synchronously.
+  request->transfer = client_->Start(std::move(url), token_, request->options,
+                                     [this, request, attempt](Result<http::HttpResponse> r) {
+                                       OnDone(request, attempt, std::move(r));
+                                     });
 }
 
-void CoordinatorLink::OnDone(std::shared_ptr<Request> request, Result<http::HttpResponse> r) {
-  if (closed_) {
-    request->cb(std::move(r));
-    return;
-  }
+void CoordinatorLink::OnDone(std::shared_ptr<Request> request, uint64_t attempt,
+                             Result<http::HttpResponse> r) {
+  // The "canceled" answer of a transfer MoveToCurrent abandoned: a newer one carries it.
+  if (attempt != request->attempt) return;
+  if (closed_) return Finish(request, std::move(r));
   // Fail over on connection errors, and on a standby's refusal (another coordinator holds
   // the database): any other HTTP answer means that coordinator serves.
   if ((!r.ok() || http::IsStandby(*r)) && request->tries < urls_.size()) {
@@ -85,7 +92,39 @@ void CoordinatorLink::OnDone(std::shared_ptr<Request> request, Result<http::Http
     current_ = request->url;
     log::Info("coordinator failover", {{"url", urls_[current_]}});
   }
+  // Another coordinator serves than before (a standby took over, or the one serving before
+  // no longer answers): move there what is in flight elsewhere. Done before the callback
+  // runs: it may Close() the link, after which nothing is sent.
+  if (r.ok() && !http::IsStandby(*r) && serving_ != request->url) {
+    serving_ = request->url;
+    MoveToCurrent();
+  }
   Note(r);
+  Finish(request, std::move(r));
+}
+
+// The coordinator at current_ serves: whatever is still in flight elsewhere waits for one that
+// may be frozen, cut off or a standby, so it is sent again to current_ (with a full round of
+// failover). Canceling closes the old connection; the canceled transfer's callback is ignored
+// by OnDone. A transfer that already finished, its callback not yet run, is left to deliver
+// its real answer.
+void CoordinatorLink::MoveToCurrent() {
+  size_t moved = 0;
+  for (const std::shared_ptr<Request>& request : in_flight_) {
+    if (request->url == current_ || !client_->Cancel(request->transfer)) continue;
+    request->url = current_;
+    request->tries = 0;
+    Send(request);
+    ++moved;
+  }
+  if (moved > 0)
+    log::Info("requests in flight sent again to the new coordinator",
+              {{"url", urls_[current_]}, {"requests", static_cast<int64_t>(moved)}});
+}
+
+void CoordinatorLink::Finish(const std::shared_ptr<Request>& request,
+                             Result<http::HttpResponse> r) {
+  in_flight_.erase(request);
   request->cb(std::move(r));
 }
 

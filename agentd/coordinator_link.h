@@ -1,9 +1,17 @@
 // CoordinatorLink is agentd's one way to the coordinator: it owns the MultiClient, the list
 // of coordinator URLs and the agent token. A request goes to the URL that last worked; on a
 // connection error or a standby's refusal (http::IsStandby) it fails over to the next one,
-// trying each once. It also keeps the link's
-// state (reachable or not, token accepted or not) and logs each change once, never once per
-// retry: the callers only back off.
+// trying each once. When a request is served (any HTTP answer but a standby's refusal) by
+// another URL than the last one that served, the requests still in flight to other URLs are
+// abandoned and sent again to the new one: a frozen or cut-off coordinator would otherwise
+// hold each of them (a claim's long-poll, a result) until its own timeout. Sending one twice
+// is safe, as it already was when a request timed out and went on to the next URL: a
+// coordinator whose epoch is over writes nothing (so grants it made in an abandoned claim
+// never commit), a repeated result gets the first one's answer and a log chunk is stored
+// once per seq. Only another request notices the change: an idle agent, which sends nothing
+// but its claim, still waits for that claim's timeout. It also keeps the link's state
+// (reachable or not, token accepted or not) and logs each change once, never once per retry:
+// the callers only back off.
 //
 // Loop thread only. Post's callback runs exactly once and never inside Post, except after
 // Close(), when Post does nothing and the callback never runs.
@@ -15,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -58,13 +67,17 @@ class CoordinatorLink {
   enum class State { kUnknown, kReachable, kUnreachable, kUnauthorized };
   struct Request;
   void Send(std::shared_ptr<Request> request);
-  void OnDone(std::shared_ptr<Request> request, Result<http::HttpResponse> r);
+  void OnDone(std::shared_ptr<Request> request, uint64_t attempt, Result<http::HttpResponse> r);
+  void MoveToCurrent();
+  void Finish(const std::shared_ptr<Request>& request, Result<http::HttpResponse> r);
   void Note(const Result<http::HttpResponse>& r);
 
   std::unique_ptr<http::MultiClient> client_;
   std::vector<std::string> urls_;
   std::string token_;
-  size_t current_ = 0;
+  std::unordered_set<std::shared_ptr<Request>> in_flight_;  // posted, callback not yet run
+  size_t current_ = 0;                                      // where requests go
+  size_t serving_ = 0;  // the URL that last served (answered other than as a standby)
   State state_ = State::kUnknown;
   bool closed_ = false;
 };

@@ -596,7 +596,7 @@ TEST_F(MultiClientTest, CancelRunsCallbackOnceWithUnavailableLater) {
   int calls = 0;
   std::optional<Result<HttpResponse>> result;
   LoopNotifier arrived(&loop_, 1, [&] {
-    client_->Cancel(id);
+    EXPECT_TRUE(client_->Cancel(id));
     EXPECT_EQ(0, calls) << "callback ran inside Cancel";
     EXPECT_EQ(0u, client_->in_flight());
   });
@@ -609,7 +609,7 @@ TEST_F(MultiClientTest, CancelRunsCallbackOnceWithUnavailableLater) {
   });
 
   Run();
-  client_->Cancel(id);  // already canceled: ignored
+  EXPECT_FALSE(client_->Cancel(id));  // already canceled: ignored
   Run();
 
   EXPECT_EQ(1, calls);
@@ -626,7 +626,7 @@ TEST_F(MultiClientTest, CancelAfterFinishIsIgnored) {
     ++calls;
   });
   Run();
-  client_->Cancel(id);
+  EXPECT_FALSE(client_->Cancel(id));
   Run();
   EXPECT_EQ(1, calls);
 }

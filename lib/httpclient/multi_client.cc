@@ -110,15 +110,16 @@ uint64_t MultiClient::Start(std::string url, std::string token, RequestOptions o
   return id;
 }
 
-void MultiClient::Cancel(uint64_t id) {
+bool MultiClient::Cancel(uint64_t id) {
   auto it = requests_.find(id);
-  if (it == requests_.end()) return;
+  if (it == requests_.end()) return false;
   std::unique_ptr<Request> request = std::move(it->second);
   requests_.erase(it);
   // Removing an unfinished transfer makes curl close its connection: the server sees the
   // request abandoned rather than a connection left half-used.
   curl_multi_remove_handle(multi_, request->easy);
   Defer(std::move(request->cb), Status::Unavailable("canceled: " + request->transfer.Describe()));
+  return true;
 }
 
 void MultiClient::Close(std::function<void()> on_closed) {

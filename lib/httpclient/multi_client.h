@@ -50,9 +50,10 @@ class MultiClient {
   uint64_t Start(std::string url, std::string token, RequestOptions options, Callback cb);
 
   // Aborts a request in flight (its connection is closed); its callback runs later with
-  // Unavailable("canceled: ..."). An id that already finished, or is unknown, is ignored: its
-  // callback runs (or ran) with the real result.
-  void Cancel(uint64_t id);
+  // Unavailable("canceled: ..."), and Cancel returns true. An id that already finished, or is
+  // unknown, is ignored and Cancel returns false: its callback runs (or ran) with the real
+  // result.
+  bool Cancel(uint64_t id);
 
   // Requests started and not yet finished or canceled.
   size_t in_flight() const { return requests_.size(); }

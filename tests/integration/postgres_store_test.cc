@@ -277,5 +277,46 @@ TEST_F(PostgresStoreTest, ACoordinatorStoppedPastItsHoldTtlIsReplacedAndWritesNo
   EXPECT_EQ(runs[0]["id"], id);
 }
 
+// agentd's claim is held open by the coordinator that gets SIGSTOPped. Once the standby
+// serves, the agent's next heartbeat (it runs a shard) is served there, and the claim moves
+// with it: a shard triggered then starts within seconds, not when the claim held by the
+// stopped coordinator times out (kWaitMs + 15 s after it was sent, 45 s).
+TEST_F(PostgresStoreTest, AnAgentsClaimMovesToTheStandbyThatTookOverFromAStoppedCoordinator) {
+  TempDir da;
+  TempDir db;
+  std::string conf = Config("hold_ttl = \"3s\"\nlease_ttl = \"8s\"\nheartbeat = \"2s\"\n");
+  Coordinator a(da, conf);
+  a.set_port(FreeLoopbackPort());
+  a.Start();
+  Coordinator b(db, conf);
+  b.set_port(FreeLoopbackPort());
+  CopyAdminToken(a, db);
+  b.Start();
+  AgentProcess agent(a, da, "h1", {"--coordinator", b.url(), "--slots", "4"});
+  a.Apply(
+      "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\n"
+      "shell = \"echo started; sleep 30\"\n"
+      "[[job]]\nname = \"next\"\nschedule = \"@yearly\"\nshell = \"echo next\"\n");
+  int64_t id = a.PostJson("/v1/jobs/long/trigger", json::object())["id"];
+  // Running: the agent heartbeats, and its claim for the free slots is open at a.
+  ASSERT_TRUE(Coordinator::Eventually([&] { return a.Output(id, 0, "stdout") == "started\n"; },
+                                      seconds(20)))
+      << agent.Logs();
+
+  a.process().Signal(SIGSTOP);
+  ASSERT_GE(WaitForHold(b, seconds(20)), 0) << b.Logs();
+  auto triggered = std::chrono::steady_clock::now();
+  int64_t next = b.PostJson("/v1/jobs/next/trigger", json::object())["id"];
+  json done = b.WaitRun(next, seconds(60));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - triggered).count();
+  std::printf("shard triggered after the takeover ran in %.2f s\n", took);
+  EXPECT_EQ(done["state"], "succeeded") << done.dump() << agent.Logs();
+  EXPECT_LE(took, 10.0) << "the agent's claim stayed with the stopped coordinator\n"
+                        << agent.Logs();
+
+  a.process().Signal(SIGCONT);
+  EXPECT_EQ(a.process().Wait(seconds(20)), 75) << a.Logs();
+}
+
 }  // namespace
 }  // namespace jobctl::testing
