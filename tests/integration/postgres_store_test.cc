@@ -204,11 +204,17 @@ TEST_F(PostgresStoreTest, AStandbyAnswersReadsFromTheDatabaseAndSendsTheRestToTh
   http::HttpResponse wait = b.Request("GET", "/v1/runs/" + std::to_string(id) + "/wait");
   EXPECT_EQ(wait.status, 503) << wait.body;
   EXPECT_EQ(a.Runs("hello").size(), 1u);
-  // Given only the standby, jobctl says what it is.
+  // Given only the standby, jobctl says what it is; given only standbys, it says that no
+  // coordinator could be reached, and why, with status 69.
   ProcessResult refused = testing::Run(
       {JOBCTL_BIN, "--coordinator", b.url(), "--token", a.admin_token(), "trigger", "hello"});
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("standby"), std::string::npos) << refused.err;
+  ProcessResult none = testing::Run({JOBCTL_BIN, "--coordinator", b.url() + "," + b.url(),
+                                     "--token", a.admin_token(), "trigger", "hello"});
+  EXPECT_EQ(none.exit_code, 69) << none.err;
+  EXPECT_NE(none.err.find("no coordinator could be reached"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("is a standby"), std::string::npos) << none.err;
 }
 
 TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndExits75) {
