@@ -136,8 +136,8 @@ int RunServe(const ServeOptions& opt) {
   // Another coordinator may serve the shared database now: stop, and let the service manager
   // start this one again, to wait as a standby.
   int exit_code = kExitOk;
-  coord->on_lost_store = [&] {
-    log::Error("this coordinator lost its hold on the database; stopping");
+  coord->on_lost_store = [&](const std::string& why) {
+    log::Error("this coordinator " + why + "; stopping");
     exit_code = kExitTempFail;
     on_stop(0);
   };
@@ -200,7 +200,7 @@ void RegisterServe(CLI::App& app, GlobalOptions& /*g*/, int* rc) {
       "--coordinator URL), and take over when the holder's session ends or it stops renewing.\n"
       "Exit status: 0 after SIGTERM/SIGINT, 78 bad configuration, 69 cannot start, 75 the data\n"
       "directory is in use by another jobctl serve, or this coordinator lost its hold on a\n"
-      "shared database (another may serve it).");
+      "shared database (another may serve it) or could not read its state back from it.");
   sub->callback([opt, rc] { *rc = RunServe(*opt); });
 }
 

@@ -14,6 +14,8 @@
 namespace jobctl::coordinator {
 namespace {
 
+constexpr const char* kLostHold = "lost its hold on the database";
+
 // The store has no tokens when this is called, so a token file already there belongs to a
 // store that was deleted: it is replaced (its secret would no longer work anyway).
 Status WriteSecretFile(const std::string& path, const std::string& secret) {
@@ -221,8 +223,8 @@ void Coordinator::Reload() {
     // coordinator now): stop, so that the service restarts this one, as a standby if need be,
     // rather than serve nothing.
     if (!ctx_.config.store.empty()) {
-      log::Error("cannot reload state from the database; stopping", {{"error", s.ToString()}});
-      return LostStore();
+      log::Error("cannot reload state from the database", {{"error", s.ToString()}});
+      return LostStore("cannot reload its state from the database");
     }
     log::Error("cannot reload state from the store; retrying at the next failure or restart",
                {{"error", s.ToString()}});
@@ -250,7 +252,7 @@ Status Coordinator::Start() {
     log_hub_->Notify(-run);
   };
   batch_->on_failure = [this](const Status&) {
-    if (!store_->held()) return LostStore();
+    if (!store_->held()) return LostStore(kLostHold);
     Reload();
   };
   batch_->on_commit_seconds = [this](double s) {
@@ -319,7 +321,7 @@ Status Coordinator::Lead() {
     hold_timer_ = std::make_unique<uvx::Timer>(ctx_.loop);
     hold_timer_->Every(1000, [this] {
       store_->CheckHold();
-      if (!store_->held()) LostStore();
+      if (!store_->held()) LostStore(kLostHold);
     });
   }
   batch_->Start();
@@ -356,8 +358,8 @@ void Coordinator::StandBy() {
       log::Info("taking over: this coordinator holds the database now",
                 {{"epoch", store_->epoch()}});
       if (Status s = Lead(); !s.ok()) {
-        log::Error("cannot take over the database; stopping", {{"error", s.ToString()}});
-        LostStore();
+        log::Error("cannot take over the database", {{"error", s.ToString()}});
+        LostStore("could not take over the database");
       }
       return;
     }
@@ -383,10 +385,10 @@ void Coordinator::RefreshView() {
 
 Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
 
-void Coordinator::LostStore() {
+void Coordinator::LostStore(const std::string& why) {
   if (hold_timer_) hold_timer_->Stop();
   if (standby_timer_) standby_timer_->Stop();
-  if (on_lost_store) std::exchange(on_lost_store, nullptr)();
+  if (on_lost_store) std::exchange(on_lost_store, nullptr)(why);
 }
 
 void Coordinator::Stop(std::function<void()> done) {

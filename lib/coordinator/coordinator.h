@@ -48,9 +48,11 @@ class Coordinator {
   // pair. On error the old pair stays in use and the error is returned. Ok without TLS.
   Status ReloadTls();
   const std::string& bootstrap_note() const { return bootstrap_note_; }
-  // Called once when a write finds that this coordinator no longer holds a shared store
-  // (store::Store::held): another coordinator may serve it now, so this one must stop.
-  std::function<void()> on_lost_store;
+  // Called once when this coordinator must stop serving a shared store: a write or the hold
+  // check found it no longer holds it (store::Store::held; another coordinator may serve it
+  // now), it cannot reload its state from it, or it could not take it over. `why` completes
+  // "this coordinator ...".
+  std::function<void(const std::string& why)> on_lost_store;
 
  private:
   Status LockDataDir();
@@ -60,7 +62,7 @@ class Coordinator {
   Status Load(bool quiet = false);
   void ClearMemory();
   void Reload();
-  void LostStore();
+  void LostStore(const std::string& why);
   // Serves the store as its holder: bootstrap tokens, memory, fires, leases.
   Status Lead();
   // Another coordinator holds the shared store: answers reads from it (Api's standby), keeps

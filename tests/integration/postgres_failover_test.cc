@@ -236,6 +236,11 @@ TEST_F(PostgresFailoverTest,
   http::HttpResponse refused = coord.Request("POST", "/v1/jobs/hello/pause", "{}");
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(coord.process().Wait(seconds(20)), 75) << coord.Logs();
+  // It says why: it still held the database, but could not read its state back.
+  EXPECT_NE(coord.Logs().find("this coordinator cannot reload its state from the database"),
+            std::string::npos)
+      << coord.Logs();
+  EXPECT_EQ(coord.Logs().find("lost its hold"), std::string::npos) << coord.Logs();
   ASSERT_TRUE(replica_->Promote().ok()) << replica_->Log();
 
   // Restarted (as its service would), it holds the promoted server in a new epoch: the run

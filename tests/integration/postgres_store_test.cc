@@ -48,6 +48,22 @@ class PostgresStoreTest : public ::testing::Test {
     chmod((dir.path() + "/data/admin.token").c_str(), 0600);
   }
 
+  // Two coordinators on the test database, each with a data directory of its own: `a`
+  // started first, so it holds the database, then `b`, a standby, given a's admin token.
+  struct Pair {
+    explicit Pair(const std::string& conf) : a(da, conf), b(db, conf) {
+      a.set_port(FreeLoopbackPort());
+      a.Start();
+      b.set_port(FreeLoopbackPort());
+      CopyAdminToken(a, db);
+      b.Start();
+    }
+    TempDir da;
+    TempDir db;
+    Coordinator a;
+    Coordinator b;
+  };
+
   std::unique_ptr<PostgresServer> pg_;
 };
 
@@ -99,20 +115,13 @@ TEST_F(PostgresStoreTest, RunsAndOutputLiveInTheDatabaseAndAnotherCoordinatorCar
 }
 
 TEST_F(PostgresStoreTest, ASecondCoordinatorWaitsThenTakesOverWithoutEndingARunningShard) {
-  TempDir da;
-  TempDir db;
-  std::string conf = Config("lease_ttl = \"8s\"\nheartbeat = \"2s\"\n");
-  Coordinator a(da, conf);
-  a.set_port(FreeLoopbackPort());
-  a.Start();
-  Coordinator b(db, conf);
-  b.set_port(FreeLoopbackPort());
-  CopyAdminToken(a, db);
+  Pair p(Config("lease_ttl = \"8s\"\nheartbeat = \"2s\"\n"));
+  Coordinator& a = p.a;
+  Coordinator& b = p.b;
   // b listens, as a standby, while a holds the database.
-  b.Start();
   EXPECT_FALSE(Holds(b));
 
-  AgentProcess agent(a, da, "h1", {"--coordinator", b.url()});
+  AgentProcess agent(a, p.da, "h1", {"--coordinator", b.url()});
   a.Apply(
       "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\n"
       "shell = \"echo started; sleep 5; echo finished\"\n");
@@ -147,22 +156,20 @@ TEST_F(PostgresStoreTest, ASecondCoordinatorWaitsThenTakesOverWithoutEndingARunn
 }
 
 TEST_F(PostgresStoreTest, AStandbyAnswersReadsFromTheDatabaseAndSendsTheRestToTheHolder) {
-  TempDir da;
-  TempDir db;
-  Coordinator a(da, Config());
-  a.set_port(FreeLoopbackPort());
-  a.Start();
+  Pair p(Config());
+  Coordinator& a = p.a;
+  Coordinator& b = p.b;
   a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hello\"\n");
-  Coordinator b(db, Config());
-  b.set_port(FreeLoopbackPort());
-  CopyAdminToken(a, db);
-  std::ofstream(db.path() + "/data/agent.token") << a.agent_token() << "\n";
-  b.Start();
+  std::ofstream(p.db.path() + "/data/agent.token") << a.agent_token() << "\n";
   ASSERT_TRUE(Holds(a));
+  // The standby's view of the jobs follows within a second or so.
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return b.GetJson("/v1/jobs").size() == 1; }, seconds(10)))
+      << b.GetJson("/v1/jobs").dump();
   EXPECT_FALSE(Holds(b));
 
   // agentd and jobctl are given the standby first: they move on to the holder.
-  AgentProcess agent(b, db, "h1", {"--coordinator", a.url()});
+  AgentProcess agent(b, p.db, "h1", {"--coordinator", a.url()});
   ProcessResult trigger = testing::Run({JOBCTL_BIN, "--coordinator", b.url() + "," + a.url(),
                                         "--token", a.admin_token(), "trigger", "hello", "--wait"});
   ASSERT_EQ(trigger.exit_code, 0) << trigger.err << a.Logs() << agent.Logs();
@@ -218,16 +225,10 @@ TEST_F(PostgresStoreTest, AStandbyAnswersReadsFromTheDatabaseAndSendsTheRestToTh
 }
 
 TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndExits75) {
-  TempDir da;
-  TempDir db;
-  Coordinator a(da, Config());
-  a.set_port(FreeLoopbackPort());
-  a.Start();
+  Pair p(Config());
+  Coordinator& a = p.a;
+  Coordinator& b = p.b;
   a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hi\"\n");
-  Coordinator b(db, Config());
-  b.set_port(FreeLoopbackPort());
-  CopyAdminToken(a, db);
-  b.Start();
   // The database loses sight of a's session (as when a was frozen or cut off past the
   // server's keepalive): b takes over. a is stopped meanwhile, so that it cannot take the
   // free lock back first (its hold check would: the epoch is still its own until b's).
@@ -255,17 +256,10 @@ TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndEx
 }
 
 TEST_F(PostgresStoreTest, ACoordinatorStoppedPastItsHoldTtlIsReplacedAndWritesNothingWhenResumed) {
-  TempDir da;
-  TempDir db;
-  std::string conf = Config("hold_ttl = \"3s\"\n");
-  Coordinator a(da, conf);
-  a.set_port(FreeLoopbackPort());
-  a.Start();
+  Pair p(Config("hold_ttl = \"3s\"\n"));
+  Coordinator& a = p.a;
+  Coordinator& b = p.b;
   a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hi\"\n");
-  Coordinator b(db, conf);
-  b.set_port(FreeLoopbackPort());
-  CopyAdminToken(a, db);
-  b.Start();
   a.process().Signal(SIGSTOP);
   double took = WaitForHold(b, seconds(20));
   ASSERT_GE(took, 0) << b.Logs();
@@ -296,17 +290,10 @@ TEST_F(PostgresStoreTest, ACoordinatorStoppedPastItsHoldTtlIsReplacedAndWritesNo
 // with it: a shard triggered then starts within seconds, not when the claim held by the
 // stopped coordinator times out (kWaitMs + 15 s after it was sent, 45 s).
 TEST_F(PostgresStoreTest, AnAgentsClaimMovesToTheStandbyThatTookOverFromAStoppedCoordinator) {
-  TempDir da;
-  TempDir db;
-  std::string conf = Config("hold_ttl = \"3s\"\nlease_ttl = \"8s\"\nheartbeat = \"2s\"\n");
-  Coordinator a(da, conf);
-  a.set_port(FreeLoopbackPort());
-  a.Start();
-  Coordinator b(db, conf);
-  b.set_port(FreeLoopbackPort());
-  CopyAdminToken(a, db);
-  b.Start();
-  AgentProcess agent(a, da, "h1", {"--coordinator", b.url(), "--slots", "4"});
+  Pair p(Config("hold_ttl = \"3s\"\nlease_ttl = \"8s\"\nheartbeat = \"2s\"\n"));
+  Coordinator& a = p.a;
+  Coordinator& b = p.b;
+  AgentProcess agent(a, p.da, "h1", {"--coordinator", b.url(), "--slots", "4"});
   a.Apply(
       "[[job]]\nname = \"long\"\nschedule = \"@yearly\"\n"
       "shell = \"echo started; sleep 30\"\n"
