@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <random>
+#include <unordered_map>
 
 #include "base/log.h"
 #include "coordinator/dispatcher.h"
@@ -101,9 +102,28 @@ Status RunBook::Load(RunRecord run) {
   return Status::Ok();
 }
 
-Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
-                                  const std::string& env_json, const std::string& key,
-                                  int64_t not_before_ms) {
+Status RunBook::LoadSpecs(const std::vector<JobEntry*>& jobs) {
+  std::vector<int64_t> ids;
+  std::unordered_map<int64_t, JobEntry*> by_id;
+  for (JobEntry* job : jobs) {
+    if (job->spec || !by_id.emplace(job->id, job).second) continue;
+    ids.push_back(job->id);
+  }
+  if (ids.empty()) return Status::Ok();
+  return ctx_->store->GetJobs(ids, [&](store::JobRow&& row) {
+    JobEntry* job = by_id[row.id];
+    if (job == nullptr) return;
+    nlohmann::json j = nlohmann::json::parse(row.spec_json, nullptr, false);
+    // A definition that does not read is left to SpecOf, which says why.
+    if (Result<Job> spec = wire::JobFromJson(j); spec.ok()) {
+      job->spec = std::make_shared<const Job>(std::move(*spec));
+    }
+  });
+}
+
+Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int64_t scheduled_ms,
+                                           const std::string& env_json, const std::string& key,
+                                           int64_t not_before_ms) {
   Result<std::shared_ptr<const Job>> spec = SpecOf(job);
   if (!spec.ok()) return spec.status();
   int64_t now = ctx_->NowMs();
@@ -142,24 +162,55 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
     rec.finished_ms = now;
     rec.note = "broadcast: no eligible agent was connected";
   }
-  // kConflict: this instant has its run already (fired before a restart); the turn goes on.
-  if (Status s =
-          ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); }, Status::Code::kConflict);
-      !s.ok()) {
-    return s;
-  }
+  return Prepared{&job, std::move(rec), *spec};
+}
+
+void RunBook::Open(Prepared& run) {
+  RunRecord& rec = run.rec;
   ctx_->EventAfterCommit("fire", {{"job", rec.job},
                                   {"run", rec.id},
                                   {"scheduled_ms", rec.scheduled_ms},
-                                  {"reason", RunReasonName(reason)},
+                                  {"reason", RunReasonName(rec.reason)},
                                   {"shards", rec.shard_total}});
-  if (rec.shard_total == 0) return rec;
+  if (rec.shard_total == 0) return;
   OpenRun& open = open_[rec.id];
   open.rec = rec;
-  open.spec = *spec;
-  ++job.open_runs;
+  open.spec = run.spec;
+  ++run.job->open_runs;
   for (ShardRecord& shard : open.rec.shards) EnqueueShard(open, shard);
-  return rec;
+}
+
+Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
+                                  const std::string& env_json, const std::string& key,
+                                  int64_t not_before_ms) {
+  Result<Prepared> run = Prepare(job, reason, scheduled_ms, env_json, key, not_before_ms);
+  if (!run.ok()) return run.status();
+  // kConflict: this instant has its run already (fired before a restart); the turn goes on.
+  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(run->rec); },
+                                    Status::Code::kConflict);
+      !s.ok()) {
+    return s;
+  }
+  Open(*run);
+  return std::move(run->rec);
+}
+
+Status RunBook::CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created) {
+  created.assign(runs.size(), false);
+  if (runs.empty()) return Status::Ok();
+  std::vector<RunRecord> recs;
+  recs.reserve(runs.size());
+  for (Prepared& run : runs) recs.push_back(std::move(run.rec));
+  Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRuns(recs, created); });
+  for (size_t i = 0; i < runs.size(); ++i) runs[i].rec = std::move(recs[i]);
+  if (!s.ok()) {
+    created.assign(runs.size(), false);
+    return s;
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (created[i]) Open(runs[i]);
+  }
+  return Status::Ok();
 }
 
 Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note) {

@@ -49,6 +49,23 @@ class RunBook {
   Result<RunRecord> Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                            const std::string& env_json, const std::string& idempotency_key,
                            int64_t not_before_ms = 0);
+  // Create in two steps, for many runs in one write (the fire loop's slice): Prepare makes
+  // the record (the fields and shards Create would insert); CreateAll inserts the prepared
+  // runs together and opens each inserted one as Create does. created[i] is false for a run
+  // whose instant was already fired (Create's kConflict). Any other failure fails the turn
+  // and is returned.
+  struct Prepared {
+    JobEntry* job;
+    RunRecord rec;
+    std::shared_ptr<const Job> spec;
+  };
+  Result<Prepared> Prepare(JobEntry& job, RunReason reason, int64_t scheduled_ms,
+                           const std::string& env_json, const std::string& idempotency_key,
+                           int64_t not_before_ms = 0);
+  Status CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created);
+  // Loads the definitions of those `jobs` that hold none, in one read (SpecOf would load
+  // each). A failure is returned and leaves SpecOf to try again.
+  Status LoadSpecs(const std::vector<JobEntry*>& jobs);
   // Records an instant that was not run (overlap) as a skipped run.
   Status RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note);
 
@@ -101,6 +118,8 @@ class RunBook {
   // Applies a result JudgeResult accepted: the shard is re-run, retried or ended.
   RunState Accept(OpenRun& run, ShardRecord& shard, const ResultReport& report);
   void EnqueueShard(OpenRun& run, ShardRecord& shard);
+  // After the insert of a prepared run: the fire event, and its shards to the dispatcher.
+  void Open(Prepared& run);
   void EndAttempt(OpenRun& run, ShardRecord& shard, RunState state, int64_t now_ms);
   void Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms);
   int64_t BackoffMs(const Job& spec, int attempt) const;

@@ -88,6 +88,16 @@ void Scheduler::RunDue() {
     due_.emplace_back(early_.begin()->second, early_.begin()->first);
     early_.erase(early_.begin());
   }
+  // The definitions of the slice's jobs, in one read rather than one per job's first fire.
+  std::vector<JobEntry*> slice;
+  for (size_t i = 0; i < due_.size() && slice.size() < kSlice; ++i) {
+    JobEntry* job = jobs_->Find(due_[i].first);
+    if (job != nullptr && !job->spec) slice.push_back(job);
+  }
+  if (Status s = book_->LoadSpecs(slice); !s.ok()) {
+    log::Debug("definitions not loaded together", {{"error", s.ToString()}});
+  }
+  slicing_ = true;
   for (size_t fired = 0; fired < kSlice && !due_.empty();) {
     auto [id, instant] = due_.front();
     due_.pop_front();
@@ -108,6 +118,8 @@ void Scheduler::RunDue() {
     }
     FireDue(*job, **schedule, now, ctx_->config.misfire_grace.count());
   }
+  FlushFires();
+  slicing_ = false;
   Arm();
 }
 
@@ -141,9 +153,9 @@ void Scheduler::FireDue(JobEntry& job, const Schedule& schedule, int64_t now, in
   MisfireDecision d = DecideMisfire(job.misfire, job.misfire_cap,
                                     {.listed = std::move(instants), .extra = extra}, now, grace_ms);
   if (d.reason != nullptr) RecordMisses(job, d.missed, d.extra_missed, d.reason, now);
-  for (int64_t instant : d.fire) FireOne(job, instant, now);
+  for (int64_t instant : d.fire) FireOne(job, instant, now, slicing_);
   job.next_fire_ms = t;
-  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
+  SaveNextFire(job);
   if (t) wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
 }
 
@@ -154,14 +166,15 @@ void Scheduler::FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms) 
   MisfireDecision d = DecideMisfire(job.misfire, job.misfire_cap,
                                     {.listed = {*job.next_fire_ms}, .extra = 0}, now, grace_ms);
   if (d.reason != nullptr) RecordMisses(job, d.missed, d.extra_missed, d.reason, now);
-  for (int64_t instant : d.fire) FireOne(job, instant, now);
+  // Not batched: whether its next fire is set now depends on the run being open.
+  for (int64_t instant : d.fire) FireOne(job, instant, now, /*batched=*/false);
   std::optional<int64_t> t;
   if (job.open_runs == 0) {
     if (Result<std::shared_ptr<const Schedule>> s = jobs_->ScheduleOf(job); s.ok())
       t = Next(**s, now);
   }
   job.next_fire_ms = t;
-  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
+  SaveNextFire(job);
   if (t) {
     ctx_->EventAfterCommit("scheduled", {{"job", job.name}, {"next_fire_ms", *t}});
     wheel_.Schedule(static_cast<uint64_t>(job.id), *t);
@@ -204,7 +217,48 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
                                   {"why", why}});
 }
 
-void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
+void Scheduler::SaveNextFire(const JobEntry& job) {
+  if (slicing_) {
+    next_fires_.emplace_back(job.id, job.next_fire_ms);
+    return;
+  }
+  std::optional<int64_t> t = job.next_fire_ms;
+  ctx_->batch->Stage([&] { return ctx_->store->SetNextFire(job.id, t); });
+}
+
+void Scheduler::FlushFires() {
+  if (!fires_.empty()) {
+    std::vector<bool> created;
+    if (Status s = book_->CreateAll(fires_, created); !s.ok()) {
+      // The turn rolls back (next fire times with it) and the fires are retried.
+      log::Error("cannot create runs", {{"runs", fires_.size()}, {"error", s.ToString()}});
+    }
+    for (size_t i = 0; i < fires_.size(); ++i) {
+      if (created[i]) Fired(fires_[i].rec.scheduled_ms);  // else already fired (restart)
+    }
+  }
+  if (!next_fires_.empty()) {
+    ctx_->batch->Stage([&] { return ctx_->store->SetNextFires(next_fires_); });
+  }
+  fires_.clear();
+  firing_.clear();
+  next_fires_.clear();
+}
+
+void Scheduler::Fired(int64_t instant) {
+  ++ctx_->metrics->fires_total;
+  Metrics* metrics = ctx_->metrics;
+  const Clock* clock = ctx_->clock;
+  ctx_->batch->OnCommit([metrics, clock, instant](const Status& s) {
+    if (s.ok()) {
+      metrics->fire_lateness.Observe(static_cast<double>(ToUnixMs(clock->Now()) - instant) / 1000);
+    }
+  });
+}
+
+void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now, bool batched) {
+  // Its runs prepared earlier in the slice go in first: the overlap policy counts them.
+  if (firing_.count(job.id) > 0) FlushFires();
   switch (DecideOverlap(job.overlap, job.open_runs)) {
     case OverlapAction::kSkip: {
       std::vector<int64_t> open = book_->OpenRunsOf(job.id);
@@ -230,6 +284,17 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
       break;
     case OverlapAction::kFire: break;
   }
+  if (batched) {
+    Result<RunBook::Prepared> run = book_->Prepare(job, RunReason::kSchedule, instant, "", "");
+    if (!run.ok()) {
+      log::Error("cannot create run", {{"job", job.name}, {"error", run.status().ToString()}});
+      ctx_->batch->Fail(run.status());
+      return;
+    }
+    firing_.insert(job.id);
+    fires_.push_back(std::move(*run));
+    return;
+  }
   Result<RunRecord> run = book_->Create(job, RunReason::kSchedule, instant, "", "");
   if (!run.ok()) {
     if (run.status().code() == Status::Code::kConflict) return;  // already fired (restart)
@@ -238,14 +303,7 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now) {
     ctx_->batch->Fail(run.status());
     return;
   }
-  ++ctx_->metrics->fires_total;
-  Metrics* metrics = ctx_->metrics;
-  const Clock* clock = ctx_->clock;
-  ctx_->batch->OnCommit([metrics, clock, instant](const Status& s) {
-    if (s.ok()) {
-      metrics->fire_lateness.Observe(static_cast<double>(ToUnixMs(clock->Now()) - instant) / 1000);
-    }
-  });
+  Fired(instant);
   (void)now;
 }
 

@@ -13,7 +13,10 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "coordinator/context.h"
 #include "coordinator/job_index.h"
@@ -60,7 +63,13 @@ class Scheduler {
   // Instants overdue by more than `grace_ms` go through the job's misfire policy.
   void FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms);
   void FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms);
-  void FireOne(JobEntry& job, int64_t instant, int64_t now);
+  // `batched`: the run is prepared and inserted with the slice's others (FlushFires).
+  void FireOne(JobEntry& job, int64_t instant, int64_t now, bool batched);
+  // A fire whose run was inserted: counted, and timed once committed.
+  void Fired(int64_t instant);
+  void SaveNextFire(const JobEntry& job);
+  // Inserts the slice's prepared runs and writes its next fire times.
+  void FlushFires();
   void RecordMisses(JobEntry& job, const std::vector<int64_t>& instants, int64_t extra,
                     const char* why, int64_t now);
   void Arm();
@@ -81,6 +90,14 @@ class Scheduler {
   // timer phase, before any commit.
   std::unique_ptr<uvx::Idle> continue_;
   bool waiting_for_commit_ = false;  // a slice's commit will start continue_
+  // While RunDue fires a slice, its runs are prepared here and inserted together at its end,
+  // with its jobs' next fire times: one write each instead of one per job. A job that fires
+  // again in the slice (catching up) has its runs inserted first, so that its overlap policy
+  // sees them.
+  bool slicing_ = false;
+  std::vector<RunBook::Prepared> fires_;
+  std::unordered_set<int64_t> firing_;  // the jobs of fires_
+  std::vector<std::pair<int64_t, std::optional<int64_t>>> next_fires_;
   bool started_ = false;
 };
 

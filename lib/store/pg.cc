@@ -91,6 +91,38 @@ Status ResultStatus(const PGresult* result, PGconn* conn, std::string_view what)
   return Status::Io(msg);
 }
 
+void ArrayLiteral::Separate() {
+  if (!empty_) body_ += ',';
+  empty_ = false;
+}
+
+ArrayLiteral& ArrayLiteral::Add(int64_t v) {
+  Separate();
+  body_ += std::to_string(v);
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::Add(std::string_view v) {
+  Separate();
+  body_ += '"';
+  for (char c : v) {
+    if (c == '"' || c == '\\') body_ += '\\';
+    body_ += c;
+  }
+  body_ += '"';
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::Add(std::nullopt_t) {
+  Separate();
+  body_ += "NULL";
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::Add(const std::optional<int64_t>& v) {
+  return v ? Add(*v) : Add(std::nullopt);
+}
+
 Params& Params::Push(std::string value, bool null, int format) {
   lengths_.push_back(static_cast<int>(value.size()));
   values_.push_back(std::move(value));

@@ -33,6 +33,24 @@ struct Sql {
   std::string text;
 };
 
+// A PostgreSQL array literal built element by element ({1,NULL,"a\"b"}), for a statement
+// that takes a batch of rows as arrays (unnest). Text elements are quoted and escaped;
+// Params::Add replaces what text cannot hold, as for any text.
+class ArrayLiteral {
+ public:
+  ArrayLiteral& Add(int64_t v);
+  ArrayLiteral& Add(int v) { return Add(static_cast<int64_t>(v)); }
+  ArrayLiteral& Add(std::string_view v);
+  ArrayLiteral& Add(std::nullopt_t);
+  ArrayLiteral& Add(const std::optional<int64_t>& v);
+  std::string text() const { return "{" + body_ + "}"; }
+
+ private:
+  void Separate();
+  std::string body_;
+  bool empty_ = true;
+};
+
 class Params {
  public:
   Params& Add(int64_t v);
@@ -46,6 +64,7 @@ class Params {
   Params& Add(const std::optional<int64_t>& v);
   Params& Add(const std::optional<std::string>& v);
   Params& AddBytes(std::string_view bytes);  // a bytea, sent as binary
+  Params& Add(const ArrayLiteral& v) { return Add(std::string_view(v.text())); }
 
   int size() const { return static_cast<int>(values_.size()); }
   // Valid until the next Add.

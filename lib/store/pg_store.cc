@@ -391,6 +391,17 @@ Result<JobRow> PgStore::GetJob(int64_t id) {
   return ReadJob(*rows, 0);
 }
 
+Status PgStore::GetJobs(const std::vector<int64_t>& ids, const std::function<void(JobRow&&)>& fn) {
+  if (ids.empty()) return Status::Ok();
+  static const Sql kSql{JobQuery(", spec, revision FROM jobs WHERE id = ANY($1::bigint[])")};
+  pg::ArrayLiteral list;
+  for (int64_t id : ids) list.Add(id);
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(list));
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) fn(ReadJob(*rows, i));
+  return Status::Ok();
+}
+
 Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
   // ON CONFLICT DO NOTHING reports a taken name without aborting the transaction, as the
   // other backend's constraint error does not.
@@ -438,6 +449,97 @@ Status PgStore::SetJobPaused(int64_t id, bool paused) {
 Status PgStore::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) {
   static const Sql kSql{"UPDATE jobs SET next_fire_ms = $2 WHERE id = $1"};
   return db_->Exec(kSql, Params().Add(id).Add(next_fire_ms)).status();
+}
+
+Status PgStore::SetNextFires(const std::vector<std::pair<int64_t, std::optional<int64_t>>>& next) {
+  if (next.empty()) return Status::Ok();
+  static const Sql kSql{
+      "UPDATE jobs SET next_fire_ms = u.t FROM unnest($1::bigint[], $2::bigint[]) AS u(id, t) "
+      "WHERE jobs.id = u.id"};
+  pg::ArrayLiteral ids, at;
+  for (const auto& [id, t] : next) {
+    ids.Add(id);
+    at.Add(t);
+  }
+  return db_->Exec(kSql, Params().Add(ids).Add(at)).status();
+}
+
+Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inserted) {
+  inserted.assign(runs.size(), false);
+  if (runs.empty()) return Status::Ok();
+  // Every run gets its id from the sequence first (u), so that its shards can name it; a run
+  // whose instant or key is taken inserts nothing (r) and neither do its shards. The result
+  // is the (position, id) of each run inserted.
+  static const Sql kSql{
+      "WITH u AS (SELECT nextval((SELECT pg_get_serial_sequence('runs', 'id'))::regclass) AS id, "
+      "v.* FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], "
+      "$6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::integer[], "
+      "$12::bigint[]) WITH ORDINALITY AS v(job_id, reason, scheduled_ms, created_ms, state, "
+      "trace_id, idempotency_key, env, note, finished_ms, shard_total, not_before_ms, ord)), "
+      "r AS (INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, "
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
+      "SELECT id, job_id, reason, scheduled_ms, created_ms, state, trace_id, "
+      "NULLIF(idempotency_key, ''), env, note, finished_ms, shard_total, not_before_ms "
+      "FROM u ORDER BY ord ON CONFLICT DO NOTHING RETURNING id), "
+      "s AS (INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) "
+      "SELECT u.id, sh.idx, sh.state, 1, sh.nb FROM unnest($13::bigint[], $14::integer[], "
+      "$15::text[], $16::bigint[]) AS sh(ord, idx, state, nb) "
+      "JOIN u ON u.ord = sh.ord JOIN r ON r.id = u.id) "
+      "SELECT u.ord, u.id FROM u JOIN r ON r.id = u.id"};
+  pg::ArrayLiteral job, reason, scheduled, created, state, trace, key, env, note, finished, total,
+      not_before, sh_run, sh_idx, sh_state, sh_nb;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunRecord& run = runs[i];
+    job.Add(run.job_id);
+    reason.Add(RunReasonName(run.reason));
+    scheduled.Add(run.scheduled_ms);
+    created.Add(run.created_ms);
+    state.Add(RunStateName(run.state));
+    trace.Add(run.trace_id);
+    key.Add(run.idempotency_key);
+    env.Add(run.env_json);
+    note.Add(run.note);
+    finished.Add(run.finished_ms);
+    total.Add(run.shard_total);
+    not_before.Add(run.not_before_ms);
+    for (const ShardRecord& shard : run.shards) {
+      sh_run.Add(static_cast<int64_t>(i + 1));
+      sh_idx.Add(shard.index);
+      sh_state.Add(RunStateName(shard.state));
+      sh_nb.Add(shard.not_before_ms);
+    }
+  }
+  Params p;
+  p.Add(job)
+      .Add(reason)
+      .Add(scheduled)
+      .Add(created)
+      .Add(state)
+      .Add(trace)
+      .Add(key)
+      .Add(env)
+      .Add(note)
+      .Add(finished)
+      .Add(total)
+      .Add(not_before)
+      .Add(sh_run)
+      .Add(sh_idx)
+      .Add(sh_state)
+      .Add(sh_nb);
+  Result<Rows> rows = db_->Exec(kSql, p);
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) {
+    int64_t ord = rows->Int(i, 0);
+    if (ord < 1 || ord > static_cast<int64_t>(runs.size())) {
+      return Status::Corrupt("runs inserted: position " + std::to_string(ord) + " of " +
+                             std::to_string(runs.size()));
+    }
+    RunRecord& run = runs[static_cast<size_t>(ord - 1)];
+    run.id = rows->Int(i, 1);
+    for (ShardRecord& shard : run.shards) shard.run_id = run.id;
+    inserted[static_cast<size_t>(ord - 1)] = true;
+  }
+  return Status::Ok();
 }
 
 Status PgStore::InsertRun(RunRecord& run) {

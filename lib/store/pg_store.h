@@ -64,14 +64,17 @@ class PgStore final : public Store {
                         int64_t* unreadable) override;
   Status ForEachJob(const std::function<void(JobRow&&)>& fn) override;
   Result<JobRow> GetJob(int64_t id) override;
+  Status GetJobs(const std::vector<int64_t>& ids, const std::function<void(JobRow&&)>& fn) override;
   Result<int64_t> InsertJob(const JobRow& row, int64_t at_ms) override;
   Status UpdateJobSpec(int64_t id, const std::string& spec_json, const JobTiming& timing,
                        int64_t revision, int64_t at_ms) override;
   Status DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) override;
   Status SetJobPaused(int64_t id, bool paused) override;
   Status SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) override;
+  Status SetNextFires(const std::vector<std::pair<int64_t, std::optional<int64_t>>>& next) override;
 
   Status InsertRun(RunRecord& run) override;
+  Status InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inserted) override;
   Status InsertMiss(const MissRow& miss) override;
   Status UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
                         const std::string& note) override;

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -77,6 +78,9 @@ class Store {
   // uses ForEachJobHead).
   virtual Status ForEachJob(const std::function<void(JobRow&&)>& fn) = 0;
   virtual Result<JobRow> GetJob(int64_t id) = 0;  // kNotFound when there is no such job
+  // The jobs of `ids` that exist, in no particular order, in one read where the backend can
+  // (the fire loop loads a slice's definitions so).
+  virtual Status GetJobs(const std::vector<int64_t>& ids, const std::function<void(JobRow&&)>& fn);
   // kConflict when a job of that name exists.
   virtual Result<int64_t> InsertJob(const JobRow& row, int64_t at_ms) = 0;
   // Replaces the spec and its timing columns and marks the job active. kNotFound when there
@@ -87,10 +91,17 @@ class Store {
   virtual Status DeactivateJob(int64_t id, int64_t revision, int64_t at_ms) = 0;
   virtual Status SetJobPaused(int64_t id, bool paused) = 0;
   virtual Status SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) = 0;
+  // SetNextFire for several jobs, in one write where the backend can.
+  virtual Status SetNextFires(const std::vector<std::pair<int64_t, std::optional<int64_t>>>& next);
 
   // Inserts the run and its shard rows; kConflict when (job, scheduled_at) of a scheduled
   // run or (job, idempotency key) already exists. Fills run.id and the shards' run_id.
   virtual Status InsertRun(RunRecord& run) = 0;
+  // InsertRun for each of `runs`, in one write where the backend can: inserted[i] says
+  // whether runs[i] was (its id and its shards' run_id filled), false where InsertRun would
+  // have returned kConflict. Any other failure is returned, and nothing is then known to be
+  // inserted.
+  virtual Status InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inserted);
   virtual Status InsertMiss(const MissRow& miss) = 0;
   // An empty note keeps the one stored. kNotFound when there is no such run.
   virtual Status UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,

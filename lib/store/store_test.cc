@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -170,6 +171,67 @@ TEST_P(StoreTest, ScheduledInstantCanBeInsertedOnlyOnce) {
   RunRecord again = NewRun(job, 60'000);
   EXPECT_EQ(store_->InsertRun(again).code(), Status::Code::kConflict);
   store_->Rollback();
+}
+
+TEST_P(StoreTest, RunsInsertedTogetherAreEachAsInsertedAloneAndATakenInstantIsSkipped) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  AddRun(NewRun(b, 60'000));
+  ASSERT_TRUE(store_->Begin().ok());
+  std::vector<RunRecord> runs = {NewRun(a, 60'000, 3), NewRun(b, 60'000), NewRun(b, 70'000, 0),
+                                 NewRun(a, 70'000, 1)};
+  // Text that an array literal must quote: quotes, backslashes, braces, commas, NULL.
+  runs[0].note = "say \"hi\", {a,b} \\ NULL";
+  runs[0].env_json = R"({"K":"v \"w\""})";
+  runs[0].shards[2].not_before_ms = 61'000;
+  runs[3].idempotency_key = "key,{1}";
+  runs[3].reason = RunReason::kManual;
+  runs[2].state = RunState::kFailed;
+  runs[2].finished_ms = 70'001;
+  std::vector<bool> inserted;
+  ASSERT_TRUE(store_->InsertRuns(runs, inserted).ok());
+  EXPECT_EQ(inserted, (std::vector<bool>{true, false, true, true}));
+  // A conflict leaves the transaction usable.
+  ASSERT_TRUE(store_->SetNextFire(a, 80'000).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(runs[0].shards[2].run_id, runs[0].id);
+  EXPECT_NE(runs[0].id, runs[2].id);
+  auto first = store_->GetRun(runs[0].id);
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->job, "a");
+  EXPECT_EQ((*first)->note, runs[0].note);
+  EXPECT_EQ((*first)->env_json, runs[0].env_json);
+  ASSERT_EQ((*first)->shards.size(), 3u);
+  EXPECT_EQ((*first)->shards[2].not_before_ms, 61'000);
+  EXPECT_EQ((*first)->shards[2].state, RunState::kPending);
+  auto failed = store_->GetRun(runs[2].id);
+  ASSERT_TRUE(failed.ok() && failed->has_value());
+  EXPECT_EQ((*failed)->state, RunState::kFailed);
+  EXPECT_EQ((*failed)->finished_ms, 70'001);
+  EXPECT_TRUE((*failed)->shards.empty());
+  auto keyed = store_->FindRunByKey(a, "key,{1}");
+  ASSERT_TRUE(keyed.ok());
+  EXPECT_EQ(*keyed, runs[3].id);
+  // The run already there, and no second one for its instant.
+  EXPECT_EQ(RunIds({.job_id = b}).size(), 2u);
+  EXPECT_EQ(store_->GetJob(a)->next_fire_ms, 80'000);
+}
+
+TEST_P(StoreTest, JobsAreReadByIdsTogetherAndTheirNextFiresSetTogether) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  int64_t c = AddJob("c");
+  std::vector<std::string> names;
+  ASSERT_TRUE(
+      store_->GetJobs({c, a, 999'999}, [&](JobRow&& row) { names.push_back(row.name); }).ok());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "c"}));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFires({{a, 5'000}, {b, std::nullopt}, {c, 7'000}}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(a)->next_fire_ms, 5'000);
+  EXPECT_EQ(store_->GetJob(b)->next_fire_ms, std::nullopt);
+  EXPECT_EQ(store_->GetJob(c)->next_fire_ms, 7'000);
 }
 
 TEST_P(StoreTest, EveryRunIsReadOldestFirstWithItsShardsWhateverItsState) {
