@@ -64,7 +64,7 @@ class RunBook {
                            int64_t not_before_ms = 0);
   Status CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created);
   // Loads the definitions of those `jobs` that hold none, in one read (SpecOf would load
-  // each). A failure is returned and leaves SpecOf to try again.
+  // each). A definition that does not read is left to SpecOf, which says why.
   Status LoadSpecs(const std::vector<JobEntry*>& jobs);
   // Records an instant that was not run (overlap) as a skipped run.
   Status RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::string& note);

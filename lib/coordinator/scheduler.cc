@@ -94,8 +94,11 @@ void Scheduler::RunDue() {
     JobEntry* job = jobs_->Find(due_[i].first);
     if (job != nullptr && !job->spec) slice.push_back(job);
   }
-  if (Status s = book_->LoadSpecs(slice); !s.ok()) {
-    log::Debug("definitions not loaded together", {{"error", s.ToString()}});
+  // Read in the turn's transaction, which the slice's fires write in anyway: one snapshot
+  // (the embedded store takes its lock once, not once a read).
+  if (!slice.empty() && ctx_->batch->Open().ok()) {
+    // A failed read fails the turn, as a failed write does: it is retried.
+    if (Status s = book_->LoadSpecs(slice); !s.ok()) ctx_->batch->Fail(s);
   }
   slicing_ = true;
   for (size_t fired = 0; fired < kSlice && !due_.empty();) {
