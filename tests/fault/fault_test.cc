@@ -1,7 +1,8 @@
 // The fault suite: real coordinator and agents on loopback, faults injected into the real
 // processes (kill -9, SIGSTOP), and the checker over everything they wrote; the same with
-// three coordinators on one PostgreSQL database, the serving one killed or stopped. Each test
-// prints the checker's report, with its figures (kill cycles, failover times, overlap windows).
+// three coordinators on one PostgreSQL database, the serving one killed, stopped or cut off,
+// or the database's primary server killed and its standby promoted. Each test prints the
+// checker's report, with its figures (kill cycles, failover times, overlap windows).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -215,10 +216,10 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
 
 // Several coordinators on one PostgreSQL database: three of them (one serves, two wait as
 // standbys), three agents given every coordinator's URL, the same jobs every second; the
-// serving coordinator is killed or stopped, and the test restarts it as its service manager
-// would. The leases (10 s) outlast a leader change (hold_ttl 3 s and the new leader's start),
-// so no shard of a healthy agent may end by one (I11), and only one epoch commits at a time
-// (I10), besides I1-I6.
+// serving coordinator is killed, stopped or cut off, or the database fails over, and the test
+// restarts what exits as its service manager would. The leases (10 s) outlast a leader change
+// (hold_ttl 3 s and the new leader's start), so no shard of a healthy agent may end by one (I11),
+// and only one epoch commits at a time (I10), besides I1-I6.
 class PgFaultTest : public FaultTest {
  protected:
   void SetUp() override {
@@ -534,17 +535,13 @@ TEST_F(PgFaultTest, DatabasePrimaryKilledAndStandbyPromotedTheCoordinatorsCarryO
             << on_time->Int("run") << ", " << on_time->wall_ms - on_time->Int("scheduled_ms")
             << " ms after its instant, by pid " << on_time->pid
             << (on_time->pid == serving_pid ? ", the coordinator that served before" : "") << ")\n";
-  // A serving coordinator reconnects at its next statement or hold check (within a second);
-  // a coordinator that waited as a standby through it leaves the promoted server to the one
-  // that held it for hold_ttl, and one restarted after an exit takes it at its start; then
-  // the next instant of a per-second job is within a second.
+  // The bound: a serving coordinator that lived through it reconnects at its next statement
+  // or hold check (within a second); one restarted after an exit (within 250 ms) holds the
+  // promoted server at its start; standby coordinators reconnect at their next try (every
+  // 250 ms) and leave it for hold_ttl to the one that held it before taking it. The load
+  // takes well under a second here, and the next instant of a per-second job comes within a
+  // second.
   EXPECT_LE(resumed_ms, milliseconds(kHoldTtl).count() + 2000);
-  for (const auto& [i, rc] : exits) {
-    std::cout << "coordinator " << i << " exited " << rc << "; restarted\n";
-    // 75: it lost its hold or could not reload its state while no server took writes; 69:
-    // started while no server took writes.
-    EXPECT_TRUE(rc == 75 || rc == 69) << "coordinator " << i << " exited " << rc;
-  }
 
   // It goes on serving: leases granted for a few seconds after the fires resumed; then the
   // jobs are stopped.
@@ -552,6 +549,12 @@ TEST_F(PgFaultTest, DatabasePrimaryKilledAndStandbyPromotedTheCoordinatorsCarryO
   ASSERT_TRUE(WaitForGrant(c, on_time->mono_ns + 3'000'000'000, seconds(20)));
   ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
   supervise();
+  for (const auto& [i, rc] : exits) {
+    std::cout << "coordinator " << i << " exited " << rc << "; restarted\n";
+    // 75: it could not write, nor read its state back, while no server took writes (or it
+    // lost its hold); 69: it was started while no server took writes.
+    EXPECT_TRUE(rc == 75 || rc == 69) << "coordinator " << i << " exited " << rc;
+  }
   c.StopAll();
   Report r = c.Check(options);
   std::cout << LeaderFigures(r) << r.ToString();
