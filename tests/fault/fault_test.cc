@@ -482,8 +482,9 @@ TEST_F(PgFaultTest, DatabasePrimaryKilledAndStandbyPromotedTheCoordinatorsCarryO
   // A few seconds of the jobs, shards running and leased; then, at a random instant, the
   // primary dies. A failover manager promotes the standby server 1.5 to 2.5 s later (long
   // enough for the serving coordinator to try a write meanwhile, short enough that the
-  // agents' leases, 10 s, outlast the outage, hold_ttl and a load); meanwhile, and after, the
-  // service manager restarts whatever exits (every 250 ms).
+  // agents' leases, 10 s, outlast the outage, hold_ttl and a load). From the kill until a job
+  // fires on time again, and once more at the end, the service manager restarts whatever
+  // exited (every 250 ms).
   ASSERT_TRUE(WaitForGrant(c, 0));
   ASSERT_TRUE(WaitForGrant(c, MonotonicNs() + 3'000'000'000));
   std::mt19937_64 rng(std::random_device{}());
