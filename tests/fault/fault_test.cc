@@ -493,6 +493,7 @@ TEST_F(PgFaultTest, DatabasePrimaryKilledAndStandbyPromotedTheCoordinatorsCarryO
   auto supervise = [&] {
     for (const auto& [i, rc] : c.RespawnExited()) exits.emplace_back(i, rc);
   };
+  int serving = c.leader();
   int64_t serving_pid = c.coord().process().pid();
   pg_->Kill();
   int64_t kill_ns = MonotonicNs();
@@ -560,6 +561,15 @@ TEST_F(PgFaultTest, DatabasePrimaryKilledAndStandbyPromotedTheCoordinatorsCarryO
   Report r = c.Check(options);
   std::cout << LeaderFigures(r) << r.ToString();
   EXPECT_TRUE(r.ok()) << r.ToString();
+  // One failover of the database, at most one leader change: none if the serving coordinator
+  // lived through it (the standby coordinators left the promoted server to it), else the one
+  // that loaded the promoted server after it exited.
+  bool serving_exited = std::any_of(exits.begin(), exits.end(),
+                                    [&](const auto& exit) { return exit.first == serving; });
+  EXPECT_EQ(r.leader_changes.size(), serving_exited ? 1u : 0u);
+  if (!serving_exited) {
+    EXPECT_EQ(on_time->pid, serving_pid);
+  }
 }
 
 }  // namespace
