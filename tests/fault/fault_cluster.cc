@@ -82,6 +82,17 @@ int FaultCluster::FindLeader(std::chrono::milliseconds timeout) {
 
 void FaultCluster::Respawn(int i) { coord(i).Spawn(); }
 
+std::map<int, int> FaultCluster::RespawnExited() {
+  std::map<int, int> exited;
+  for (int i = 0; i < coordinators(); ++i) {
+    testing::Daemon& process = coord(i).process();
+    if (process.running()) continue;
+    exited[i] = process.Wait(std::chrono::milliseconds(0));
+    Respawn(i);
+  }
+  return exited;
+}
+
 testing::AgentProcess& FaultCluster::StartAgent(const std::string& name, int slots) {
   auto last_seen = [&]() -> std::optional<std::string> {
     for (const auto& a : coord().GetJson("/v1/agents")) {

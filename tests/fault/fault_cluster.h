@@ -70,6 +70,9 @@ class FaultCluster {
   // Starts coordinator `i` again on its data directory without waiting for it: the service
   // manager restarting a coordinator that died (it serves, or waits as a standby).
   void Respawn(int i);
+  // The service manager's round: starts again (Respawn) every coordinator that has exited
+  // since it last started, and returns each one's exit status (as Daemon::Wait), by index.
+  std::map<int, int> RespawnExited();
   const std::string& dir() const { return dir_.path(); }
   // Starts agentd `name` (again, on the same state dir, if it ran before) and waits until the
   // coordinator has heard from it (its signal handlers are installed by then).
