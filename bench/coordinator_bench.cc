@@ -14,11 +14,14 @@
 //   standby   (PostgreSQL only) N jobs (--standby-jobs, 100000): a second coordinator on the
 //             same database as a standby: time until its view holds them, its RSS and CPU,
 //             and the time from the holder's SIGKILL until it is ready as the holder
+//   failover  (PostgreSQL only) N jobs every second (--failover-jobs, 1000) on two coordinators;
+//             the holder killed with SIGKILL K times (--kills, 10): time until the other fires,
+//             and until it fires on time again
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
 //       [--claim-agents 4] [--agents 10000]
-//       [--only PHASE] [--postgres true]
+//       [--only PHASE] [--postgres true] [--standby-jobs N] [--failover-jobs N] [--kills K]
 //
 // With --postgres true, every phase's coordinator keeps its store in a database of its own on one
 // PostgreSQL server started for the run (tests/testlib/postgres.h: initdb in a temporary
@@ -30,6 +33,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -37,6 +41,7 @@
 #include <fstream>
 #include <mutex>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -244,6 +249,84 @@ void StandbyPhase(int n) {
   std::printf("          RSS after taking over %7.1f MiB (peak %7.1f)\n", s2.rss_mib, s2.hwm_mib);
   std::fflush(stdout);
   b.Stop();
+}
+
+// "p50 X s, p99 Y s, max Z s (n)" of samples in seconds (nearest rank).
+std::string Quantiles(std::vector<double> v) {
+  if (v.empty()) return "no samples";
+  std::sort(v.begin(), v.end());
+  auto at = [&](double p) {
+    size_t i = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+    return v[std::min(i, v.size() - 1)];
+  };
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "p50 %.2f s, p99 %.2f s, max %.2f s (%zu)", at(0.5), at(0.99),
+                v.back(), v.size());
+  return buf;
+}
+
+// ---- failover: the holder killed, the standby fires ----------------------------------------
+
+// Two coordinators on one database, N jobs firing every second. K times: the holder is killed
+// with SIGKILL at a random instant, and the time is taken until the other one has fired (its
+// first durable fire) and until it fires on time again (a fire committed within a second of
+// its instant); then the killed one is started again
+// as the standby for the next round.
+void FailoverPhase(int n, int kills) {
+  if (g_postgres == nullptr) {
+    std::printf("failover  needs --postgres true\n");
+    return;
+  }
+  std::string config = PhaseConfig() + "hold_ttl = \"3s\"\n";
+  TempDir da, db;
+  Coordinator a(da, config);
+  a.set_port(jobctl::testing::FreeLoopbackPort());
+  a.Start();
+  std::string toml;
+  for (int i = 0; i < n; ++i) {
+    int64_t offset_ms = static_cast<int64_t>(i) * 1000 / n;
+    toml += "[[job]]\nname = \"" + JobName(i) + "\"\nschedule = \"@every 1s\"\nanchor = \"" +
+            jobctl::FormatUtc(jobctl::FromUnixMs(1767225600000 + offset_ms)) +
+            "\"\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n";
+  }
+  ApplyTimed(a, toml);
+  std::filesystem::create_directories(db.path() + "/data");
+  chmod((db.path() + "/data").c_str(), 0700);
+  std::ofstream(db.path() + "/data/admin.token") << a.admin_token() << "\n";
+  chmod((db.path() + "/data/admin.token").c_str(), 0600);
+  Coordinator b(db, config);
+  b.set_port(jobctl::testing::FreeLoopbackPort());
+  b.Start();
+  while (b.Metric("jobctl_jobs") < n) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::mt19937 rng(42);
+  std::vector<double> first_fire, on_time;
+  Coordinator* holder = &a;
+  Coordinator* standby = &b;
+  for (int k = 0; k < kills; ++k) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(2000 + std::uniform_int_distribution<int>(0, 999)(rng)));
+    auto killed = Clock::now();
+    holder->Kill9();
+    while (standby->Metric("jobctl_fires_total") < 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    first_fire.push_back(Seconds(Clock::now() - killed));
+    // On time again: the standby, which fired nothing before, committed a fire within a
+    // second of its instant.
+    while (standby->Metric("jobctl_fire_lateness_seconds_bucket{le=\"1\"}") < 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    on_time.push_back(Seconds(Clock::now() - killed));
+    holder->Start();  // the standby of the next round
+    std::swap(holder, standby);
+  }
+  std::printf("failover  %d jobs firing every second, hold_ttl 3 s, %d SIGKILLs of the holder:\n",
+              n, kills);
+  std::printf("          killed -> first fire by the standby %s\n", Quantiles(first_fire).c_str());
+  std::printf("          killed -> fires on time again %s\n", Quantiles(on_time).c_str());
+  std::fflush(stdout);
+  holder->Stop();
+  standby->Stop();
 }
 
 // ---- burst: M jobs due at one instant -----------------------------------------------------
@@ -492,12 +575,13 @@ int main(int argc, char** argv) {
   std::string only;
   bool postgres = false;
   int standby_jobs = 100000;
+  int failover_jobs = 1000, kills = 10;
   bool flags_ok = ParseFlags(
       argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
       "  [--claim-agents G] [--agents A]\n"
-      "  [--only register|burst|steady|claims|heartbeat|standby] [--postgres true]\n"
-      "  [--standby-jobs N]",
+      "  [--only register|burst|steady|claims|heartbeat|standby|failover] [--postgres true]\n"
+      "  [--standby-jobs N] [--failover-jobs N] [--kills K]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs")
           jobs = ParseList(value);
@@ -521,6 +605,10 @@ int main(int argc, char** argv) {
           postgres = value != "false";
         else if (flag == "--standby-jobs")
           standby_jobs = std::stoi(value);
+        else if (flag == "--failover-jobs")
+          failover_jobs = std::stoi(value);
+        else if (flag == "--kills")
+          kills = std::stoi(value);
         else
           return false;
         return true;
@@ -548,5 +636,6 @@ int main(int argc, char** argv) {
   }
   if (only.empty() || only == "heartbeat") HeartbeatPhase(agents);
   if ((only.empty() && postgres) || only == "standby") StandbyPhase(standby_jobs);
+  if ((only.empty() && postgres) || only == "failover") FailoverPhase(failover_jobs, kills);
   return 0;
 }
