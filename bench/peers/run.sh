@@ -217,7 +217,7 @@ start_postgres() { # as the harness's start_postgres for quartz-jdbc
   bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
   [[ -x $bin/initdb ]] || die "PostgreSQL not installed (packaging/install-deps)"
   port_free "$PG_PORT" || die "127.0.0.1:$PG_PORT is in use (set PG_PORT)"
-  PG_VERSION=$("$bin/postgres" --version | awk '{ print $NF }')
+  PG_VERSION=$("$bin/postgres" --version | awk '{ print $3 }')
   mkdir -p "$RUN/pg"
   (( $(id -u) != 0 )) || chown postgres:postgres "$RUN/pg"
   as_pg "$bin/initdb" -D "$RUN/pg/data" -A trust -U postgres -E UTF8 --no-sync >"$RUN/pg/initdb.log" 2>&1 \
