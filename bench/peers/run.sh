@@ -249,6 +249,7 @@ start_coordinator() { # K: coordinator K, data directory data (K = 0) or data<K>
     mkdir -p "$data"; chmod 700 "$data"
     install -m 600 "$RUN/data/admin.token" "$data/admin.token"
   fi
+  : > "$RUN/coordinator$k.log"   # before the server starts: the wait below reads it at once
   "$JOBCTL" serve --config "$RUN/coordinator.toml" --listen 127.0.0.1:0 --data "$data" \
     >"$RUN/coordinator$k.log" 2>&1 &
   pid=$!
