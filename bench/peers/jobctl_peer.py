@@ -150,6 +150,7 @@ def params():
         "jobctl": e["P_VERSION"], "commit": e["P_COMMIT"], "build": e["P_BUILD"] + " (RelWithDebInfo)",
         "processes": f"{who} + 1 agentd" if spawn else f"{who} only (no agent: runs stay pending)",
         "coordinator": {"store": store, "misfire_grace": "30s",
+                        "hold_ttl": (e.get("P_HOLD_TTL") or "10s") if pg else None,
                         "lease_ttl": "15s", "heartbeat": "5s", "log_level": e["P_LOG_LEVEL"],
                         "max_jobfile": int(e["P_MAX_JOBFILE"])},
         "job": {"schedule": f'@every {e["P_S"]}s + anchor per job', "overlap": "allow",

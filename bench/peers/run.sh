@@ -29,6 +29,9 @@
 #   WARMUP [max(10,S)]  GRACE [max(5,S)]  SPREAD [uniform]  KEEP_RUN [0]
 #   JOBCTL_SLOTS [64] agent slots   JOBCTL_LOG_LEVEL [info] coordinator and agent log level
 #   JOBCTL_COORDINATORS [3] coordinators of the -pg peers   PG_PORT [55433]
+#   JOBCTL_HOLD_TTL [""] the -pg coordinators' hold_ttl ("": the default, 10s). An apply of
+#                   100,000 jobs keeps the holder's loop busy past 10 s, and a standby then
+#                   ends the holder's session and the apply fails: that row needs "60s"
 #   PG_OPTS [""] extra postgres server options, as the harness's
 set -euo pipefail
 
@@ -86,6 +89,8 @@ if (( PG )); then
 fi
 PG_PORT=${PG_PORT:-55433}
 PG_OPTS=${PG_OPTS:-}
+HOLD_TTL=${JOBCTL_HOLD_TTL:-}
+[[ -z $HOLD_TTL || $HOLD_TTL =~ ^[0-9]+[smh]$ ]] || { log "JOBCTL_HOLD_TTL must be a duration like 60s"; exit 2; }
 case "$SPREAD" in uniform|seconds|aligned) ;; *) log "SPREAD must be uniform|seconds|aligned"; exit 2;; esac
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/jobctl-peers-run.XXXXXX")
@@ -148,7 +153,7 @@ emit_line() {
   P_PEER=$PEER P_N=$N P_S=$S P_ACTION=$ACTION P_DURATION=$DURATION P_WARMUP=$WARMUP P_GRACE=$GRACE \
   P_SPREAD=$SPREAD P_WS=$WS P_WE=$WE P_T_STOP=$T_STOP P_REGISTER_S=$REGISTER_S P_EXTRA_CPU=$EXTRA_CPU \
   P_VERSION=$version P_COMMIT=$commit P_BUILD=$BUILD P_MAX_JOBFILE=$MAX_JOBFILE \
-  P_LOG_LEVEL=$LOG_LEVEL P_SLOTS=$SLOTS P_COORDINATORS=$NCOORD P_PG_OPTS=$PG_OPTS \
+  P_LOG_LEVEL=$LOG_LEVEL P_SLOTS=$SLOTS P_COORDINATORS=$NCOORD P_PG_OPTS=$PG_OPTS P_HOLD_TTL=$HOLD_TTL \
   P_PG_VERSION=${PG_VERSION:-} P_STATS=$stats P_WINDOW=$window P_ERROR=$ERROR \
   "$PY" "$HERE/jobctl_peer.py" params > "$RUN/params.json"
   "$PY" "$PEERS_DIR/lib/analyze.py" "$RUN/params.json" "$RUN/samples" "${recs[@]}"
@@ -269,6 +274,7 @@ start_coordinator() { # K: coordinator K, data directory data (K = 0) or data<K>
 {
   printf 'max_jobfile = %d\nlog_level = "%s"\n' "$MAX_JOBFILE" "$LOG_LEVEL"
   [[ -z $STORE ]] || printf 'store = "%s"\n' "$STORE"
+  [[ -z $STORE || -z $HOLD_TTL ]] || printf 'hold_ttl = "%s"\n' "$HOLD_TTL"
 } > "$RUN/coordinator.toml"
 start_coordinator 0
 COORD_PID=${COORD_PIDS[0]}

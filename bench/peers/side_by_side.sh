@@ -80,7 +80,9 @@ if [[ $what == pg ]]; then
   for n in 1000 10000 100000; do
     for a in noop spawn; do
       (( n < 100000 )) || [[ $a == noop ]] || continue
-      if [[ $a == noop ]]; then row jobctl-pg-coord "$n" 10 noop; else row jobctl-pg "$n" 10 spawn; fi
+      # 100k: the apply holds the loop past the default hold_ttl (10 s; run.sh's header)
+      hold=(); (( n < 100000 )) || hold=(JOBCTL_HOLD_TTL=60s)
+      if [[ $a == noop ]]; then row jobctl-pg-coord "$n" 10 noop "${hold[@]}"; else row jobctl-pg "$n" 10 spawn; fi
       row quartz-jdbc "$n" 10 "$a" QUARTZ_NODES=2
     done
   done
