@@ -7,7 +7,8 @@ usage:
       anchor that puts its grid on the harness's offset o_i (offset() of ANALYZE_PY, the
       peer harness's lib/analyze.py, so both sides use one definition of the grid).
   jobctl_peer.py records DB OUT
-      Reads the coordinator's store after it stopped: writes one record per scheduled run,
+      Reads the coordinator's store after it stopped (DB: the SQLite file, or the
+      postgresql:// URL of the database, read with psql): writes one record per scheduled run,
       "i scheduled_ms created_us" (the harness's record format; created = the moment the
       coordinator made the run, in the loop turn whose group commit stores it), and prints
       {"runs":..,"open_runs":..,"spawn_fail":..} (spawn_fail: shards that ended in another
@@ -26,6 +27,7 @@ import importlib.util
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
@@ -57,22 +59,36 @@ def jobfile(analyze_py, n, s, spread, command_json, out):
                     f"command = {command}\n")
 
 
+RUNS_SQL = ("SELECT j.name, r.scheduled_ms, r.created_ms, r.state FROM runs r "
+            "JOIN jobs j ON j.id = r.job_id WHERE r.reason = 'schedule' AND r.state != 'skipped'")
+FAIL_SQL = ("SELECT count(*) FROM shards s JOIN runs r ON r.id = s.run_id WHERE r.reason = 'schedule' "
+            "AND s.state NOT IN ('pending', 'running', 'succeeded')")
+
+
+def psql(url, sql):
+    """Rows of `sql` on the PostgreSQL database at `url`, as lists of strings."""
+    out = subprocess.run(["psql", url, "-X", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("|") for line in out.splitlines() if line]
+
+
 def records(db, out):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    if db.startswith("postgresql://"):
+        rows = psql(db, RUNS_SQL)
+        ((fail,),) = psql(db, FAIL_SQL)
+    else:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        rows = con.execute(RUNS_SQL).fetchall()
+        (fail,) = con.execute(FAIL_SQL).fetchone()
     runs = open_runs = 0
     with open(out, "w") as f:
-        for name, sched, created, state in con.execute(
-                "SELECT j.name, r.scheduled_ms, r.created_ms, r.state FROM runs r "
-                "JOIN jobs j ON j.id = r.job_id WHERE r.reason = 'schedule' AND r.state != 'skipped'"):
+        for name, sched, created, state in rows:
             if not name.startswith("s") or not name[1:].isdigit():
                 continue
             runs += 1
             open_runs += state in ("pending", "running")
-            f.write(f"{name[1:]} {sched} {created * 1000}\n")
-    (fail,) = con.execute(
-        "SELECT count(*) FROM shards s JOIN runs r ON r.id = s.run_id WHERE r.reason = 'schedule' "
-        "AND s.state NOT IN ('pending', 'running', 'succeeded')").fetchone()
-    print(json.dumps({"runs": runs, "open_runs": open_runs, "spawn_fail": fail}))
+            f.write(f"{name[1:]} {sched} {int(created) * 1000}\n")
+    print(json.dumps({"runs": runs, "open_runs": open_runs, "spawn_fail": int(fail)}))
 
 
 def parse_metrics(path):
@@ -118,12 +134,23 @@ def window(at_start, at_end, ticks):
 def params():
     """params.json for analyze.py, from the P_* environment run.sh sets."""
     e = os.environ
-    spawn = e["P_PEER"] == "jobctl"
+    spawn = e["P_PEER"] in ("jobctl", "jobctl-pg")
+    pg = e["P_PEER"].startswith("jobctl-pg")
     stats = json.loads(e.get("P_STATS") or "{}")
+    coordinators = int(e.get("P_COORDINATORS") or 1)
+    if pg:
+        store = (f"PostgreSQL {e.get('P_PG_VERSION', '')} (fresh initdb, durable defaults, "
+                 f"max_connections=300{' ' + e['P_PG_OPTS'] if e.get('P_PG_OPTS') else ''}), "
+                 f"{coordinators} coordinators on it: the first serves, the others are standbys")
+        who = f"{coordinators} coordinators"
+    else:
+        store = "SQLite WAL, one group commit per loop turn"
+        who = "coordinator"
     config = {
         "jobctl": e["P_VERSION"], "commit": e["P_COMMIT"], "build": e["P_BUILD"] + " (RelWithDebInfo)",
-        "processes": "coordinator + 1 agentd" if spawn else "coordinator only (no agent: runs stay pending)",
-        "coordinator": {"store": "SQLite WAL, one group commit per loop turn", "misfire_grace": "30s",
+        "processes": f"{who} + 1 agentd" if spawn else f"{who} only (no agent: runs stay pending)",
+        "coordinator": {"store": store, "misfire_grace": "30s",
+                        "hold_ttl": (e.get("P_HOLD_TTL") or "10s") if pg else None,
                         "lease_ttl": "15s", "heartbeat": "5s", "log_level": e["P_LOG_LEVEL"],
                         "max_jobfile": int(e["P_MAX_JOBFILE"])},
         "job": {"schedule": f'@every {e["P_S"]}s + anchor per job', "overlap": "allow",

@@ -4,27 +4,32 @@
 # appends every run's JSON line to a results file, then prints the markdown tables (all
 # runs, and jobctl against the best peer of each workload row).
 #
-#   bench/peers/side_by_side.sh [main|cron|big|all]      (default: all)
+#   bench/peers/side_by_side.sh [main|cron|big|pg|all]      (default: all)
 #     main  N = 1k, 10k, S = 10, noop and spawn (the peers: quartz-ram, quartz-jdbc, bullmq)
 #     cron  N = 1k, 10k, S = 60, all entries at :00 (SPREAD=aligned), against Debian cron
 #     big   N = 100k: S = 10 and S = 60, noop (quartz-ram, bullmq) and jobctl noop + spawn
+#     pg    both on one PostgreSQL: jobctl-pg (three coordinators) against quartz-jdbc
+#           clustered on two JVMs (QUARTZ_NODES=2), S = 10: N = 1k, 10k noop and spawn,
+#           N = 100k noop (quartz-jdbc registers ~120 schedules/s: ~15 min for 100k)
+#           ("all" leaves it out: run it on its own)
 #
 # Environment (defaults in brackets):
 #   DURATION [60]  measured window of every run (s); WARMUP/GRACE as the harness's
 #   ONLY [""]      extended regex on "PEER N S ACTION": run only the rows that match, e.g.
 #                  ONLY='^jobctl|^quartz-ram 1000 ' DURATION=20 bench/peers/side_by_side.sh main
 #   RESULTS [bench/peers/results/side_by_side-<UTC time>.jsonl]  where the lines go
-#   PEERS_DIR [/work/shared/peers]  the harness; it runs the peers (as root, see its README)
+#   PEERS_DIR [bench/peers/harness]  the harness; it runs the peers (as root, see its
+#                  README; its packages: packaging/install-deps --peers)
 #   DRY_RUN [0]    1: print the rows and how long they would take, run nothing
 # jobctl's runs need the release build: cmake --workflow --preset release
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PEERS_DIR=${PEERS_DIR:-/work/shared/peers}
+PEERS_DIR=${PEERS_DIR:-$HERE/harness}
 export PEERS_DIR
 DURATION=${DURATION:-60}
 ONLY=${ONLY:-}
 what=${1:-all}
-case "$what" in main|cron|big|all) ;; *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2;; esac
+case "$what" in main|cron|big|pg|all) ;; *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2;; esac
 [[ -x $PEERS_DIR/run.sh && -f $PEERS_DIR/lib/analyze.py ]] || {
   echo "side_by_side: the peer harness is not at PEERS_DIR=$PEERS_DIR (need run.sh and lib/analyze.py); set PEERS_DIR" >&2
   exit 2
@@ -71,6 +76,17 @@ if [[ $what == big || $what == all ]]; then
   row quartz-ram 100000 60 noop
   jobctl_row 100000 60 spawn
 fi
+if [[ $what == pg ]]; then
+  for n in 1000 10000 100000; do
+    for a in noop spawn; do
+      (( n < 100000 )) || [[ $a == noop ]] || continue
+      # 100k: the apply holds the loop past the default hold_ttl (10 s; run.sh's header)
+      hold=(); (( n < 100000 )) || hold=(JOBCTL_HOLD_TTL=60s)
+      if [[ $a == noop ]]; then row jobctl-pg-coord "$n" 10 noop "${hold[@]}"; else row jobctl-pg "$n" 10 spawn; fi
+      row quartz-jdbc "$n" 10 "$a" QUARTZ_NODES=2
+    done
+  done
+fi
 if [[ -n $ONLY ]]; then
   kept=()
   for r in "${ROWS[@]}"; do
@@ -89,6 +105,7 @@ estimate_s() { # PEER N S
   local p=$1 n=$2 s=$3 setup reg
   case "$p" in
     jobctl|jobctl-coord) setup=4;  reg=$(( n / 20000 + n / 50000 )) ;;  # job file + apply
+    jobctl-pg*)          setup=8;  reg=$(( n / 10000 )) ;;  # + initdb, three coordinators
     quartz-ram)          setup=6;  reg=$(( n / 60000 )) ;;
     quartz-jdbc)         setup=14; reg=$(( n / 120 )) ;;
     bullmq)              setup=6;  reg=$(( n / 3700 )) ;;

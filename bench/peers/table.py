@@ -11,7 +11,7 @@ Prints two markdown tables:
      fire rate, the lowest p99, missed, duplicated, peak RSS and CPU. Ratios are jobctl /
      best: above 1 is more for jobctl (better for the fire rate, worse for the others).
      A workload no peer ran shows jobctl's figures alone. jobctl-coord's p99 is the run's
-     creation (store, per fire); "(committed <= X)" adds the bucket bound of the coordinator's
+     creation (store, per fire; jobctl-pg-coord's likewise); "(committed <= X)" adds the bucket bound of the coordinator's
      committed-lateness histogram over the window.
 """
 import json
@@ -25,7 +25,7 @@ COLS = [
     ("peak_rss_mb", "RSS MB"), ("peak_pss_mb", "PSS MB"), ("cpu_s", "CPU s"),
     ("cpu_window_s", "CPU s (window)"), ("host_other_cpu_window_s", "other CPU s"),
 ]
-ORDER = {"jobctl": 0, "jobctl-coord": 0, "quartz-ram": 1, "quartz-jdbc": 2, "bullmq": 3, "cron": 4}
+ORDER = {"jobctl": 0, "jobctl-coord": 0, "jobctl-pg": 0, "jobctl-pg-coord": 0, "quartz-ram": 1, "quartz-jdbc": 2, "bullmq": 3, "cron": 4}
 
 
 def fmt(v):
@@ -47,6 +47,11 @@ def label(r):
         p = f'{p} ({cfg["nodes"]} nodes)'
     elif p == "jobctl" and "agent" in cfg:
         p = f'jobctl ({cfg["agent"].get("slots")} slots)'
+    elif p.startswith("jobctl-pg"):
+        what = [cfg.get("processes", "").split(" coordinators")[0] + " coordinators"]
+        if "agent" in cfg:
+            what.append(f'{cfg["agent"].get("slots")} slots')
+        p = f'{p} ({", ".join(what)})'
     if cfg.get("error"):
         p += " FAILED"
     return p
@@ -78,7 +83,7 @@ def mine(r, key):
     """jobctl's figure; for jobctl-coord's p99, also the window's committed p99 (histogram)."""
     text = fmt(r.get(key))
     hist = ((r.get("config") or {}).get("window_metrics") or {}).get("fire_lateness_seconds") or {}
-    if key == "lateness_ms_p99" and r["peer"] == "jobctl-coord" and hist.get("p99_le_ms"):
+    if key == "lateness_ms_p99" and r["peer"] in ("jobctl-coord", "jobctl-pg-coord") and hist.get("p99_le_ms"):
         text += f' (committed <= {fmt(float(hist["p99_le_ms"]))})'
     return text
 
