@@ -98,6 +98,9 @@ Status Coordinator::OpenStores() {
                         .standby = true});
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
+  // Every write goes through the group commit, which fails the whole turn on any failed
+  // write: those that read nothing back need not wait for their outcome one by one.
+  store_->PipelineWrites(true);
   Result<std::unique_ptr<store::LogStore>> logs =
       store::OpenLogStore({.path = dir + "/logs.db",
                            .url = url,

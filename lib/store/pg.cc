@@ -247,22 +247,28 @@ Result<Rows> Connection::Exec(const Sql& sql, const Params& params) {
   return rows;
 }
 
+Result<std::string> Connection::Prepared(const Sql& sql) {
+  auto it = prepared_.find(&sql);
+  if (it != prepared_.end()) return it->second;
+  std::string name = "s" + std::to_string(prepared_.size() + 1);
+  Rows prep(PQprepare(conn_, name.c_str(), sql.text.c_str(), 0, nullptr));
+  // A failed prepare inside a transaction aborts it, as a failed statement would.
+  if (PQresultStatus(prep.result()) != PGRES_COMMAND_OK) {
+    return ResultStatus(prep.result(), conn_, sql.text);
+  }
+  prepared_.emplace(&sql, name);
+  return name;
+}
+
 Result<Rows> Connection::ExecOnce(const Sql& sql, const Params& params) {
+  if (Status s = Drain(); !s.ok()) return s;
   if (!in_transaction_ && !in_reconnect_) {
     if (Status s = EnsureConnected(); !s.ok()) return s;
   }
-  auto it = prepared_.find(&sql);
-  if (it == prepared_.end()) {
-    std::string name = "s" + std::to_string(prepared_.size() + 1);
-    Rows prep(PQprepare(conn_, name.c_str(), sql.text.c_str(), 0, nullptr));
-    // A failed prepare inside a transaction aborts it, as a failed statement would.
-    if (PQresultStatus(prep.result()) != PGRES_COMMAND_OK) {
-      return ResultStatus(prep.result(), conn_, sql.text);
-    }
-    it = prepared_.emplace(&sql, std::move(name)).first;
-  }
-  Rows rows(PQexecPrepared(conn_, it->second.c_str(), params.size(), params.values(),
-                           params.lengths(), params.formats(), 0));
+  Result<std::string> name = Prepared(sql);
+  if (!name.ok()) return name.status();
+  Rows rows(PQexecPrepared(conn_, name->c_str(), params.size(), params.values(), params.lengths(),
+                           params.formats(), 0));
   ExecStatusType st = PQresultStatus(rows.result());
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     return ResultStatus(rows.result(), conn_, sql.text);
@@ -280,7 +286,72 @@ Status Connection::ExecExpectingChanges(const Sql& sql, const Params& params, in
   return Status::Ok();
 }
 
+Status Connection::Send(const Sql& sql, const Params& params, int64_t changes) {
+  if (!in_transaction_) {
+    return changes >= 0 ? ExecExpectingChanges(sql, params, changes) : Exec(sql, params).status();
+  }
+  if (prepared_.find(&sql) == prepared_.end()) {
+    // Prepared the first time outside pipeline mode, where PQprepare waits for its answer.
+    if (Status s = Drain(); !s.ok()) return s;
+  }
+  Result<std::string> name = Prepared(sql);
+  if (!name.ok()) return name.status();
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF && PQenterPipelineMode(conn_) != 1) {
+    return ResultStatus(nullptr, conn_, "entering pipeline mode");
+  }
+  if (PQsendQueryPrepared(conn_, name->c_str(), params.size(), params.values(), params.lengths(),
+                          params.formats(), 0) != 1) {
+    Status s = ResultStatus(nullptr, conn_, sql.text);
+    static_cast<void>(Drain());
+    return s;
+  }
+  sent_.push_back({&sql, changes});
+  // Bounded, so that the server's answers never fill the socket while this side still sends.
+  if (sent_.size() >= 512) return Drain();
+  return Status::Ok();
+}
+
+Status Connection::Drain() {
+  if (PQpipelineStatus(conn_) == PQ_PIPELINE_OFF) return Status::Ok();
+  Status first;
+  auto fail = [&first](Status s) {
+    if (first.ok()) first = std::move(s);
+  };
+  if (PQpipelineSync(conn_) != 1) fail(ResultStatus(nullptr, conn_, "pipeline sync"));
+  for (const Sent& sent : sent_) {
+    if (!first.ok() && PQstatus(conn_) == CONNECTION_BAD) break;
+    // Each statement's result, then a null that ends it.
+    Rows rows(PQgetResult(conn_));
+    if (rows.result() == nullptr) {
+      fail(ResultStatus(nullptr, conn_, sent.sql->text));
+      continue;
+    }
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);
+    ExecStatusType st = PQresultStatus(rows.result());
+    if (st == PGRES_PIPELINE_ABORTED) {
+      fail(Status::Io("PostgreSQL: " + sent.sql->text + ": not run after an earlier failure"));
+    } else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      fail(ResultStatus(rows.result(), conn_, sent.sql->text));
+    } else if (sent.changes >= 0 && rows.affected() != sent.changes) {
+      fail(Status::NotFound("expected " + std::to_string(sent.changes) + " row(s) to change, " +
+                            std::to_string(rows.affected()) + " did: " + sent.sql->text));
+    }
+  }
+  sent_.clear();
+  if (PQstatus(conn_) != CONNECTION_BAD) {
+    Rows sync(PQgetResult(conn_));
+    if (PQresultStatus(sync.result()) != PGRES_PIPELINE_SYNC) {
+      fail(Status::Io("PostgreSQL: the pipeline did not end where it was synced"));
+    }
+  }
+  if (PQexitPipelineMode(conn_) != 1) {
+    fail(Status::Io("PostgreSQL: cannot leave pipeline mode: " + Trimmed(PQerrorMessage(conn_))));
+  }
+  return first;
+}
+
 Status Connection::Script(std::string_view sql) {
+  if (Status s = Drain(); !s.ok()) return s;
   Rows r(PQexec(conn_, std::string(sql).c_str()));
   ExecStatusType st = PQresultStatus(r.result());
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -306,7 +377,12 @@ Status Connection::Begin() {
 
 Status Connection::Commit() {
   if (!in_transaction_) return Status::Internal("PostgreSQL: no transaction to commit");
+  Status sent = Drain();
   in_transaction_ = false;
+  if (!sent.ok()) {
+    if (PQstatus(conn_) == CONNECTION_OK) static_cast<void>(Script("ROLLBACK"));
+    return sent;
+  }
   if (PQtransactionStatus(conn_) == PQTRANS_INERROR) {
     static_cast<void>(Script("ROLLBACK"));
     return Status::Io("PostgreSQL: a statement of the transaction failed; it was rolled back");
@@ -324,6 +400,7 @@ Status Connection::Commit() {
 
 void Connection::Rollback() {
   if (!in_transaction_) return;
+  static_cast<void>(Drain());
   in_transaction_ = false;
   if (PQstatus(conn_) == CONNECTION_OK) static_cast<void>(Script("ROLLBACK"));
 }

@@ -118,6 +118,13 @@ class Connection {
   Result<Rows> Exec(const Sql& sql, const Params& params = {});
   // A write that must change exactly `n` rows; kNotFound otherwise.
   Status ExecExpectingChanges(const Sql& sql, const Params& params, int64_t n);
+  // A write of the open transaction sent without waiting for its outcome (libpq's pipeline
+  // mode), so that the writes of a transaction cost one round trip together, not one each.
+  // Its outcome (and, with `changes` >= 0, that it changed exactly that many rows: kNotFound
+  // otherwise) is read by the next Exec, Script or Commit, which returns the first failure
+  // among the writes sent before it; the transaction is then failed as by a failed Exec.
+  // Outside a transaction it is Exec (ExecExpectingChanges).
+  Status Send(const Sql& sql, const Params& params, int64_t changes = -1);
   // Unprepared, unparameterised statements, several at once (schema, transaction control).
   Status Script(std::string_view sql);
 
@@ -147,6 +154,10 @@ class Connection {
   Connection() = default;
   Status EnsureConnected();
   Result<Rows> ExecOnce(const Sql& sql, const Params& params);
+  // The name `sql` is prepared under on this connection, preparing it first if needed.
+  Result<std::string> Prepared(const Sql& sql);
+  // Reads the outcomes of what Send sent and leaves pipeline mode: the first failure.
+  Status Drain();
 
   PGconn* conn_ = nullptr;
   std::string url_;
@@ -154,6 +165,13 @@ class Connection {
   // The connection was reset and on_reconnect has not yet succeeded on the new session.
   bool reset_pending_ = false;
   bool in_reconnect_ = false;  // on_reconnect runs: its statements use the new session as is
+  // The writes Send sent whose outcomes Drain has not read yet, with the rows each must
+  // change (-1: any number).
+  struct Sent {
+    const Sql* sql;
+    int64_t changes;
+  };
+  std::vector<Sent> sent_;
   // Keyed by the address of each statement's Sql: its prepared name on this connection.
   std::unordered_map<const Sql*, std::string> prepared_;
 };

@@ -446,9 +446,15 @@ Status PgStore::SetJobPaused(int64_t id, bool paused) {
   return db_->ExecExpectingChanges(kSql, Params().Add(id).Add(paused), 1);
 }
 
+Status PgStore::Write(const Sql& sql, const Params& params, int64_t changes) {
+  if (pipelined_) return db_->Send(sql, params, changes);
+  if (changes >= 0) return db_->ExecExpectingChanges(sql, params, changes);
+  return db_->Exec(sql, params).status();
+}
+
 Status PgStore::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms) {
   static const Sql kSql{"UPDATE jobs SET next_fire_ms = $2 WHERE id = $1"};
-  return db_->Exec(kSql, Params().Add(id).Add(next_fire_ms)).status();
+  return Write(kSql, Params().Add(id).Add(next_fire_ms));
 }
 
 Status PgStore::SetNextFires(const std::vector<std::pair<int64_t, std::optional<int64_t>>>& next) {
@@ -461,7 +467,7 @@ Status PgStore::SetNextFires(const std::vector<std::pair<int64_t, std::optional<
     ids.Add(id);
     at.Add(t);
   }
-  return db_->Exec(kSql, Params().Add(ids).Add(at)).status();
+  return Write(kSql, Params().Add(ids).Add(at));
 }
 
 Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inserted) {
@@ -587,15 +593,13 @@ Status PgStore::InsertMiss(const MissRow& m) {
   static const Sql kSql{
       "INSERT INTO misses(job_id, first_ms, last_ms, count, reason, at_ms) "
       "VALUES($1, $2, $3, $4, $5, $6)"};
-  return db_
-      ->Exec(kSql, Params()
-                       .Add(m.job_id)
-                       .Add(m.first_ms)
-                       .Add(m.last_ms)
-                       .Add(m.count)
-                       .Add(m.reason)
-                       .Add(m.at_ms))
-      .status();
+  return Write(kSql, Params()
+                         .Add(m.job_id)
+                         .Add(m.first_ms)
+                         .Add(m.last_ms)
+                         .Add(m.count)
+                         .Add(m.reason)
+                         .Add(m.at_ms));
 }
 
 Status PgStore::UpdateRunState(int64_t run_id, RunState state, std::optional<int64_t> finished_ms,
@@ -603,8 +607,7 @@ Status PgStore::UpdateRunState(int64_t run_id, RunState state, std::optional<int
   static const Sql kSql{
       "UPDATE runs SET state = $2, finished_ms = $3, note = CASE WHEN $4 = '' THEN note "
       "ELSE $4 END WHERE id = $1"};
-  return db_->ExecExpectingChanges(
-      kSql, Params().Add(run_id).Add(RunStateName(state)).Add(finished_ms).Add(note), 1);
+  return Write(kSql, Params().Add(run_id).Add(RunStateName(state)).Add(finished_ms).Add(note), 1);
 }
 
 Status PgStore::UpdateShard(const ShardRecord& s) {
@@ -612,22 +615,22 @@ Status PgStore::UpdateShard(const ShardRecord& s) {
       "UPDATE shards SET state = $3, attempt = $4, agent = $5, token = $6, exit_code = $7, "
       "outcome = $8, message = $9, started_ms = $10, finished_ms = $11, not_before_ms = $12, "
       "lost_count = $13 WHERE run_id = $1 AND idx = $2"};
-  return db_->ExecExpectingChanges(kSql,
-                                   Params()
-                                       .Add(s.run_id)
-                                       .Add(s.index)
-                                       .Add(RunStateName(s.state))
-                                       .Add(s.attempt)
-                                       .Add(s.agent)
-                                       .Add(s.token)
-                                       .Add(s.exit_code)
-                                       .Add(s.outcome)
-                                       .Add(s.message)
-                                       .Add(s.started_ms)
-                                       .Add(s.finished_ms)
-                                       .Add(s.not_before_ms)
-                                       .Add(s.lost_count),
-                                   1);
+  return Write(kSql,
+               Params()
+                   .Add(s.run_id)
+                   .Add(s.index)
+                   .Add(RunStateName(s.state))
+                   .Add(s.attempt)
+                   .Add(s.agent)
+                   .Add(s.token)
+                   .Add(s.exit_code)
+                   .Add(s.outcome)
+                   .Add(s.message)
+                   .Add(s.started_ms)
+                   .Add(s.finished_ms)
+                   .Add(s.not_before_ms)
+                   .Add(s.lost_count),
+               1);
 }
 
 Status PgStore::LoadShards(std::vector<RunRecord>& runs) {
@@ -755,15 +758,9 @@ Status PgStore::PutOutputEnd(const OutputEndRow& e) {
       "INSERT INTO output_ends(run_id, shard, attempt, last_seq, agent, token) "
       "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(run_id, shard, attempt) DO UPDATE SET "
       "last_seq = excluded.last_seq, agent = excluded.agent, token = excluded.token"};
-  return db_
-      ->Exec(kSql, Params()
-                       .Add(e.run_id)
-                       .Add(e.shard)
-                       .Add(e.attempt)
-                       .Add(e.last_seq)
-                       .Add(e.agent)
-                       .Add(e.token))
-      .status();
+  return Write(
+      kSql,
+      Params().Add(e.run_id).Add(e.shard).Add(e.attempt).Add(e.last_seq).Add(e.agent).Add(e.token));
 }
 
 Result<std::optional<OutputEndRow>> PgStore::GetOutputEnd(int64_t run_id, int shard, int attempt) {
@@ -798,12 +795,12 @@ Status PgStore::PutLease(const LeaseRow& l) {
       "INSERT INTO leases(key, holder, token, granted_ms) VALUES($1, $2, $3, $4) "
       "ON CONFLICT(key) DO UPDATE SET holder = excluded.holder, token = excluded.token, "
       "granted_ms = excluded.granted_ms"};
-  return db_->Exec(kSql, Params().Add(l.key).Add(l.holder).Add(l.token).Add(l.granted_ms)).status();
+  return Write(kSql, Params().Add(l.key).Add(l.holder).Add(l.token).Add(l.granted_ms));
 }
 
 Status PgStore::DeleteLease(const std::string& key) {
   static const Sql kSql{"DELETE FROM leases WHERE key = $1"};
-  return db_->Exec(kSql, Params().Add(key)).status();
+  return Write(kSql, Params().Add(key));
 }
 
 Status PgStore::ForEachLease(const std::function<void(LeaseRow&&)>& fn) {
@@ -826,15 +823,13 @@ Status PgStore::PutAgent(const AgentRow& a) {
       "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(name) DO UPDATE SET labels = excluded.labels, "
       "slots = excluded.slots, version = excluded.version, last_seen_ms = excluded.last_seen_ms, "
       "draining = excluded.draining"};
-  return db_
-      ->Exec(kSql, Params()
-                       .Add(a.name)
-                       .Add(a.labels_json)
-                       .Add(a.slots)
-                       .Add(a.version)
-                       .Add(a.last_seen_ms)
-                       .Add(a.draining))
-      .status();
+  return Write(kSql, Params()
+                         .Add(a.name)
+                         .Add(a.labels_json)
+                         .Add(a.slots)
+                         .Add(a.version)
+                         .Add(a.last_seen_ms)
+                         .Add(a.draining));
 }
 
 Status PgStore::ForEachAgent(const std::function<void(AgentRow&&)>& fn) {
@@ -904,10 +899,9 @@ Status PgStore::InsertEvent(const EventRow& e) {
   static const Sql kSql{
       "INSERT INTO events(at_ms, kind, actor, subject, detail, token_id) "
       "VALUES($1, $2, $3, $4, $5, $6)"};
-  return db_
-      ->Exec(kSql, Params().Add(e.at_ms).Add(e.kind).Add(e.actor).Add(e.subject).Add(e.detail).Add(
-                       e.token_id))
-      .status();
+  return Write(
+      kSql,
+      Params().Add(e.at_ms).Add(e.kind).Add(e.actor).Add(e.subject).Add(e.detail).Add(e.token_id));
 }
 
 Result<std::vector<EventRow>> PgStore::ListEvents(const EventFilter& f) {

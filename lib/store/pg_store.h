@@ -37,6 +37,7 @@ class PgStore final : public Store {
   int64_t epoch() const override { return held_ ? epoch_ : 0; }
   std::string Holder() override;
 
+  void PipelineWrites(bool on) override { pipelined_ = on; }
   Status Begin() override;
   Status Commit() override { return db_->Commit(); }
   void Rollback() override { db_->Rollback(); }
@@ -125,7 +126,12 @@ class PgStore final : public Store {
   // page, each with its shards, to fn.
   Status ForEachRunOf(const pg::Sql& page, const std::function<void(RunRecord&&)>& fn);
 
+  // A write whose caller reads nothing back: sent without waiting when pipelined_ (see
+  // Store::PipelineWrites), else run; `changes` as Connection::Send.
+  Status Write(const pg::Sql& sql, const pg::Params& params, int64_t changes = -1);
+
   std::unique_ptr<pg::Connection> db_;
+  bool pipelined_ = false;
   bool held_ = false;
   int64_t epoch_ = 0;  // 0 until held; kept after the hold is lost
   std::string holder_;

@@ -217,6 +217,54 @@ TEST_P(StoreTest, RunsInsertedTogetherAreEachAsInsertedAloneAndATakenInstantIsSk
   EXPECT_EQ(store_->GetJob(a)->next_fire_ms, 80'000);
 }
 
+TEST_P(StoreTest, PipelinedWritesAreReadBackAndKeptByTheCommitAndAFailedOneFailsIt) {
+  store_->PipelineWrites(true);
+  int64_t job = AddJob("a");
+  int64_t run = AddRun(NewRun(job, 60'000));
+  ASSERT_TRUE(store_->Begin().ok());
+  ShardRecord shard = NewRun(job, 0).shards[0];
+  shard.run_id = run;
+  shard.state = RunState::kRunning;
+  shard.agent = "host-a";
+  ASSERT_TRUE(store_->UpdateShard(shard).ok());
+  ASSERT_TRUE(store_->UpdateRunState(run, RunState::kRunning, std::nullopt, "").ok());
+  ASSERT_TRUE(store_->SetNextFire(job, 70'000).ok());
+  // More writes than are ever sent without reading their outcomes.
+  for (int i = 0; i < 1200; ++i) {
+    ASSERT_TRUE(store_->PutLease({"lease-" + std::to_string(i), "host-a", i, 1}).ok());
+  }
+  ASSERT_TRUE(store_->InsertEvent(2, "claim", "host-a", "run", "").ok());
+  // A read in the transaction sees what was sent before it.
+  EXPECT_EQ((*store_->GetRun(run))->shards[0].agent, "host-a");
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(job)->next_fire_ms, 70'000);
+  EXPECT_EQ((*store_->GetRun(run))->state, RunState::kRunning);
+  int leases = 0;
+  ASSERT_TRUE(store_->ForEachLease([&](LeaseRow&&) { ++leases; }).ok());
+  EXPECT_EQ(leases, 1200);
+  // A write that fails (no such shard) fails the transaction: at once or at its commit.
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFire(job, 80'000).ok());
+  ShardRecord ghost = shard;
+  ghost.run_id = run + 1000;
+  Status wrote = store_->UpdateShard(ghost);
+  ASSERT_TRUE(store_->SetNextFire(job, 90'000).ok() || !wrote.ok());
+  Status outcome = wrote;
+  if (wrote.ok()) {
+    outcome = store_->Commit();
+  } else {
+    store_->Rollback();
+  }
+  EXPECT_EQ(outcome.code(), Status::Code::kNotFound) << outcome.ToString();
+  EXPECT_FALSE(store_->in_transaction());
+  EXPECT_EQ(store_->GetJob(job)->next_fire_ms, 70'000);
+  // The next transaction starts clean.
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->SetNextFire(job, 100'000).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(job)->next_fire_ms, 100'000);
+}
+
 TEST_P(StoreTest, JobsAreReadByIdsTogetherAndTheirNextFiresSetTogether) {
   int64_t a = AddJob("a");
   int64_t b = AddJob("b");
