@@ -286,7 +286,8 @@ Status Connection::ExecExpectingChanges(const Sql& sql, const Params& params, in
   return Status::Ok();
 }
 
-Status Connection::Send(const Sql& sql, const Params& params, int64_t changes) {
+Status Connection::Send(const Sql& sql, const Params& params, int64_t changes,
+                        std::function<Status()> on_mismatch) {
   if (!in_transaction_) {
     return changes >= 0 ? ExecExpectingChanges(sql, params, changes) : Exec(sql, params).status();
   }
@@ -305,7 +306,7 @@ Status Connection::Send(const Sql& sql, const Params& params, int64_t changes) {
     static_cast<void>(Drain());
     return s;
   }
-  sent_.push_back({&sql, changes});
+  sent_.push_back({&sql, changes, std::move(on_mismatch)});
   // Bounded, so that the server's answers never fill the socket while this side still sends.
   if (sent_.size() >= 512) return Drain();
   return Status::Ok();
@@ -332,6 +333,8 @@ Status Connection::Drain() {
       fail(Status::Io("PostgreSQL: " + sent.sql->text + ": not run after an earlier failure"));
     } else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       fail(ResultStatus(rows.result(), conn_, sent.sql->text));
+    } else if (sent.changes >= 0 && rows.affected() != sent.changes && sent.on_mismatch) {
+      fail(sent.on_mismatch());
     } else if (sent.changes >= 0 && rows.affected() != sent.changes) {
       fail(Status::NotFound("expected " + std::to_string(sent.changes) + " row(s) to change, " +
                             std::to_string(rows.affected()) + " did: " + sent.sql->text));

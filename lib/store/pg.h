@@ -123,8 +123,11 @@ class Connection {
   // Its outcome (and, with `changes` >= 0, that it changed exactly that many rows: kNotFound
   // otherwise) is read by the next Exec, Script or Commit, which returns the first failure
   // among the writes sent before it; the transaction is then failed as by a failed Exec.
-  // Outside a transaction it is Exec (ExecExpectingChanges).
-  Status Send(const Sql& sql, const Params& params, int64_t changes = -1);
+  // Outside a transaction it is Exec (ExecExpectingChanges). A row count other than
+  // `changes` fails with what `on_mismatch` returns instead of kNotFound, when given. (For a
+  // SELECT the count is of the rows it returned.)
+  Status Send(const Sql& sql, const Params& params, int64_t changes = -1,
+              std::function<Status()> on_mismatch = nullptr);
   // Unprepared, unparameterised statements, several at once (schema, transaction control).
   Status Script(std::string_view sql);
 
@@ -170,6 +173,7 @@ class Connection {
   struct Sent {
     const Sql* sql;
     int64_t changes;
+    std::function<Status()> on_mismatch;
   };
   std::vector<Sent> sent_;
   // Keyed by the address of each statement's Sql: its prepared name on this connection.

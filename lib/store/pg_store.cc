@@ -314,6 +314,15 @@ Status PgStore::Begin() {
   static const Sql kSql{"SELECT 1 FROM leader WHERE id = 1 AND epoch = $1 FOR SHARE"};
   if (!held_) return Lost();
   if (Status s = db_->Begin(); !s.ok()) return s;
+  if (pipelined_) {
+    // Its outcome is read with those of the transaction's writes, before COMMIT is sent (or
+    // at the first read before that): nothing commits in an epoch that is not this one.
+    if (Status s = db_->Send(kSql, Params().Add(epoch_), 1, [this] { return Lost(); }); !s.ok()) {
+      db_->Rollback();
+      return s;
+    }
+    return Status::Ok();
+  }
   Result<Rows> rows = db_->Exec(kSql, Params().Add(epoch_));
   if (rows.ok() && rows->size() == 1) return Status::Ok();
   db_->Rollback();
@@ -331,7 +340,7 @@ Status PgStore::SetCounter(std::string_view name, int64_t value) {
   static const Sql kSql{
       "INSERT INTO counters(name, value) VALUES($1, $2) "
       "ON CONFLICT(name) DO UPDATE SET value = excluded.value"};
-  return db_->Exec(kSql, Params().Add(name).Add(value)).status();
+  return Write(kSql, Params().Add(name).Add(value));
 }
 
 Result<RevisionRow> PgStore::CurrentRevision() {

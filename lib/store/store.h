@@ -60,13 +60,13 @@ class Store {
   // a lost connection is found here, not only at the next write. Then held() says.
   virtual void CheckHold() {}
 
-  // Lets the backend send the writes whose callers read nothing back (UpdateShard,
-  // UpdateRunState, SetNextFire(s), InsertMiss, PutOutputEnd, PutLease, DeleteLease, PutAgent,
-  // InsertEvent) without waiting for each one's outcome, where it can (PostgreSQL's pipeline
-  // mode): a failure among them, kNotFound included, is then returned by the next read or
-  // write that waits, or by Commit, and fails the transaction. For a caller that fails its
-  // whole transaction on any failed write, as the coordinator's group commit does. Off
-  // until turned on.
+  // Lets the backend send the writes whose callers read nothing back (SetCounter,
+  // UpdateShard, UpdateRunState, SetNextFire(s), InsertMiss, PutOutputEnd, PutLease,
+  // DeleteLease, PutAgent, InsertEvent), and its own checks at Begin, without waiting for each
+  // one's outcome, where it can (PostgreSQL's pipeline mode): a failure among them, kNotFound
+  // included, is then returned by the next read or write that waits, or by Commit, and fails the
+  // transaction. For a caller that fails its whole transaction on any failed write, as the
+  // coordinator's group commit does. Off until turned on.
   virtual void PipelineWrites(bool on) { (void)on; }
 
   // Counters that only grow (the fencing token): read at start, written in the batch that
