@@ -68,6 +68,7 @@ int Main(int argc, char** argv) {
   RegisterRuns(app, g, &rc);
   RegisterAdmin(app, g, &rc);
   RegisterAudit(app, g, &rc);
+  RegisterStore(app, g, &rc);
   RegisterServe(app, g, &rc);
   RegisterEdit(app, g, &rc);
   RegisterImport(app, g, &rc);

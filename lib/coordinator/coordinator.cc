@@ -202,6 +202,8 @@ Status Coordinator::Start() {
   scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
   applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
   log_hub_ = std::make_unique<LogHub>(&ctx_);
+  pruner_ = std::make_unique<Pruner>(
+      &ctx_, [book](int64_t run) { return book->FindOpen(run) != nullptr; });
   book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
   book_->on_finished = [this](int64_t run) {
     log_hub_->Notify(run);
@@ -219,6 +221,7 @@ Status Coordinator::Start() {
   log_hub_->Start();
   if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
   scheduler_->Start();
+  pruner_->Start();
 
   api_ = std::make_unique<Api>(
       &ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(), scheduler_.get(), applier_.get(), &auth_,
@@ -263,6 +266,7 @@ void Coordinator::Stop(std::function<void()> done) {
   if (server_) server_->StopAccepting();
   if (dispatcher_) dispatcher_->Close();
   if (log_hub_) log_hub_->Close();
+  if (pruner_) pruner_->Close();
   if (batch_) batch_->Flush();
   auto finish = [this, done = std::move(done)] {
     if (scheduler_) scheduler_->Close();
