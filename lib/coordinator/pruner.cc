@@ -106,10 +106,10 @@ bool Pruner::PruneRuns(Next& next) {
   next.runs_after = pruned->next_after_id;
   next.runs += pruned->run_ids.size();
   next.rows += static_cast<uint64_t>(pruned->rows);
-  // Their output goes first, ahead of what is only old.
-  std::string reason = AgeReason("runs_for", c.runs_for);
+  // Their output goes first, ahead of what is only old, with its accounting (no reason):
+  // there is no run left to mark.
   for (auto it = pruned->run_ids.rbegin(); it != pruned->run_ids.rend(); ++it) {
-    next.queue.push_front({*it, reason});
+    next.queue.push_front({*it, ""});
   }
   return true;
 }

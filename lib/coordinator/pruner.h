@@ -7,7 +7,8 @@
 //   - at most kChunksPerSlice chunks of output (LogStore::PruneOutput): of the runs just
 //     deleted, then of ended runs last written before logs_for, then of the oldest ended
 //     runs of a job whose output is over logs_max. A run whose output was deleted is marked
-//     pruned with the reason ("logs_for 7d"), which readers show;
+//     pruned with the reason ("logs_for 7d"), which readers show; a deleted run's output
+//     goes with its accounting, leaving nothing;
 //   - then gives at most kReclaimBytesPerSlice of freed space back to the file system
 //     (ReclaimSpace) in each database.
 // The slice's writes go into the loop turn's group commit (WriteBatch), like every other

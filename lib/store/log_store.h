@@ -112,7 +112,9 @@ class LogStore {
   // Inside a transaction: deletes at most max_chunks chunks of the run's output; once none is
   // left, the run is marked pruned (at_ms, reason) and the result is true. A run without
   // output is marked too. Output appended to a pruned run later is not kept (Append answers
-  // kTruncated), so that a pruned run reads as pruned, never as partial.
+  // kTruncated), so that a pruned run reads as pruned, never as partial. An empty reason is
+  // for a run that no longer exists: once its chunks are gone its accounting goes too
+  // (OutputOf answers none), leaving nothing behind.
   struct Pruned {
     bool done = false;
     int64_t chunks = 0;  // deleted by this call

@@ -210,6 +210,7 @@ Result<LogStore::Pruned> SqliteLogStore::PruneOutput(int64_t run_id, int64_t at_
       "INSERT INTO run_bytes(run_id, bytes, stored, pruned_ms, pruned_reason) "
       "VALUES(?1, 0, 0, ?2, ?3) ON CONFLICT(run_id) DO UPDATE SET stored = 0, "
       "pruned_ms = excluded.pruned_ms, pruned_reason = excluded.pruned_reason"};
+  static const Sql kForget{"DELETE FROM run_bytes WHERE run_id = ?1"};
   Pruned out;
   int64_t last_id = 0;
   const int limit = std::max(max_chunks, 1);
@@ -230,7 +231,9 @@ Result<LogStore::Pruned> SqliteLogStore::PruneOutput(int64_t run_id, int64_t at_
     if (Status s = db_.Use(kDelete).Bind(1, run_id).Bind(2, last_id).Exec(); !s.ok()) return s;
     if (Status s = db_.Use(kLess).Bind(1, run_id).Bind(2, out.bytes).Exec(); !s.ok()) return s;
   }
-  if (out.done) {
+  if (out.done && reason.empty()) {
+    if (Status s = db_.Use(kForget).Bind(1, run_id).Exec(); !s.ok()) return s;
+  } else if (out.done) {
     if (Status s = db_.Use(kMark).Bind(1, run_id).Bind(2, at_ms).Bind(3, reason).Exec(); !s.ok()) {
       return s;
     }

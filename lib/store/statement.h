@@ -95,7 +95,8 @@ Status RestrictToOwner(const std::string& path);
 
 class Database {
  public:
-  static constexpr int64_t kConvertAtOpenBytes = 256LL << 20;
+  // VACUUM copies the file through temp_store (memory): a bound on both time and memory.
+  static constexpr int64_t kConvertAtOpenBytes = 64LL << 20;
   Database() = default;
   ~Database();
   Database(const Database&) = delete;

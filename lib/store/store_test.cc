@@ -897,6 +897,13 @@ TEST_P(LogStoreTest, PrunedOutputIsDeletedInSlicesThenMarkedAndLateOutputIsNotKe
   EXPECT_TRUE(none->done);
   EXPECT_TRUE(logs->Read({.run_id = 4})->empty());
   EXPECT_EQ((*logs->OutputOf(12))->pruned_ms, 778);
+  // A run deleted altogether: its output and its accounting go, marked or not.
+  ASSERT_TRUE(logs->Begin().ok());
+  Result<LogStore::Pruned> forgotten = logs->PruneOutput(4, 779, "", 10);
+  ASSERT_TRUE(logs->Commit().ok());
+  EXPECT_TRUE(forgotten->done);
+  EXPECT_FALSE(logs->OutputOf(4)->has_value());
+  EXPECT_EQ(*logs->RunBytes(4), 0);
   Result<LogStoreStats> stats = logs->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->stored_bytes, 4);
