@@ -53,20 +53,34 @@ Pruner::Pruner(Context* ctx, std::function<bool(int64_t)> is_open)
 
 void Pruner::Start() {
   timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
-  timer_->Every(static_cast<uint64_t>(ctx_->config.prune_every.count()), [this] { Slice(); });
   // Pruning alone must not keep the loop alive.
   timer_->Unref();
+  Arm(More::kNo);
+}
+
+void Pruner::Arm(More more) {
+  if (!timer_) return;  // closed
+  int64_t every = ctx_->config.prune_every.count();
+  int64_t ms = more == More::kYes ? std::min<int64_t>(every, kCatchUpMs) : every;
+  timer_->Once(static_cast<uint64_t>(ms), [this] { Slice(); });
 }
 
 void Pruner::Close() { timer_.reset(); }
 
 void Pruner::Slice() {
   // One slice at a time, and none while commits fail: a failing disk is not made busier.
-  if (busy_ || ctx_->batch->RetryDelayMs() > 0) return;
+  if (busy_) return;  // the outstanding commit arms the next slice
+  if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
   Next next{runs_after_, output_after_, last_max_check_ms_, queue_};
   bool ok = PruneRuns(next) && FindOldOutput(next) && FindOutputOverMax(next) &&
             PruneQueuedOutput(next) && Reclaim(next);
-  if (!ok) return;  // the turn rolls back; the state stays as it was
+  if (!ok) return Arm(More::kNo);  // the turn rolls back; the state stays as it was
+  // A slice that used its whole budget, or stopped a scan midway, is followed soon: a store
+  // that grows faster than one slice per prune_every is still kept bounded.
+  More more = next.runs >= static_cast<uint64_t>(kRunsPerSlice) || next.runs_after != 0 ||
+                      next.output_after != 0 || !next.queue.empty()
+                  ? More::kYes
+                  : More::kNo;
   auto apply = [this](Next&& n) {
     runs_after_ = n.runs_after;
     output_after_ = n.output_after;
@@ -85,11 +99,15 @@ void Pruner::Slice() {
                             {"bytes", static_cast<int64_t>(n.bytes)}});
     }
   };
-  if (!next.wrote) return apply(std::move(next));
+  if (!next.wrote) {
+    apply(std::move(next));
+    return Arm(more);
+  }
   busy_ = true;
-  ctx_->batch->OnCommit([this, apply, next = std::move(next)](const Status& s) mutable {
+  ctx_->batch->OnCommit([this, apply, more, next = std::move(next)](const Status& s) mutable {
     busy_ = false;
     if (s.ok()) apply(std::move(next));
+    Arm(s.ok() ? more : More::kNo);
   });
 }
 

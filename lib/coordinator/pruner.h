@@ -1,6 +1,7 @@
 // Pruner keeps the stores bounded: the retention of coordinator.toml (runs_for, keep_last,
 // logs_for, logs_max). Every prune_every it deletes one small slice of what retention
-// allows, so that pruning never holds up a fire for long:
+// allows, so that pruning never holds up a fire for long (and every kCatchUpMs while a
+// slice used its whole budget or left a scan midway, so that it keeps up with a busy store):
 //   - at most kRunsPerSlice runs (Store::PruneRuns: never a run still pending or running,
 //     never one of the keep_last newest of its job), with their shards, output ends and
 //     the misses of that age;
@@ -34,13 +35,14 @@ class Pruner {
   static constexpr int kRunsPerSlice = 200;
   static constexpr int kChunksPerSlice = 256;
   static constexpr int64_t kReclaimBytesPerSlice = 8LL << 20;
+  static constexpr int64_t kCatchUpMs = 100;
 
   // `is_open(run)`: the run is pending or running (its output is never pruned).
   Pruner(Context* ctx, std::function<bool(int64_t)> is_open);
-  void Start();  // every prune_every, from prune_every on
+  void Start();  // the first slice after prune_every
   void Close();
 
-  // One slice, now (the timer calls it; tests call it, then commit the batch).
+  // One slice, now; the next is armed once its commit is done.
   void Slice();
 
   // "logs_for 7d" and "logs_max 1GiB": the reasons a run's output is marked with.
@@ -55,6 +57,8 @@ class Pruner {
   // Each step adds to `next` (the state after this slice) and returns false after a failed
   // write (the turn will roll back).
   struct Next;
+  enum class More { kNo, kYes };  // whether the last slice left work for the next
+  void Arm(More more);
   bool PruneRuns(Next& next);
   bool FindOldOutput(Next& next);
   bool FindOutputOverMax(Next& next);
