@@ -32,10 +32,10 @@ namespace jobctl::coordinator {
 
 class Pruner {
  public:
-  static constexpr int kRunsPerSlice = 200;
+  static constexpr int kRunsPerSlice = 100;
   static constexpr int kChunksPerSlice = 256;
-  static constexpr int64_t kReclaimBytesPerSlice = 8LL << 20;
-  static constexpr int64_t kCatchUpMs = 100;
+  static constexpr int64_t kReclaimBytesPerSlice = 1LL << 20;
+  static constexpr int64_t kCatchUpMs = 50;
 
   // `is_open(run)`: the run is pending or running (its output is never pruned).
   Pruner(Context* ctx, std::function<bool(int64_t)> is_open);
