@@ -263,6 +263,8 @@ TEST_F(PostgresStoreTest, OnlyTheHolderPrunesAndAStandbyPrunesOnceItTakesOver) {
       Coordinator::Eventually([&] { return b.Request("GET", path).status == 404; }, seconds(20)))
       << b.Logs();
   EXPECT_EQ(b.Metric("jobctl_pruned_runs_total"), 1);
+  // Nothing a standby tried to write was left to fail the holder's first commit.
+  EXPECT_EQ(b.Logs().find("commit failed"), std::string::npos) << b.Logs();
   // The store's size is the tables' on disk; nothing is given back (autovacuum reuses it).
   json stats = b.GetJson("/v1/store/stats");
   EXPECT_EQ(stats["backend"], "postgresql") << stats.dump();
@@ -271,6 +273,11 @@ TEST_F(PostgresStoreTest, OnlyTheHolderPrunesAndAStandbyPrunesOnceItTakesOver) {
   EXPECT_EQ(stats["store_free_bytes"], 0);
   EXPECT_FALSE(stats["reclaims_space"].get<bool>());
   EXPECT_EQ(stats["runs"], 0);
+  ProcessResult table = testing::Run(
+      {JOBCTL_BIN, "--coordinator", b.url(), "--token", a.admin_token(), "store", "stats"});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("store tables"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("reused after autovacuum"), std::string::npos) << table.out;
 }
 
 TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndExits75) {
