@@ -42,6 +42,15 @@ Status PgLogStore::Hold(int64_t epoch) {
   return Status::Ok();
 }
 
+Result<bool> PgLogStore::HasRetention() {
+  static const Sql kSql{"SELECT version >= 2 FROM jobctl_schema WHERE name = 'logs'"};
+  if (has_retention_ || epoch_ != kStandby) return true;
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  has_retention_ = rows->size() == 1 && rows->Bool(0, 0);
+  return has_retention_;
+}
+
 Status PgLogStore::TakeHolderLock() {
   static const Sql kSql{"SELECT pg_advisory_lock_shared($1)"};
   return db_->Exec(kSql, Params().Add(kHolderLogLock)).status();
@@ -215,6 +224,9 @@ RunOutput ReadOutput(const Rows& rows, int i) {
 
 Result<std::optional<RunOutput>> PgLogStore::OutputOf(int64_t run_id) {
   static const Sql kSql{std::string(kOutputColumns) + "WHERE run_id = $1"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::optional<RunOutput>();
   Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id));
   if (!rows.ok()) return rows.status();
   std::optional<RunOutput> out;
@@ -230,6 +242,9 @@ Result<std::vector<RunOutput>> PgLogStore::ListOutput(const OutputFilter& f) {
   static const Sql kOfJob{std::string(kOutputColumns) +
                           "WHERE job_id = $4 AND pruned_ms IS NULL AND run_id > $1 "
                           "AND ($2::bigint IS NULL OR last_ms < $2) ORDER BY run_id LIMIT $3"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::vector<RunOutput>();
   Params p;
   p.Add(f.after_run_id).Add(f.last_before_ms).Add(std::max(f.limit, 1));
   if (f.job_id) p.Add(*f.job_id);
@@ -244,6 +259,9 @@ Result<std::vector<JobOutput>> PgLogStore::OutputByJob(int limit) {
   static const Sql kSql{
       "SELECT job_id, SUM(stored) AS total, COUNT(*) FROM log_run_bytes WHERE pruned_ms IS NULL "
       "GROUP BY job_id ORDER BY total DESC, job_id LIMIT $1"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::vector<JobOutput>();
   Result<Rows> rows = db_->Exec(kSql, Params().Add(std::max(limit, 1)));
   if (!rows.ok()) return rows.status();
   std::vector<JobOutput> out;
@@ -299,7 +317,14 @@ Result<LogStoreStats> PgLogStore::Stats() {
       "SELECT COALESCE((SELECT SUM(pg_total_relation_size(to_regclass(t))) "
       "FROM unnest(ARRAY['log_chunks', 'log_run_bytes']) t), 0)::bigint, "
       "COALESCE((SELECT SUM(stored) FROM log_run_bytes), 0)::bigint"};
-  Result<Rows> rows = db_->Exec(kSql);
+  // A holder's older schema counts no bytes kept: the chunks' size then.
+  static const Sql kOld{
+      "SELECT COALESCE((SELECT SUM(pg_total_relation_size(to_regclass(t))) "
+      "FROM unnest(ARRAY['log_chunks', 'log_run_bytes']) t), 0)::bigint, "
+      "COALESCE((SELECT SUM(octet_length(data)) FROM log_chunks), 0)::bigint"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  Result<Rows> rows = db_->Exec(*has ? kSql : kOld);
   if (!rows.ok()) return rows.status();
   LogStoreStats out;
   out.file_bytes = rows->Int(0, 0);

@@ -54,6 +54,10 @@ class PgLogStore final : public LogStore {
   // Marks this session as a holder's log session (kHolderLogLock, shared), so that the next
   // holder ends it when it takes over.
   Status TakeHolderLock();
+  // Whether the log tables have the retention accounting (log schema version 2). Always,
+  // once this store migrated them; a standby's may be a holder's older schema, and its
+  // reads then answer as for runs without accounting, rather than fail.
+  Result<bool> HasRetention();
   // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
   Result<bool> InsertChunk(const LogChunk& chunk);
   // Adds to the run's accounting: `counted` bytes toward its cap, `stored` bytes kept.
@@ -65,6 +69,7 @@ class PgLogStore final : public LogStore {
   // transaction until Hold.
   static constexpr int64_t kStandby = -2;
   int64_t epoch_ = -1;
+  bool has_retention_ = false;  // known to be there (it never goes away)
 };
 
 }  // namespace jobctl::store
