@@ -17,6 +17,9 @@
 //   failover  (PostgreSQL only) N jobs every second (--failover-jobs, 1000) on two coordinators;
 //             the holder killed with SIGKILL K times (--kills, 10): time until the other fires,
 //             and until it fires on time again
+//   prune     (only with --only prune) the steady phase twice, without and then with
+//             retention deleting every ended run as it goes (runs_for 1s, keep_last 0, a
+//             slice every 100 ms): the fire lateness that pruning adds
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
@@ -378,9 +381,16 @@ struct Handoff {
   bool closed = false;
 };
 
-void SteadyPhase(int rate, int seconds) {
+// Retention that deletes every run as soon as it ended, a slice every 100 ms.
+const char* kPruneEverything =
+    "runs_for = \"1s\"\nkeep_last = 0\nlogs_for = \"1s\"\nprune_every = \"100ms\"\n";
+// Retention as good as off: nothing is old enough within a run of the bench.
+const char* kPruneNothing = "runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\n";
+
+void SteadyPhase(int rate, int seconds, const std::string& retention = "",
+                 const char* label = "steady") {
   TempDir dir;
-  Coordinator c(dir, PhaseConfig());
+  Coordinator c(dir, PhaseConfig() + retention);
   c.Start();
   const int period_s = 10;
   const int n = rate * period_s;
@@ -456,15 +466,19 @@ void SteadyPhase(int rate, int seconds) {
   for (std::thread& t : threads) t.join();
   int64_t expected = static_cast<int64_t>(rate) * seconds;
   std::printf(
-      "steady    %d fires/s for %d s (%d jobs, @every %ds, anchors spread): claimed %zu of %lld; "
+      "%-9s %d fires/s for %d s (%d jobs, @every %ds, anchors spread): claimed %zu of %lld; "
       "due -> claimed by an agent p50 %.1f ms p99 %.1f ms max %.1f ms; coordinator CPU %.0f%% of a "
       "core, "
       "RSS %.1f MiB\n",
-      rate, seconds, n, period_s, lateness_ms.size(), static_cast<long long>(expected),
+      label, rate, seconds, n, period_s, lateness_ms.size(), static_cast<long long>(expected),
       Percentile(lateness_ms, 50), Percentile(lateness_ms, 99), Percentile(lateness_ms, 100),
       (s1.cpu_s - s0.cpu_s) / seconds * 100, s1.rss_mib);
   std::printf("          due -> committed (coordinator histogram, whole run): %s\n",
               HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
+  if (!retention.empty()) {
+    std::printf("          runs pruned %.0f, store rows pruned %.0f\n",
+                c.Metric("jobctl_pruned_runs_total"), c.Metric("jobctl_pruned_rows_total"));
+  }
   std::fflush(stdout);
 }
 
@@ -580,8 +594,8 @@ int main(int argc, char** argv) {
       argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
       "  [--claim-agents G] [--agents A]\n"
-      "  [--only register|burst|steady|claims|heartbeat|standby|failover] [--postgres true]\n"
-      "  [--standby-jobs N] [--failover-jobs N] [--kills K]",
+      "  [--only register|burst|steady|claims|heartbeat|standby|failover|prune]\n"
+      "  [--postgres true] [--standby-jobs N] [--failover-jobs N] [--kills K]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs")
           jobs = ParseList(value);
@@ -637,5 +651,9 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "heartbeat") HeartbeatPhase(agents);
   if ((only.empty() && postgres) || only == "standby") StandbyPhase(standby_jobs);
   if ((only.empty() && postgres) || only == "failover") FailoverPhase(failover_jobs, kills);
+  if (only == "prune") {
+    SteadyPhase(rate, seconds, kPruneNothing, "no-prune");
+    SteadyPhase(rate, seconds, kPruneEverything, "pruning");
+  }
   return 0;
 }

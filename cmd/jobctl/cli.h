@@ -44,7 +44,7 @@ void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterVersion(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterServe(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterBackup(CLI::App& app, GlobalOptions& g, int* rc);
-void RegisterStore(CLI::App& app, GlobalOptions& g, int* rc);  // store copy
+void RegisterStore(CLI::App& app, GlobalOptions& g, int* rc);  // store copy, store stats
 void RegisterSync(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);

@@ -225,7 +225,9 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
     // A fire's random delay (jitter) follows its time: "03:00:00 +1m12s".
     std::string scheduled = LocalTime(r.scheduled_at);
     if (r.jitter_ms) scheduled += " +" + FormatDuration(Millis(*r.jitter_ms));
-    t.Add({std::to_string(r.id), r.job, r.reason, scheduled, Colored(r.state, g), ShardCount(r),
+    // Retention deleted its output: `jobctl logs` of it will say so.
+    Cell state = r.output_pruned ? Cell(r.state + " (output pruned)") : Colored(r.state, g);
+    t.Add({std::to_string(r.id), r.job, r.reason, scheduled, state, ShardCount(r),
            hosts.empty() ? "-" : hosts});
   }
   t.Print(std::cout);
@@ -280,6 +282,10 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   fo.raw = opt.raw;
   LogFollower follower(client->get(), run, fo);
   if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
+  if (!follower.pruned().empty()) {
+    std::cerr << "jobctl: logs " << Shown(opt.target, STDERR_FILENO) << ": output pruned ("
+              << Shown(follower.pruned(), STDERR_FILENO) << ")\n";
+  }
   return g_interrupted ? kExitInterrupted : kExitOk;
 }
 

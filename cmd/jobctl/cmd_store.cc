@@ -1,4 +1,7 @@
-// jobctl store: tools that work on the coordinator's store directly, not through the API.
+// jobctl store: the coordinator's store.
+//
+// store stats asks the running coordinator (GET /v1/store/stats) how large its store is and
+// what fills it.
 //
 // store copy moves an embedded store (a data directory's jobctl.db and logs.db) into a
 // PostgreSQL database, for a site that outgrows one host: the whole history keeps its ids,
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -19,6 +23,7 @@
 
 #include "base/lock_file.h"
 #include "cli.h"
+#include "client.h"
 #include "config/coordinator_config.h"
 #include "exit_codes.h"
 #include "output.h"
@@ -181,11 +186,74 @@ void RegisterCopy(CLI::App& store, GlobalOptions& g, int* rc) {
   sub->callback([opt, &g, rc] { *rc = RunCopy(*opt, g); });
 }
 
+// "1.5 GiB", "12 KiB", "900 B".
+std::string Bytes(int64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+int RunStoreStats(int top, const GlobalOptions& g) {
+  Result<std::unique_ptr<Client>> client = Client::Connect(g);
+  if (!client.ok()) return Fail("store stats", "", client.status(), kExitConfig);
+  Result<nlohmann::json> reply = (*client)->Get("/v1/store/stats?top=" + std::to_string(top));
+  if (!reply.ok()) return Fail("store stats", "", reply.status());
+  Result<wire::StoreStatsView> st = ReplyAs<wire::StoreStatsView>(*reply);
+  if (!st.ok()) return Fail("store stats", "", st.status());
+  if (g.format() == OutputFormat::kJson) {
+    PrintJson(*reply);
+    return kExitOk;
+  }
+  if (st->backend.value_or("sqlite") == "postgresql") {
+    // Tables in a database: their size on disk; space freed by pruning is reused once
+    // autovacuum has been through them, and no free space is reported.
+    std::cout << "store tables  " << Bytes(st->store_bytes) << "\n"
+              << "log tables    " << Bytes(st->logs_bytes) << "\n"
+              << "gives space back  no: reused after autovacuum (PostgreSQL)\n";
+  } else {
+    std::cout << "jobctl.db     " << Bytes(st->store_bytes) << " (" << Bytes(st->store_free_bytes)
+              << " free)\n"
+              << "logs.db       " << Bytes(st->logs_bytes) << " (" << Bytes(st->logs_free_bytes)
+              << " free)\n"
+              << "gives space back  "
+              << (st->reclaims_space ? "yes" : "no (see jobctl-coordinator.toml(5))") << "\n";
+  }
+  std::cout << "runs          " << st->runs << "\n"
+            << "oldest run    " << (st->oldest_run.empty() ? "-" : LocalTime(st->oldest_run))
+            << "\n"
+            << "output kept   " << Bytes(st->output_bytes) << "\n";
+  if (st->top_jobs.empty()) return kExitOk;
+  std::cout << "\n";
+  Table t({"JOB", "OUTPUT", "RUNS WITH OUTPUT"});
+  for (const wire::JobBytesView& j : st->top_jobs) {
+    t.Add({j.job.empty() ? "(unknown)" : j.job, Bytes(j.bytes), std::to_string(j.runs)});
+  }
+  t.Print(std::cout);
+  return kExitOk;
+}
+
+void RegisterStats(CLI::App& store, GlobalOptions& g, int* rc) {
+  auto top = std::make_shared<int>(10);
+  auto* stats = store.add_subcommand(
+      "stats", "Size of the store files, runs, oldest run and the jobs with the most output");
+  stats->add_option("--top", *top, "How many jobs to list by output kept (1-100)")
+      ->check(CLI::Range(1, 100));
+  stats->callback([top, &g, rc] { *rc = RunStoreStats(*top, g); });
+}
+
 }  // namespace
 
 void RegisterStore(CLI::App& app, GlobalOptions& g, int* rc) {
-  auto* store = app.add_subcommand("store", "Work on the coordinator's store directly");
+  auto* store = app.add_subcommand("store", "Inspect the coordinator's store, or copy it");
   store->require_subcommand(1);
+  RegisterStats(*store, g, rc);
   RegisterCopy(*store, g, rc);
 }
 

@@ -83,6 +83,7 @@ Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
     Emit(shard + (stream == "stderr" ? ":e" : ":o"), stream != "stdout", "[" + shard + "] ", data);
   }
   after_ = page->next;
+  if (page->pruned) pruned_ = *page->pruned;
   return Read{page->done, page->chunks.size()};
 }
 

@@ -44,6 +44,8 @@ class LogFollower {
     size_t chunks = 0;
   };
   Result<Read> ReadOnce(int wait_ms);
+  // Why retention deleted the run's output ("logs_for 7d"), once a read found it gone; "" else.
+  const std::string& pruned() const { return pruned_; }
 
  private:
   void Emit(const std::string& key, bool to_stderr, const std::string& prefix,
@@ -54,6 +56,7 @@ class LogFollower {
   int64_t run_;
   FollowOptions options_;
   int64_t after_ = 0;
+  std::string pruned_;
   // Partial lines per (shard, stream), held until their newline when prefixing.
   std::map<std::string, std::string> partial_;
   // Per (shard, stream) written to a terminal: sequences may be cut between chunks.

@@ -97,6 +97,42 @@ void ReadHoldTtl(const Node& n, Key k, KeyProblems& p, Config& c) {
     p.Expected(n, k, "a duration from \"3s\" to \"1h\"");
 }
 
+// A retention age: 0 (keep whatever the age) or from a second to ten years.
+template <Millis Config::*Field>
+void ReadRetention(const Node& n, Key k, KeyProblems& p, Config& c) {
+  constexpr Millis kMax = std::chrono::hours(24 * 3650);
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && (d->count() == 0 || (*d >= std::chrono::seconds(1) && *d <= kMax)))
+    c.*Field = *d;
+  else
+    p.Expected(n, k, "a duration from \"1s\" to \"3650d\", or \"0s\" to keep whatever the age");
+}
+
+void ReadKeepLast(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = n.value<int64_t>(); v && *v >= 0 && *v <= 1'000'000)
+    c.keep_last = *v;
+  else
+    p.Expected(n, k, "a number of runs from 0 to 1000000");
+}
+
+// 0 is no bound here.
+void ReadLogsMax(const Node& n, Key k, KeyProblems& p, Config& c) {
+  if (auto v = ParseSize(n))
+    c.logs_max_bytes = *v;
+  else
+    p.Expected(n, k, "a size like \"1GiB\" (0: no bound)");
+}
+
+void ReadPruneEvery(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && *d >= Millis(100) && *d <= std::chrono::hours(1))
+    c.prune_every = *d;
+  else
+    p.Expected(n, k, "a duration from \"100ms\" to \"1h\"");
+}
+
 // The keys of coordinator.toml, in the order of man/jobctl-coordinator.toml.5.
 constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"listen", ReadString<&Config::listen>},
@@ -123,6 +159,11 @@ constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"agent_expiry", ReadDuration<&Config::agent_expiry>},
     {"log_cap", ReadLogCap},
     {"max_jobfile", ReadMaxJobfile},
+    {"runs_for", ReadRetention<&Config::runs_for>},
+    {"keep_last", ReadKeepLast},
+    {"logs_for", ReadRetention<&Config::logs_for>},
+    {"logs_max", ReadLogsMax},
+    {"prune_every", ReadPruneEvery},
     {"log_level", ReadString<&Config::log_level>},
     {"event_log", ReadString<&Config::event_log>},
     {"tls_cert", ReadString<&Config::tls_cert>},

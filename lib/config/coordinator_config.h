@@ -57,6 +57,16 @@ struct CoordinatorConfig {
   double agent_burst = 2000;
   int64_t log_cap_bytes = 64LL << 20;     // per run
   int64_t max_jobfile_bytes = 8LL << 20;  // largest job file `apply` accepts
+  // Retention (coordinator/pruner.h): a run that ended more than runs_for ago is deleted
+  // unless it is one of the keep_last newest of its job; its output goes once logs_for has
+  // passed since it was last written, or earlier when its job keeps more than logs_max
+  // bytes of output. runs_for or logs_for 0: kept whatever their age; logs_max 0: no bound.
+  // The pruner works in small slices every prune_every.
+  Millis runs_for = std::chrono::hours(24 * 30);
+  int64_t keep_last = 20;
+  Millis logs_for = std::chrono::hours(24 * 7);
+  int64_t logs_max_bytes = 1LL << 30;  // per job
+  Millis prune_every = std::chrono::seconds(10);
   std::string log_level = "info";
   std::string event_log;  // "" = off; see lib/base/event_log.h
   // TLS: serve HTTPS with this certificate (PEM, with intermediates) and key; both or neither.

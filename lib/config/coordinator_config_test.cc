@@ -143,6 +143,48 @@ TEST(CoordinatorConfigTest, PerClientBodiesMustHoldAWholeJobFile) {
   EXPECT_FALSE(ParseCoordinatorConfig("rate_limit = -1\n", "c.toml").ok());
 }
 
+TEST(CoordinatorConfigTest, RetentionKeysHaveDefaultsAndReadTheirValues) {
+  Result<CoordinatorConfig> d = ParseCoordinatorConfig("", "coordinator.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->runs_for, std::chrono::hours(24 * 30));
+  EXPECT_EQ(d->keep_last, 20);
+  EXPECT_EQ(d->logs_for, std::chrono::hours(24 * 7));
+  EXPECT_EQ(d->logs_max_bytes, int64_t{1} << 30);
+  EXPECT_EQ(d->prune_every, std::chrono::seconds(10));
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(R"(
+runs_for = "2s"
+keep_last = 0
+logs_for = "0s"
+logs_max = 0
+prune_every = "100ms"
+)",
+                                                       "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->runs_for, std::chrono::seconds(2));
+  EXPECT_EQ(c->keep_last, 0);
+  EXPECT_EQ(c->logs_for, Millis(0));
+  EXPECT_EQ(c->logs_max_bytes, 0);
+  EXPECT_EQ(c->prune_every, Millis(100));
+}
+
+TEST(CoordinatorConfigTest, RetentionKeysOutOfRangeNameFileLineAndTheRange) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(
+      "runs_for = \"500ms\"\nkeep_last = -1\nlogs_for = \"4000d\"\nlogs_max = \"lots\"\n"
+      "prune_every = \"2h\"\n",
+      "coordinator.toml");
+  ASSERT_FALSE(c.ok());
+  const std::string& m = c.status().message();
+  for (const char* want : {
+           "coordinator.toml:1:12: runs_for: expected a duration from \"1s\" to \"3650d\"",
+           "coordinator.toml:2:13: keep_last: expected a number of runs from 0 to 1000000",
+           "coordinator.toml:3:12: logs_for: expected a duration from \"1s\"",
+           "coordinator.toml:4:12: logs_max: expected a size like \"1GiB\" (0: no bound)",
+           "coordinator.toml:5:15: prune_every: expected a duration from \"100ms\" to \"1h\"",
+       }) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << "\nin: " << m;
+  }
+}
+
 }  // namespace
 }  // namespace jobctl
 

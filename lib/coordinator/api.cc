@@ -46,6 +46,7 @@ const std::vector<Api::Route>& Api::Routes() {
       {"DELETE", "/v1/tokens/{id}", Role::kAdmin, &Api::RevokeToken},
       {"POST", "/v1/agent/enrol", Role::kJoin, &Api::Enrol},
       {"GET", "/v1/audit", Role::kAdmin, &Api::ListAudit},
+      {"GET", "/v1/store/stats", Role::kAdmin, &Api::StoreStats},
       {"POST", "/v1/agent/claim", Role::kAgent, &Api::Claim},
       {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
       {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},

@@ -102,6 +102,8 @@ class Api {
 
   // Fencing tokens only for admins: anyone else who knew one could pose as the holder.
   wire::RunView RunViewOf(const RunRecord& r, const Principal& who) const;
+  // Sets output_pruned of an ended run's view when retention deleted its output.
+  Status MarkPruned(wire::RunView& v);
   // A token limited to a jobs glob reads only those jobs' runs: false (and answered 403) for
   // a run of another job; true for a run that does not exist (the handler answers 404).
   bool RunReadable(Call& c, int64_t run_id);
@@ -124,6 +126,7 @@ class Api {
   void ListAgents(Call& c);
   void ListMisses(Call& c);
   void ListAudit(Call& c);
+  void StoreStats(Call& c);
   // Trigger.
   void Trigger(Call& c);
   // Admin.

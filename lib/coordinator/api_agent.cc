@@ -171,6 +171,16 @@ void Api::AppendLog(Call& c) {
   } else if (!s.ok()) {
     return Fail(c, s);
   }
+  // The run's job, for the log store's per-job accounting (logs_max); output trailing a
+  // result belongs to a run that has left memory.
+  int64_t job_id = 0;
+  if (const RunRecord* open = p_.book->FindOpen(*run)) {
+    job_id = open->job_id;
+  } else if (Result<std::optional<RunRecord>> ended = ctx_->store->GetRun(*run); !ended.ok()) {
+    return Fail(c, ended.status());
+  } else if (*ended) {
+    job_id = (*ended)->job_id;
+  }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
   wire::LogAppendReply reply;
   for (const wire::LogRecord& r : records) {
@@ -186,7 +196,8 @@ void Api::AppendLog(Call& c) {
                           r.seq,
                           stream,
                           r.at_ms > 0 ? r.at_ms : ctx_->NowMs(),
-                          std::move(data)};
+                          std::move(data),
+                          job_id};
     Result<store::LogStore::AppendResult> appended =
         ctx_->batch->WriteLogs([&] { return ctx_->logs->Append(chunk); });
     if (!appended.ok()) return JsonAfterCommit(c, 200, {});  // answered with the commit's error

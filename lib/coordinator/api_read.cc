@@ -117,6 +117,9 @@ void Api::ListRuns(Call& c) {
     // Open runs are current in memory; the store has them as of the last commit.
     const RunRecord* open = p_.book->FindOpen(r.id);
     out.push_back(RunViewOf(open ? *open : r, c.who));
+    if (!open) {
+      if (Status s = MarkPruned(out.back()); !s.ok()) return Fail(c, s);
+    }
   }
   Json(c, 200, wire::ListToJson(out));
 }
@@ -131,7 +134,16 @@ void Api::GetRun(Call& c) {
   Result<std::optional<RunRecord>> run = ctx_->store->GetRun(*id);
   if (!run.ok()) return Fail(c, run.status());
   if (!*run) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-  Json(c, 200, RunViewOf(**run, c.who).ToJson());
+  wire::RunView out = RunViewOf(**run, c.who);
+  if (Status s = MarkPruned(out); !s.ok()) return Fail(c, s);
+  Json(c, 200, out.ToJson());
+}
+
+Status Api::MarkPruned(wire::RunView& v) {
+  Result<std::optional<store::RunOutput>> output = ctx_->logs->OutputOf(v.id);
+  if (!output.ok()) return output.status();
+  if (*output && (*output)->pruned_ms) v.output_pruned = (*output)->pruned_reason;
+  return Status::Ok();
 }
 
 void Api::WaitRun(Call& c) {
@@ -216,6 +228,16 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
     if (!complete.ok()) return Fail(*c, complete.status());
     done = *complete;
   }
+  // Nothing left to read of an ended run whose output retention deleted: say why.
+  std::optional<std::string> pruned;
+  if (!open && chunks->empty()) {
+    Result<std::optional<store::RunOutput>> output = ctx_->logs->OutputOf(run_id);
+    if (!output.ok()) return Fail(*c, output.status());
+    if (*output && (*output)->pruned_ms) {
+      pruned = (*output)->pruned_reason;
+      done = true;
+    }
+  }
   if (chunks->empty() && !done && ctx_->MonoMs() < deadline) {
     // Follow: wait for the next commit of this run's output, or for the run's end.
     *parked = p_.log_hub->Park(run_id, deadline, [this, c, parked, run_id, after, deadline] {
@@ -226,6 +248,7 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
   wire::LogPage page;
   page.next = after;
   page.done = done;
+  page.pruned = pruned;
   for (const store::LogChunk& ch : *chunks) {
     const char* stream = ch.stream == store::LogStream::kStdout   ? "stdout"
                          : ch.stream == store::LogStream::kStderr ? "stderr"
@@ -307,6 +330,43 @@ void Api::ListAudit(Call& c) {
         {e.id, FormatUtc(FromUnixMs(e.at_ms)), e.kind, e.actor, e.token_id, e.subject, e.detail});
   }
   Json(c, 200, wire::ListToJson(out));
+}
+
+// GET /v1/store/stats?top=N: the size of the store's files, its runs and the jobs with the
+// most output kept (N, 10 by default, at most 100).
+void Api::StoreStats(Call& c) {
+  if (c.req.query.count("top") && !IntParam(c.req.query, "top")) {
+    return FailWith(c, 400, "bad_request", "top is a number");
+  }
+  int top =
+      static_cast<int>(std::clamp<int64_t>(IntParam(c.req.query, "top").value_or(10), 1, 100));
+  Result<store::StoreStats> runs = ctx_->store->Stats();
+  if (!runs.ok()) return Fail(c, runs.status());
+  Result<store::LogStoreStats> logs = ctx_->logs->Stats();
+  if (!logs.ok()) return Fail(c, logs.status());
+  Result<std::vector<store::JobOutput>> jobs = ctx_->logs->OutputByJob(top);
+  if (!jobs.ok()) return Fail(c, jobs.status());
+  wire::StoreStatsView out;
+  out.store_bytes = runs->file_bytes;
+  out.store_free_bytes = runs->free_bytes;
+  out.logs_bytes = logs->file_bytes;
+  out.logs_free_bytes = logs->free_bytes;
+  out.reclaims_space = runs->reclaims_space && logs->reclaims_space;
+  out.runs = runs->runs;
+  if (runs->oldest_run_ms) out.oldest_run = FormatUtc(FromUnixMs(*runs->oldest_run_ms));
+  out.output_bytes = logs->stored_bytes;
+  out.backend = ctx_->config.store.empty() ? "sqlite" : "postgresql";
+  for (const store::JobOutput& j : *jobs) {
+    const JobEntry* e = j.job_id != 0 ? p_.jobs->Find(j.job_id) : nullptr;
+    std::string name;
+    if (e != nullptr) {
+      name = std::string(e->name);
+    } else if (j.job_id != 0) {
+      name = "#" + std::to_string(j.job_id);  // a job no longer known
+    }
+    out.top_jobs.push_back({std::move(name), j.stored_bytes, j.runs});
+  }
+  Json(c, 200, out.ToJson());
 }
 
 void Api::ListMisses(Call& c) {

@@ -249,6 +249,8 @@ Status Coordinator::Start() {
   scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
   applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
   log_hub_ = std::make_unique<LogHub>(&ctx_);
+  pruner_ = std::make_unique<Pruner>(
+      &ctx_, [book](int64_t run) { return book->FindOpen(run) != nullptr; });
   book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
   book_->on_finished = [this](int64_t run) {
     log_hub_->Notify(run);
@@ -333,6 +335,9 @@ Status Coordinator::Lead() {
   log_hub_->Start();
   if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
   scheduler_->Start();
+  // Only the holder prunes: a standby writes nothing, and its pruner is not armed until it
+  // takes over.
+  pruner_->Start();
   return Status::Ok();
 }
 
@@ -391,6 +396,7 @@ Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }
 void Coordinator::LostStore(const std::string& why) {
   if (hold_timer_) hold_timer_->Stop();
   if (standby_timer_) standby_timer_->Stop();
+  if (pruner_) pruner_->Close();
   if (on_lost_store) std::exchange(on_lost_store, nullptr)(why);
 }
 
@@ -400,6 +406,7 @@ void Coordinator::Stop(std::function<void()> done) {
   if (server_) server_->StopAccepting();
   if (dispatcher_) dispatcher_->Close();
   if (log_hub_) log_hub_->Close();
+  if (pruner_) pruner_->Close();
   if (batch_) batch_->Flush();
   auto finish = [this, done = std::move(done)] {
     if (scheduler_) scheduler_->Close();

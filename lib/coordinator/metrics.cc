@@ -48,6 +48,19 @@ std::string Metrics::Render(const std::string& version) const {
           auth_failures_total);
   counter("jobctl_rate_limited_total", "Requests refused by a token's rate limit.",
           rate_limited_total);
+  counter("jobctl_pruned_runs_total", "Runs deleted by retention (runs_for, keep_last).",
+          pruned_runs_total);
+  counter("jobctl_pruned_rows_total",
+          "Store rows deleted by retention: runs, shards, output ends and misses.",
+          pruned_rows_total);
+  counter("jobctl_pruned_log_chunks_total", "Output chunks deleted by retention.",
+          pruned_log_chunks_total);
+  counter("jobctl_pruned_log_bytes_total",
+          "Output bytes deleted by retention (logs_for, logs_max, runs_for).",
+          pruned_log_bytes_total);
+  counter("jobctl_reclaimed_bytes_total",
+          "Free database space given back to the file system after pruning.",
+          reclaimed_bytes_total);
   out +=
       "# HELP jobctl_runs_finished_total Runs that reached a final state.\n"
       "# TYPE jobctl_runs_finished_total counter\n";

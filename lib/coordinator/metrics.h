@@ -35,6 +35,14 @@ struct Metrics {
   uint64_t log_bytes_total = 0;
   uint64_t auth_failures_total = 0;
   uint64_t rate_limited_total = 0;  // requests refused with 429 by a token's rate limit
+  // Retention (Pruner): rows deleted from the store (runs, shards, output ends, misses),
+  // output chunks and bytes deleted from the log store, and space given back to the file
+  // system.
+  uint64_t pruned_rows_total = 0;
+  uint64_t pruned_runs_total = 0;
+  uint64_t pruned_log_chunks_total = 0;
+  uint64_t pruned_log_bytes_total = 0;
+  uint64_t reclaimed_bytes_total = 0;
   std::map<std::string, uint64_t> runs_finished_total;  // by state
   Histogram fire_lateness;                              // run committed - scheduled instant
   Histogram claim_latency;                              // shard pending -> granted

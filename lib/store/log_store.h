@@ -30,6 +30,42 @@ struct LogChunk {
   LogStream stream = LogStream::kStdout;
   int64_t at_ms = 0;
   std::string data;
+  int64_t job_id = 0;  // the run's job, for per-job accounting (0: unknown)
+};
+
+// The output kept for one run, as the log store counts it.
+struct RunOutput {
+  int64_t run_id = 0;
+  int64_t job_id = 0;                // 0: unknown (output stored before jobs were recorded)
+  int64_t bytes = 0;                 // counted, kept or not (RunBytes)
+  int64_t stored_bytes = 0;          // kept: what pruning gives back
+  int64_t last_ms = 0;               // the newest chunk's time
+  bool truncated = false;            // the run reached its cap
+  std::optional<int64_t> pruned_ms;  // the output was deleted by retention then
+  std::string pruned_reason;         // why, as shown to readers: "logs_for 7d"
+};
+
+// Which runs' output ListOutput returns: kept (not pruned), run id above after_run_id, by
+// run id, at most limit; of one job, and last written before a time, when given.
+struct OutputFilter {
+  int64_t after_run_id = 0;
+  std::optional<int64_t> job_id;
+  std::optional<int64_t> last_before_ms;
+  int limit = 100;
+};
+
+struct JobOutput {
+  int64_t job_id = 0;
+  int64_t stored_bytes = 0;
+  int64_t runs = 0;  // runs with output kept
+};
+
+// The size of the log database, for `jobctl store stats`.
+struct LogStoreStats {
+  int64_t file_bytes = 0;
+  int64_t free_bytes = 0;
+  int64_t stored_bytes = 0;  // output kept, all runs
+  bool reclaims_space = false;
 };
 
 struct LogQuery {
@@ -71,6 +107,30 @@ class LogStore {
   // scheduler's store is held in `epoch` (Store::TryHold), this migrates its schema and
   // writes from then on, fenced by that epoch. A no-op for the embedded store.
   virtual Status Hold(int64_t /*epoch*/) { return Status::Ok(); }
+
+  // Retention (the coordinator's Pruner). The accounting of one run's output; none for a run
+  // that never had output.
+  virtual Result<std::optional<RunOutput>> OutputOf(int64_t run_id) = 0;
+  // Runs with output kept, by OutputFilter.
+  virtual Result<std::vector<RunOutput>> ListOutput(const OutputFilter& filter) = 0;
+  // Output kept per job, the largest first, at most limit jobs (job 0: output of unknown job).
+  virtual Result<std::vector<JobOutput>> OutputByJob(int limit) = 0;
+  // Inside a transaction: deletes at most max_chunks chunks of the run's output; once none is
+  // left, the run is marked pruned (at_ms, reason) and the result is true. A run without
+  // output is marked too. Output appended to a pruned run later is not kept (Append answers
+  // kTruncated), so that a pruned run reads as pruned, never as partial. An empty reason is
+  // for a run that no longer exists: once its chunks are gone its accounting goes too
+  // (OutputOf answers none), leaving nothing behind.
+  struct Pruned {
+    bool done = false;
+    int64_t chunks = 0;  // deleted by this call
+    int64_t bytes = 0;
+  };
+  virtual Result<Pruned> PruneOutput(int64_t run_id, int64_t at_ms, const std::string& reason,
+                                     int max_chunks) = 0;
+  virtual Result<LogStoreStats> Stats() = 0;
+  // As Store::ReclaimSpace.
+  virtual Result<int64_t> ReclaimSpace(int64_t max_bytes) = 0;
 };
 
 struct LogStoreOptions {

@@ -122,6 +122,22 @@ CREATE INDEX chunks_by_run ON chunks(run_id, id);
 CREATE TABLE run_bytes(
   run_id INTEGER PRIMARY KEY, bytes INTEGER NOT NULL, truncated INTEGER NOT NULL DEFAULT 0);
 )sql"},
+      // Retention: each run's output knows its job, the bytes it keeps (bytes counts those
+      // over the cap too) and when it was last written, and is marked once it was pruned.
+      // Output stored before this has job 0 (unknown): logs_for prunes it, logs_max does not
+      // count it.
+      {2, R"sql(
+ALTER TABLE run_bytes ADD COLUMN job_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_bytes ADD COLUMN stored INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_bytes ADD COLUMN last_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE run_bytes ADD COLUMN pruned_ms INTEGER;
+ALTER TABLE run_bytes ADD COLUMN pruned_reason TEXT NOT NULL DEFAULT '';
+UPDATE run_bytes SET
+  stored = (SELECT COALESCE(SUM(length(data)), 0) FROM chunks c WHERE c.run_id = run_bytes.run_id),
+  last_ms = COALESCE((SELECT at_ms FROM chunks c WHERE c.run_id = run_bytes.run_id
+                      ORDER BY id DESC LIMIT 1), 0);
+CREATE INDEX run_bytes_kept_by_job ON run_bytes(job_id, run_id) WHERE pruned_ms IS NULL;
+)sql"},
   };
   return kMigrations;
 }

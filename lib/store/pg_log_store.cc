@@ -1,5 +1,7 @@
 #include "store/pg_log_store.h"
 
+#include <algorithm>
+
 #include "store/pg_migrations.h"
 #include "store/pg_store.h"
 
@@ -40,6 +42,15 @@ Status PgLogStore::Hold(int64_t epoch) {
   return Status::Ok();
 }
 
+Result<bool> PgLogStore::HasRetention() {
+  static const Sql kSql{"SELECT version >= 2 FROM jobctl_schema WHERE name = 'logs'"};
+  if (has_retention_ || epoch_ != kStandby) return true;
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  has_retention_ = rows->size() == 1 && rows->Bool(0, 0);
+  return has_retention_;
+}
+
 Status PgLogStore::TakeHolderLock() {
   static const Sql kSql{"SELECT pg_advisory_lock_shared($1)"};
   return db_->Exec(kSql, Params().Add(kHolderLogLock)).status();
@@ -75,21 +86,39 @@ Result<bool> PgLogStore::InsertChunk(const LogChunk& c) {
   return rows->affected() == 1;
 }
 
+Status PgLogStore::AddRunBytes(const LogChunk& c, int64_t counted, int64_t stored, bool truncated) {
+  static const Sql kSql{
+      "INSERT INTO log_run_bytes(run_id, bytes, truncated, job_id, stored, last_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT(run_id) DO UPDATE SET "
+      "bytes = log_run_bytes.bytes + excluded.bytes, "
+      "truncated = log_run_bytes.truncated OR excluded.truncated, "
+      "stored = log_run_bytes.stored + excluded.stored, "
+      "last_ms = GREATEST(log_run_bytes.last_ms, excluded.last_ms), "
+      "job_id = CASE WHEN excluded.job_id <> 0 THEN excluded.job_id ELSE log_run_bytes.job_id END"};
+  return db_
+      ->Exec(kSql, Params().Add(c.run_id).Add(counted).Add(truncated).Add(c.job_id).Add(stored).Add(
+                       c.at_ms))
+      .status();
+}
+
 Result<LogStore::AppendResult> PgLogStore::Append(const LogChunk& c) {
-  static const Sql kRunBytes{"SELECT bytes, truncated FROM log_run_bytes WHERE run_id = $1"};
-  static const Sql kAddBytes{
-      "INSERT INTO log_run_bytes(run_id, bytes, truncated) VALUES($1, $2, $3) "
-      "ON CONFLICT(run_id) DO UPDATE SET bytes = log_run_bytes.bytes + excluded.bytes, "
-      "truncated = log_run_bytes.truncated OR excluded.truncated"};
+  static const Sql kRunBytes{
+      "SELECT bytes, truncated, pruned_ms IS NOT NULL FROM log_run_bytes WHERE run_id = $1"};
   int64_t bytes = 0;
   bool truncated = false;
+  bool pruned = false;
   {
     Result<Rows> rows = db_->Exec(kRunBytes, Params().Add(c.run_id));
     if (!rows.ok()) return rows.status();
     if (rows->size() > 0) {
       bytes = rows->Int(0, 0);
       truncated = rows->Bool(0, 1);
+      pruned = rows->Bool(0, 2);
     }
+  }
+  if (pruned) {
+    // Retention deleted this run's output: a late chunk is not kept.
+    return AppendResult::kTruncated;
   }
   bool over = truncated || bytes + static_cast<int64_t>(c.data.size()) > run_cap_bytes_;
   if (over) {
@@ -103,16 +132,16 @@ Result<LogStore::AppendResult> PgLogStore::Append(const LogChunk& c) {
     Result<bool> stored = InsertChunk(marker);
     if (!stored.ok()) return stored.status();
     if (!*stored) return AppendResult::kDuplicate;
-    Result<Rows> r = db_->Exec(kAddBytes, Params().Add(c.run_id).Add(int64_t{0}).Add(true));
-    if (!r.ok()) return r.status();
+    if (Status s = AddRunBytes(c, 0, static_cast<int64_t>(marker.data.size()), true); !s.ok()) {
+      return s;
+    }
     return AppendResult::kTruncated;
   }
   Result<bool> stored = InsertChunk(c);
   if (!stored.ok()) return stored.status();
   if (!*stored) return AppendResult::kDuplicate;
-  Result<Rows> r = db_->Exec(
-      kAddBytes, Params().Add(c.run_id).Add(static_cast<int64_t>(c.data.size())).Add(false));
-  if (!r.ok()) return r.status();
+  int64_t size = static_cast<int64_t>(c.data.size());
+  if (Status s = AddRunBytes(c, size, size, false); !s.ok()) return s;
   return AppendResult::kStored;
 }
 
@@ -178,6 +207,129 @@ Result<int64_t> PgLogStore::RunBytes(int64_t run_id) {
   Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id));
   if (!rows.ok()) return rows.status();
   return rows->size() > 0 ? rows->Int(0, 0) : 0;
+}
+
+namespace {
+
+constexpr const char* kOutputColumns =
+    "SELECT run_id, job_id, bytes, stored, last_ms, truncated, pruned_ms, pruned_reason "
+    "FROM log_run_bytes ";
+
+RunOutput ReadOutput(const Rows& rows, int i) {
+  return {rows.Int(i, 0), rows.Int(i, 1),  rows.Int(i, 2),    rows.Int(i, 3),
+          rows.Int(i, 4), rows.Bool(i, 5), rows.OptInt(i, 6), rows.Text(i, 7)};
+}
+
+}  // namespace
+
+Result<std::optional<RunOutput>> PgLogStore::OutputOf(int64_t run_id) {
+  static const Sql kSql{std::string(kOutputColumns) + "WHERE run_id = $1"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::optional<RunOutput>();
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id));
+  if (!rows.ok()) return rows.status();
+  std::optional<RunOutput> out;
+  if (rows->size() > 0) out = ReadOutput(*rows, 0);
+  return out;
+}
+
+Result<std::vector<RunOutput>> PgLogStore::ListOutput(const OutputFilter& f) {
+  // Of one job: the log_run_bytes_kept_by_job index; else the table in run id order.
+  static const Sql kAll{std::string(kOutputColumns) +
+                        "WHERE pruned_ms IS NULL AND run_id > $1 "
+                        "AND ($2::bigint IS NULL OR last_ms < $2) ORDER BY run_id LIMIT $3"};
+  static const Sql kOfJob{std::string(kOutputColumns) +
+                          "WHERE job_id = $4 AND pruned_ms IS NULL AND run_id > $1 "
+                          "AND ($2::bigint IS NULL OR last_ms < $2) ORDER BY run_id LIMIT $3"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::vector<RunOutput>();
+  Params p;
+  p.Add(f.after_run_id).Add(f.last_before_ms).Add(std::max(f.limit, 1));
+  if (f.job_id) p.Add(*f.job_id);
+  Result<Rows> rows = db_->Exec(f.job_id ? kOfJob : kAll, p);
+  if (!rows.ok()) return rows.status();
+  std::vector<RunOutput> out;
+  for (int i = 0; i < rows->size(); ++i) out.push_back(ReadOutput(*rows, i));
+  return out;
+}
+
+Result<std::vector<JobOutput>> PgLogStore::OutputByJob(int limit) {
+  static const Sql kSql{
+      "SELECT job_id, SUM(stored) AS total, COUNT(*) FROM log_run_bytes WHERE pruned_ms IS NULL "
+      "GROUP BY job_id ORDER BY total DESC, job_id LIMIT $1"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  if (!*has) return std::vector<JobOutput>();
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(std::max(limit, 1)));
+  if (!rows.ok()) return rows.status();
+  std::vector<JobOutput> out;
+  for (int i = 0; i < rows->size(); ++i) {
+    out.push_back({rows->Int(i, 0), rows->Int(i, 1), rows->Int(i, 2)});
+  }
+  return out;
+}
+
+Result<LogStore::Pruned> PgLogStore::PruneOutput(int64_t run_id, int64_t at_ms,
+                                                 const std::string& reason, int max_chunks) {
+  static const Sql kSelect{
+      "SELECT id, octet_length(data) FROM log_chunks WHERE run_id = $1 ORDER BY id LIMIT $2"};
+  static const Sql kDelete{"DELETE FROM log_chunks WHERE run_id = $1 AND id <= $2"};
+  static const Sql kLess{
+      "UPDATE log_run_bytes SET stored = GREATEST(stored - $2, 0) WHERE run_id = $1"};
+  static const Sql kMark{
+      "INSERT INTO log_run_bytes(run_id, bytes, stored, pruned_ms, pruned_reason) "
+      "VALUES($1, 0, 0, $2, $3) ON CONFLICT(run_id) DO UPDATE SET stored = 0, "
+      "pruned_ms = excluded.pruned_ms, pruned_reason = excluded.pruned_reason"};
+  static const Sql kForget{"DELETE FROM log_run_bytes WHERE run_id = $1"};
+  Pruned out;
+  const int limit = std::max(max_chunks, 1);
+  // One more than the limit: output is left after this call when it comes back.
+  Result<Rows> rows = db_->Exec(kSelect, Params().Add(run_id).Add(limit + 1));
+  if (!rows.ok()) return rows.status();
+  int64_t last_id = 0;
+  for (int i = 0; i < rows->size() && i < limit; ++i) {
+    last_id = rows->Int(i, 0);
+    out.bytes += rows->Int(i, 1);
+    ++out.chunks;
+  }
+  out.done = rows->size() <= limit;
+  if (out.chunks > 0) {
+    if (Status s = db_->Exec(kDelete, Params().Add(run_id).Add(last_id)).status(); !s.ok()) {
+      return s;
+    }
+    if (Status s = db_->Exec(kLess, Params().Add(run_id).Add(out.bytes)).status(); !s.ok()) {
+      return s;
+    }
+  }
+  if (out.done && reason.empty()) {
+    if (Status s = db_->Exec(kForget, Params().Add(run_id)).status(); !s.ok()) return s;
+  } else if (out.done) {
+    Status s = db_->Exec(kMark, Params().Add(run_id).Add(at_ms).Add(reason)).status();
+    if (!s.ok()) return s;
+  }
+  return out;
+}
+
+Result<LogStoreStats> PgLogStore::Stats() {
+  static const Sql kSql{
+      "SELECT COALESCE((SELECT SUM(pg_total_relation_size(to_regclass(t))) "
+      "FROM unnest(ARRAY['log_chunks', 'log_run_bytes']) t), 0)::bigint, "
+      "COALESCE((SELECT SUM(stored) FROM log_run_bytes), 0)::bigint"};
+  // A holder's older schema counts no bytes kept: the chunks' size then.
+  static const Sql kOld{
+      "SELECT COALESCE((SELECT SUM(pg_total_relation_size(to_regclass(t))) "
+      "FROM unnest(ARRAY['log_chunks', 'log_run_bytes']) t), 0)::bigint, "
+      "COALESCE((SELECT SUM(octet_length(data)) FROM log_chunks), 0)::bigint"};
+  Result<bool> has = HasRetention();
+  if (!has.ok()) return has.status();
+  Result<Rows> rows = db_->Exec(*has ? kSql : kOld);
+  if (!rows.ok()) return rows.status();
+  LogStoreStats out;
+  out.file_bytes = rows->Int(0, 0);
+  out.stored_bytes = rows->Int(0, 1);
+  return out;
 }
 
 }  // namespace jobctl::store

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "store/log_store.h"
 #include "store/pg.h"
@@ -34,13 +36,32 @@ class PgLogStore final : public LogStore {
   Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) override;
   Result<int64_t> RunBytes(int64_t run_id) override;
 
+  Result<std::optional<RunOutput>> OutputOf(int64_t run_id) override;
+  Result<std::vector<RunOutput>> ListOutput(const OutputFilter& filter) override;
+  Result<std::vector<JobOutput>> OutputByJob(int limit) override;
+  Result<Pruned> PruneOutput(int64_t run_id, int64_t at_ms, const std::string& reason,
+                             int max_chunks) override;
+  // The log tables' size on disk (pg_total_relation_size: heap, TOAST and indexes). Free
+  // space inside them is not reported (0): PostgreSQL has no cheap measure of it.
+  Result<LogStoreStats> Stats() override;
+  // Nothing, 0: PostgreSQL has no incremental vacuum, and VACUUM cannot run inside a
+  // transaction. Autovacuum makes the space of deleted chunks reusable by new ones; the
+  // tables' files do not shrink (see jobctl-coordinator.toml(5)).
+  Result<int64_t> ReclaimSpace(int64_t /*max_bytes*/) override { return int64_t{0}; }
+
  private:
   PgLogStore() = default;
   // Marks this session as a holder's log session (kHolderLogLock, shared), so that the next
   // holder ends it when it takes over.
   Status TakeHolderLock();
+  // Whether the log tables have the retention accounting (log schema version 2). Always,
+  // once this store migrated them; a standby's may be a holder's older schema, and its
+  // reads then answer as for runs without accounting, rather than fail.
+  Result<bool> HasRetention();
   // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
   Result<bool> InsertChunk(const LogChunk& chunk);
+  // Adds to the run's accounting: `counted` bytes toward its cap, `stored` bytes kept.
+  Status AddRunBytes(const LogChunk& chunk, int64_t counted, int64_t stored, bool truncated);
 
   std::unique_ptr<pg::Connection> db_;
   int64_t run_cap_bytes_ = 0;
@@ -48,6 +69,7 @@ class PgLogStore final : public LogStore {
   // transaction until Hold.
   static constexpr int64_t kStandby = -2;
   int64_t epoch_ = -1;
+  bool has_retention_ = false;  // known to be there (it never goes away)
 };
 
 }  // namespace jobctl::store

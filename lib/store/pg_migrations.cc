@@ -89,6 +89,21 @@ CREATE INDEX log_chunks_by_run ON log_chunks(run_id, id);
 CREATE TABLE log_run_bytes(
   run_id BIGINT PRIMARY KEY, bytes BIGINT NOT NULL, truncated BOOLEAN NOT NULL DEFAULT false);
 )sql"},
+      // Retention, as the SQLite log file's version 2: each run's output knows its job, the
+      // bytes it keeps (bytes counts those over the cap too) and when it was last written,
+      // and is marked once it was pruned. Output stored before this has job 0 (unknown):
+      // logs_for prunes it, logs_max does not count it.
+      {2, R"sql(
+ALTER TABLE log_run_bytes ADD COLUMN job_id BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN stored BIGINT NOT NULL DEFAULT 0, ADD COLUMN last_ms BIGINT NOT NULL DEFAULT 0,
+  ADD COLUMN pruned_ms BIGINT, ADD COLUMN pruned_reason TEXT NOT NULL DEFAULT '';
+UPDATE log_run_bytes b SET
+  stored = COALESCE((SELECT SUM(octet_length(c.data)) FROM log_chunks c
+                     WHERE c.run_id = b.run_id), 0),
+  last_ms = COALESCE((SELECT c.at_ms FROM log_chunks c WHERE c.run_id = b.run_id
+                      ORDER BY c.id DESC LIMIT 1), 0);
+CREATE INDEX log_run_bytes_kept_by_job ON log_run_bytes(job_id, run_id) WHERE pruned_ms IS NULL;
+)sql"},
   };
   return kMigrations;
 }

@@ -4,6 +4,7 @@
 // tables whole in memory.
 #include "store/pg_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -940,6 +941,78 @@ Result<std::vector<EventRow>> PgStore::ListEvents(const EventFilter& f) {
     out.push_back({rows->Int(i, 0), rows->Int(i, 1), rows->Text(i, 2), rows->Text(i, 3),
                    rows->OptInt(i, 4), rows->Text(i, 5), rows->Text(i, 6)});
   }
+  return out;
+}
+
+Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
+  // A run is kept when it is one of the keep_last newest of its job: its id is at least the
+  // keep_last-th newest id (runs_by_job answers that in keep_last steps). A job with fewer
+  // runs keeps them all.
+  static const Sql kScan{
+      "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
+      "$2::integer > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
+      "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0) "
+      "FROM runs r WHERE r.id > $1 ORDER BY r.id LIMIT $3"};
+  static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ANY($1::bigint[])"};
+  static const Sql kShards{"DELETE FROM shards WHERE run_id = ANY($1::bigint[])"};
+  static const Sql kRuns{"DELETE FROM runs WHERE id = ANY($1::bigint[])"};
+  static const Sql kMisses{
+      "DELETE FROM misses WHERE id IN (SELECT id FROM misses WHERE last_ms < $1 ORDER BY id "
+      "LIMIT $2)"};
+  PrunedRuns out;
+  const int limit = std::max(r.limit, 1);
+  const int scan = limit * 4;
+  Result<Rows> rows = db_->Exec(kScan, Params().Add(r.after_id).Add(r.keep_last).Add(scan));
+  if (!rows.ok()) return rows.status();
+  int seen = 0;
+  int64_t last = r.after_id;
+  bool reached_new = false;
+  for (int i = 0; i < rows->size() && static_cast<int>(out.run_ids.size()) < limit; ++i) {
+    ++seen;
+    // Runs are created in id order: past the first one created after the bound, none has
+    // ended before it.
+    if (rows->Int(i, 2) >= r.ended_before_ms) {
+      reached_new = true;
+      break;
+    }
+    last = rows->Int(i, 0);
+    std::string_view state = rows->View(i, 1);
+    std::optional<int64_t> finished = rows->OptInt(i, 3);
+    bool open = state == "pending" || state == "running";
+    if (open || rows->Bool(i, 4) || !finished || *finished >= r.ended_before_ms) continue;
+    out.run_ids.push_back(last);
+  }
+  if (!out.run_ids.empty()) {
+    std::string ids = ArrayOf(out.run_ids, [](int64_t id) { return std::to_string(id); });
+    // Rows that name a run first: the foreign keys.
+    for (const Sql* sql : {&kEnds, &kShards, &kRuns}) {
+      Result<Rows> deleted = db_->Exec(*sql, Params().Add(ids));
+      if (!deleted.ok()) return deleted.status();
+      out.rows += deleted->affected();
+    }
+  }
+  Result<Rows> misses = db_->Exec(kMisses, Params().Add(r.ended_before_ms).Add(limit));
+  if (!misses.ok()) return misses.status();
+  out.rows += misses->affected();
+  // The end of the table (fewer rows than asked) or a run too new ends the pass.
+  bool more = !reached_new && (static_cast<int>(out.run_ids.size()) >= limit || seen >= scan);
+  out.next_after_id = more ? last : 0;
+  return out;
+}
+
+Result<StoreStats> PgStore::Stats() {
+  // Every table of PgSchedulerMigrations.
+  static const Sql kSql{
+      "SELECT COALESCE((SELECT SUM(pg_total_relation_size(to_regclass(t))) FROM unnest(ARRAY["
+      "'counters', 'revisions', 'jobs', 'runs', 'shards', 'leases', 'misses', 'agents', "
+      "'tokens', 'events', 'output_ends', 'leader']) t), 0)::bigint, "
+      "(SELECT COUNT(*) FROM runs), (SELECT MIN(created_ms) FROM runs)"};
+  Result<Rows> rows = db_->Exec(kSql);
+  if (!rows.ok()) return rows.status();
+  StoreStats out;
+  out.file_bytes = rows->Int(0, 0);
+  out.runs = rows->Int(0, 1);
+  out.oldest_run_ms = rows->OptInt(0, 2);
   return out;
 }
 

@@ -111,6 +111,15 @@ class PgStore final : public Store {
   Status InsertEvent(const EventRow& event) override;
   Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) override;
 
+  Result<PrunedRuns> PruneRuns(const RunRetention& retention) override;
+  // The scheduler's tables' size on disk (pg_total_relation_size: heap, TOAST and indexes).
+  // Free space inside them is not reported (0): PostgreSQL has no cheap measure of it.
+  Result<StoreStats> Stats() override;
+  // Nothing, 0: PostgreSQL has no incremental vacuum, and VACUUM cannot run inside a
+  // transaction. Autovacuum makes the space of deleted rows reusable by new ones; the
+  // tables' files do not shrink (see jobctl-coordinator.toml(5)).
+  Result<int64_t> ReclaimSpace(int64_t /*max_bytes*/) override { return int64_t{0}; }
+
  private:
   PgStore() = default;
   // Takes the lock if it is free: true when this session holds it now.

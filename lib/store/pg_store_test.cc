@@ -10,6 +10,7 @@
 
 #include "store/log_store.h"
 #include "store/pg.h"
+#include "store/pg_migrations.h"
 #include "store/store.h"
 #include "testlib/postgres.h"
 
@@ -275,6 +276,35 @@ TEST_F(PgStoreTest, AfterARestartAStandbyStoreLeavesTheDatabaseToItsHolderForHol
   }
   ASSERT_TRUE(got.ok() && *got) << got.status().ToString();
   EXPECT_EQ(*(*standby)->GetCounter("kept"), 5);
+}
+
+// A standby never migrates: the coordinator that holds the database may be an older one,
+// whose log tables lack the retention accounting (log schema version 1). The standby's
+// reads answer as for output without accounting (nothing pruned), rather than fail.
+TEST_F(PgStoreTest, AStandbysLogStoreReadsAHoldersLogTablesWithoutRetention) {
+  {
+    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
+    ASSERT_TRUE(older.ok()) << older.status().ToString();
+    ASSERT_TRUE((*older)->Migrate("logs", {PgLogMigrations()[0]}).ok());
+    ASSERT_TRUE((*older)
+                    ->Script("INSERT INTO log_chunks(run_id, shard, attempt, seq, stream, at_ms, "
+                             "data) VALUES(7, 0, 1, 1, 1, 10, 'hello'::bytea); "
+                             "INSERT INTO log_run_bytes(run_id, bytes) VALUES(7, 5)")
+                    .ok());
+  }
+  Result<std::unique_ptr<LogStore>> logs =
+      OpenLogStore({.url = url_, .run_cap_bytes = 100, .standby = true});
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  Result<std::optional<RunOutput>> output = (*logs)->OutputOf(7);
+  ASSERT_TRUE(output.ok()) << output.status().ToString();
+  EXPECT_FALSE(output->has_value());
+  EXPECT_TRUE((*logs)->ListOutput({})->empty());
+  EXPECT_TRUE((*logs)->OutputByJob(10)->empty());
+  Result<LogStoreStats> stats = (*logs)->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->stored_bytes, 5);
+  EXPECT_EQ((*logs)->Read({.run_id = 7})->size(), 1u);
+  EXPECT_EQ(*(*logs)->RunBytes(7), 5);
 }
 
 TEST_F(PgStoreTest, AFailedStatementRollsTheTransactionBackAndCommitSaysSo) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/job.h"
 #include "model/run.h"
@@ -143,6 +144,32 @@ struct RunFilter {
   std::optional<int64_t> since_ms;  // created at or after
   int limit = 50;
   std::optional<int64_t> before_id;  // paging: runs with id < before_id
+};
+
+// Which runs Store::PruneRuns may delete: those that ended before ended_before_ms and are
+// not among the newest keep_last runs of their job; never a run still pending or running.
+struct RunRetention {
+  int64_t ended_before_ms = 0;
+  int keep_last = 20;
+  int limit = 100;       // runs deleted at most by one call
+  int64_t after_id = 0;  // the scan resumes after this run id; 0: from the oldest run
+};
+
+struct PrunedRuns {
+  std::vector<int64_t> run_ids;  // the runs deleted, oldest first
+  int64_t rows = 0;              // rows deleted in all: runs, shards, output ends and misses
+  // Where the next call resumes (its after_id): 0 once the scan reached runs that are too
+  // new, so that the next pass starts again from the oldest.
+  int64_t next_after_id = 0;
+};
+
+// The size of a store's database and its oldest run, for `jobctl store stats`.
+struct StoreStats {
+  int64_t file_bytes = 0;  // the database as allocated (SQLite: page_count * page_size)
+  int64_t free_bytes = 0;  // of which unused, to be given back (SQLite: the freelist)
+  int64_t runs = 0;
+  std::optional<int64_t> oldest_run_ms;  // the oldest run's creation; none without runs
+  bool reclaims_space = false;  // free space is given back to the file system (ReclaimSpace)
 };
 
 }  // namespace jobctl::store

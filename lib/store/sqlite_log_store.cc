@@ -4,6 +4,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 #include "store/migrations.h"
 
 namespace jobctl::store {
@@ -35,26 +37,41 @@ Result<bool> SqliteLogStore::InsertChunk(const LogChunk& chunk) {
   return sqlite3_changes(db_.handle()) == 1;
 }
 
-Status SqliteLogStore::AddRunBytes(int64_t run_id, int64_t bytes) {
+Status SqliteLogStore::AddRunBytes(const LogChunk& c, int64_t counted, int64_t stored) {
   static const Sql kSql{
-      "INSERT INTO run_bytes(run_id, bytes) VALUES(?1, ?2) "
-      "ON CONFLICT(run_id) DO UPDATE SET bytes = bytes + excluded.bytes"};
-  return db_.Use(kSql).Bind(1, run_id).Bind(2, bytes).Exec();
+      "INSERT INTO run_bytes(run_id, bytes, job_id, stored, last_ms) VALUES(?1, ?2, ?3, ?4, ?5) "
+      "ON CONFLICT(run_id) DO UPDATE SET bytes = bytes + excluded.bytes, "
+      "stored = stored + excluded.stored, last_ms = MAX(last_ms, excluded.last_ms), "
+      "job_id = CASE WHEN excluded.job_id != 0 THEN excluded.job_id ELSE job_id END"};
+  return db_.Use(kSql)
+      .Bind(1, c.run_id)
+      .Bind(2, counted)
+      .Bind(3, c.job_id)
+      .Bind(4, stored)
+      .Bind(5, c.at_ms)
+      .Exec();
 }
 
 Result<LogStore::AppendResult> SqliteLogStore::Append(const LogChunk& c) {
-  static const Sql kRunBytes{"SELECT bytes, truncated FROM run_bytes WHERE run_id = ?1"};
+  static const Sql kRunBytes{
+      "SELECT bytes, truncated, pruned_ms IS NOT NULL FROM run_bytes WHERE run_id = ?1"};
   static const Sql kMarkTruncated{"UPDATE run_bytes SET truncated = 1 WHERE run_id = ?1"};
   int64_t bytes = 0;
   bool truncated = false;
+  bool pruned = false;
   {
     auto use = db_.Use(kRunBytes);
     use.Bind(1, c.run_id);
     if (use.Step()) {
       bytes = use.Int(0);
       truncated = use.Int(1) != 0;
+      pruned = use.Int(2) != 0;
     }
     if (!use.status().ok()) return use.status();
+  }
+  if (pruned) {
+    // Retention deleted this run's output: a late chunk is not kept.
+    return AppendResult::kTruncated;
   }
   bool over = truncated || bytes + static_cast<int64_t>(c.data.size()) > run_cap_bytes_;
   if (over) {
@@ -68,14 +85,15 @@ Result<LogStore::AppendResult> SqliteLogStore::Append(const LogChunk& c) {
     Result<bool> stored = InsertChunk(marker);
     if (!stored.ok()) return stored.status();
     if (!*stored) return AppendResult::kDuplicate;
-    if (Status s = AddRunBytes(c.run_id, 0); !s.ok()) return s;
+    if (Status s = AddRunBytes(c, 0, static_cast<int64_t>(marker.data.size())); !s.ok()) return s;
     if (Status s = db_.Use(kMarkTruncated).Bind(1, c.run_id).Exec(); !s.ok()) return s;
     return AppendResult::kTruncated;
   }
   Result<bool> stored = InsertChunk(c);
   if (!stored.ok()) return stored.status();
   if (!*stored) return AppendResult::kDuplicate;
-  if (Status s = AddRunBytes(c.run_id, static_cast<int64_t>(c.data.size())); !s.ok()) return s;
+  int64_t size = static_cast<int64_t>(c.data.size());
+  if (Status s = AddRunBytes(c, size, size); !s.ok()) return s;
   return AppendResult::kStored;
 }
 
@@ -128,6 +146,113 @@ Result<int64_t> SqliteLogStore::RunBytes(int64_t run_id) {
   int64_t bytes = use.Step() ? use.Int(0) : 0;
   if (!use.status().ok()) return use.status();
   return bytes;
+}
+
+namespace {
+
+constexpr const char* kOutputColumns =
+    "SELECT run_id, job_id, bytes, stored, last_ms, truncated, pruned_ms, pruned_reason "
+    "FROM run_bytes ";
+
+RunOutput ReadOutput(const Statement::Use& use) {
+  return {use.Int(0), use.Int(1),      use.Int(2),    use.Int(3),
+          use.Int(4), use.Int(5) != 0, use.OptInt(6), use.Text(7)};
+}
+
+}  // namespace
+
+Result<std::optional<RunOutput>> SqliteLogStore::OutputOf(int64_t run_id) {
+  static const Sql kSql{std::string(kOutputColumns) + "WHERE run_id = ?1"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, run_id);
+  std::optional<RunOutput> out;
+  if (use.Step()) out = ReadOutput(use);
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Result<std::vector<RunOutput>> SqliteLogStore::ListOutput(const OutputFilter& f) {
+  // Of one job: the run_bytes_kept_by_job index; else the table in run id order.
+  static const Sql kAll{std::string(kOutputColumns) +
+                        "WHERE pruned_ms IS NULL AND run_id > ?1 AND (?2 IS NULL OR last_ms < ?2) "
+                        "ORDER BY run_id LIMIT ?3"};
+  static const Sql kOfJob{std::string(kOutputColumns) +
+                          "WHERE job_id = ?4 AND pruned_ms IS NULL AND run_id > ?1 "
+                          "AND (?2 IS NULL OR last_ms < ?2) ORDER BY run_id LIMIT ?3"};
+  auto use = db_.Use(f.job_id ? kOfJob : kAll);
+  use.Bind(1, f.after_run_id).Bind(2, f.last_before_ms).Bind(3, std::max(f.limit, 1));
+  if (f.job_id) use.Bind(4, *f.job_id);
+  std::vector<RunOutput> out;
+  while (use.Step()) out.push_back(ReadOutput(use));
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Result<std::vector<JobOutput>> SqliteLogStore::OutputByJob(int limit) {
+  static const Sql kSql{
+      "SELECT job_id, SUM(stored) AS total, COUNT(*) FROM run_bytes WHERE pruned_ms IS NULL "
+      "GROUP BY job_id ORDER BY total DESC, job_id LIMIT ?1"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, std::max(limit, 1));
+  std::vector<JobOutput> out;
+  while (use.Step()) out.push_back({use.Int(0), use.Int(1), use.Int(2)});
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Result<LogStore::Pruned> SqliteLogStore::PruneOutput(int64_t run_id, int64_t at_ms,
+                                                     const std::string& reason, int max_chunks) {
+  static const Sql kSelect{
+      "SELECT id, length(data) FROM chunks WHERE run_id = ?1 ORDER BY id LIMIT ?2"};
+  static const Sql kDelete{"DELETE FROM chunks WHERE run_id = ?1 AND id <= ?2"};
+  static const Sql kLess{"UPDATE run_bytes SET stored = MAX(stored - ?2, 0) WHERE run_id = ?1"};
+  static const Sql kMark{
+      "INSERT INTO run_bytes(run_id, bytes, stored, pruned_ms, pruned_reason) "
+      "VALUES(?1, 0, 0, ?2, ?3) ON CONFLICT(run_id) DO UPDATE SET stored = 0, "
+      "pruned_ms = excluded.pruned_ms, pruned_reason = excluded.pruned_reason"};
+  static const Sql kForget{"DELETE FROM run_bytes WHERE run_id = ?1"};
+  Pruned out;
+  int64_t last_id = 0;
+  const int limit = std::max(max_chunks, 1);
+  {
+    auto use = db_.Use(kSelect);
+    use.Bind(1, run_id).Bind(2, limit + 1);
+    int rows = 0;
+    while (use.Step()) {
+      if (++rows > limit) break;  // one more than the limit: output is left after this call
+      last_id = use.Int(0);
+      out.bytes += use.Int(1);
+      ++out.chunks;
+    }
+    if (!use.status().ok()) return use.status();
+    out.done = rows <= limit;
+  }
+  if (out.chunks > 0) {
+    if (Status s = db_.Use(kDelete).Bind(1, run_id).Bind(2, last_id).Exec(); !s.ok()) return s;
+    if (Status s = db_.Use(kLess).Bind(1, run_id).Bind(2, out.bytes).Exec(); !s.ok()) return s;
+  }
+  if (out.done && reason.empty()) {
+    if (Status s = db_.Use(kForget).Bind(1, run_id).Exec(); !s.ok()) return s;
+  } else if (out.done) {
+    if (Status s = db_.Use(kMark).Bind(1, run_id).Bind(2, at_ms).Bind(3, reason).Exec(); !s.ok()) {
+      return s;
+    }
+  }
+  return out;
+}
+
+Result<LogStoreStats> SqliteLogStore::Stats() {
+  static const Sql kStored{"SELECT COALESCE(SUM(stored), 0) FROM run_bytes"};
+  Result<Database::Space> space = db_.SpaceUsed();
+  if (!space.ok()) return space.status();
+  LogStoreStats out;
+  out.file_bytes = space->file_bytes;
+  out.free_bytes = space->free_bytes;
+  out.reclaims_space = space->incremental;
+  auto use = db_.Use(kStored);
+  if (use.Step()) out.stored_bytes = use.Int(0);
+  if (!use.status().ok()) return use.status();
+  return out;
 }
 
 }  // namespace jobctl::store

@@ -27,11 +27,20 @@ class SqliteLogStore final : public LogStore {
   Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) override;
   Result<int64_t> RunBytes(int64_t run_id) override;
 
+  Result<std::optional<RunOutput>> OutputOf(int64_t run_id) override;
+  Result<std::vector<RunOutput>> ListOutput(const OutputFilter& filter) override;
+  Result<std::vector<JobOutput>> OutputByJob(int limit) override;
+  Result<Pruned> PruneOutput(int64_t run_id, int64_t at_ms, const std::string& reason,
+                             int max_chunks) override;
+  Result<LogStoreStats> Stats() override;
+  Result<int64_t> ReclaimSpace(int64_t max_bytes) override { return db_.Reclaim(max_bytes); }
+
  private:
   SqliteLogStore() = default;
   // Stores the chunk unless (run, shard, attempt, seq) is already there; false then.
   Result<bool> InsertChunk(const LogChunk& chunk);
-  Status AddRunBytes(int64_t run_id, int64_t bytes);
+  // Counts `counted` bytes for the chunk's run, of which `stored` were kept.
+  Status AddRunBytes(const LogChunk& chunk, int64_t counted, int64_t stored);
 
   Database db_;
   int64_t run_cap_bytes_ = 0;

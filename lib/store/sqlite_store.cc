@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "store/migrations.h"
@@ -635,6 +636,80 @@ Result<std::vector<EventRow>> SqliteStore::ListEvents(const EventFilter& f) {
   while (use.Step()) {
     out.push_back({use.Int(0), use.Int(1), use.Text(2), use.Text(3), use.OptInt(4), use.Text(5),
                    use.Text(6)});
+  }
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
+  // A run is kept when it is one of the keep_last newest of its job: its id is at least the
+  // keep_last-th newest id (runs_by_job answers that in keep_last steps). A job with fewer
+  // runs keeps them all.
+  static const Sql kScan{
+      "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
+      "?2 > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
+      "ORDER BY n.id DESC LIMIT 1 OFFSET ?2 - 1), 0) "
+      "FROM runs r WHERE r.id > ?1 ORDER BY r.id LIMIT ?3"};
+  static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ?1"};
+  static const Sql kShards{"DELETE FROM shards WHERE run_id = ?1"};
+  static const Sql kRun{"DELETE FROM runs WHERE id = ?1"};
+  static const Sql kMisses{
+      "DELETE FROM misses WHERE id IN (SELECT id FROM misses WHERE last_ms < ?1 ORDER BY id "
+      "LIMIT ?2)"};
+  PrunedRuns out;
+  const int limit = std::max(r.limit, 1);
+  const int scan = limit * 4;
+  int seen = 0;
+  int64_t last = r.after_id;
+  bool reached_new = false;
+  {
+    auto use = db_.Use(kScan);
+    use.Bind(1, r.after_id).Bind(2, r.keep_last).Bind(3, scan);
+    while (static_cast<int>(out.run_ids.size()) < limit && use.Step()) {
+      ++seen;
+      // Runs are created in id order: past the first one created after the bound, none has
+      // ended before it.
+      if (use.Int(2) >= r.ended_before_ms) {
+        reached_new = true;
+        break;
+      }
+      last = use.Int(0);
+      std::string state = use.Text(1);
+      std::optional<int64_t> finished = use.OptInt(3);
+      bool open = state == "pending" || state == "running";
+      if (open || use.Int(4) != 0 || !finished || *finished >= r.ended_before_ms) continue;
+      out.run_ids.push_back(last);
+    }
+    if (!use.status().ok()) return use.status();
+  }
+  for (int64_t id : out.run_ids) {
+    for (const Sql* sql : {&kEnds, &kShards, &kRun}) {
+      if (Status s = db_.Use(*sql).Bind(1, id).Exec(); !s.ok()) return s;
+      out.rows += sqlite3_changes(db_.handle());
+    }
+  }
+  if (Status s = db_.Use(kMisses).Bind(1, r.ended_before_ms).Bind(2, limit).Exec(); !s.ok()) {
+    return s;
+  }
+  out.rows += sqlite3_changes(db_.handle());
+  // The end of the table (fewer rows than asked) or a run too new ends the pass.
+  bool more = !reached_new && (static_cast<int>(out.run_ids.size()) >= limit || seen >= scan);
+  out.next_after_id = more ? last : 0;
+  return out;
+}
+
+Result<StoreStats> SqliteStore::Stats() {
+  static const Sql kRuns{"SELECT COUNT(*), MIN(created_ms) FROM runs"};
+  Result<Database::Space> space = db_.SpaceUsed();
+  if (!space.ok()) return space.status();
+  StoreStats out;
+  out.file_bytes = space->file_bytes;
+  out.free_bytes = space->free_bytes;
+  out.reclaims_space = space->incremental;
+  auto use = db_.Use(kRuns);
+  if (use.Step()) {
+    out.runs = use.Int(0);
+    out.oldest_run_ms = use.OptInt(1);
   }
   if (!use.status().ok()) return use.status();
   return out;

@@ -72,6 +72,10 @@ class SqliteStore final : public Store {
   Result<int64_t> RevokeAgentTokens(const std::string& agent, int64_t at_ms) override;
   Status ForEachToken(const std::function<void(TokenRow&&)>& fn) override;
 
+  Result<PrunedRuns> PruneRuns(const RunRetention& retention) override;
+  Result<StoreStats> Stats() override;
+  Result<int64_t> ReclaimSpace(int64_t max_bytes) override { return db_.Reclaim(max_bytes); }
+
   using Store::InsertEvent;
   Status InsertEvent(const EventRow& event) override;
   Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) override;

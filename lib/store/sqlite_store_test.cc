@@ -40,6 +40,41 @@ TEST(SqliteStoreTest, RefusesADatabaseFromANewerVersion) {
   std::filesystem::remove_all(dir);
 }
 
+// A file made before retention (auto_vacuum=NONE) could never give freed pages back: a small
+// one is converted when it is opened, keeping what it holds.
+TEST(SqliteStoreTest, AFileWithoutIncrementalVacuumIsConvertedAtOpen) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/logs.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA auto_vacuum=NONE; CREATE TABLE chunks(id INTEGER PRIMARY KEY, "
+                         "run_id INTEGER NOT NULL, shard INTEGER NOT NULL, attempt INTEGER NOT "
+                         "NULL, seq INTEGER NOT NULL, stream INTEGER NOT NULL, at_ms INTEGER NOT "
+                         "NULL, data BLOB NOT NULL); CREATE UNIQUE INDEX chunks_key ON "
+                         "chunks(run_id, shard, attempt, seq); CREATE INDEX chunks_by_run ON "
+                         "chunks(run_id, id); CREATE TABLE run_bytes(run_id INTEGER PRIMARY KEY, "
+                         "bytes INTEGER NOT NULL, truncated INTEGER NOT NULL DEFAULT 0); "
+                         "INSERT INTO chunks VALUES(1, 7, 0, 1, 1, 1, 50, 'old output'); "
+                         "INSERT INTO run_bytes VALUES(7, 10, 0); PRAGMA user_version=1;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto logs = OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = 1 << 20});
+  ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+  Result<LogStoreStats> stats = (*logs)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_TRUE(stats->reclaims_space);
+  // Migrated: the output knows its bytes and when it was last written.
+  Result<std::optional<RunOutput>> out = (*logs)->OutputOf(7);
+  ASSERT_TRUE(out.ok() && out->has_value()) << out.status().ToString();
+  EXPECT_EQ((*out)->stored_bytes, 10);
+  EXPECT_EQ((*out)->last_ms, 50);
+  EXPECT_EQ((*out)->job_id, 0);
+  logs->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StoreMigrationTest, JobsStoredBeforeTimingColumnsGetThemFromTheirSpec) {
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());

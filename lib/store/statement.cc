@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -200,6 +201,8 @@ Status Database::Open(const std::string& path, const std::vector<Migration>& mig
       return s.WithContext(path);
     }
   }
+  // Before the first table is created, where it takes effect without a VACUUM.
+  if (Status s = Exec("PRAGMA auto_vacuum=INCREMENTAL"); !s.ok()) return s.WithContext(path);
   // FULL: a commit is on disk when COMMIT returns, so nothing acknowledged can be lost.
   for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
                              "PRAGMA foreign_keys=ON", "PRAGMA temp_store=MEMORY"}) {
@@ -219,6 +222,7 @@ Status Database::Open(const std::string& path, const std::vector<Migration>& mig
                            ", newer than this binary knows (" + std::to_string(newest) +
                            "); run a newer jobctl");
   }
+  if (Status s = UseIncrementalVacuum(path); !s.ok()) return s;
   for (const Migration& m : migrations) {
     if (m.version <= current) continue;
     if (Status s = Begin(); !s.ok()) return s;
@@ -231,6 +235,68 @@ Status Database::Open(const std::string& path, const std::vector<Migration>& mig
     }
   }
   return Status::Ok();
+}
+
+Result<int64_t> Database::PragmaInt(std::string_view name) {
+  Statement st;
+  if (Status s = st.Prepare(db_, "PRAGMA " + std::string(name)); !s.ok()) return s;
+  auto use = st.Bind();
+  int64_t v = use.Step() ? use.Int(0) : 0;
+  if (!use.status().ok()) return use.status();
+  return v;
+}
+
+Status Database::UseIncrementalVacuum(const std::string& path) {
+  Result<int64_t> mode = PragmaInt("auto_vacuum");
+  if (!mode.ok()) return mode.status().WithContext(path);
+  if (*mode == 2) return Status::Ok();  // INCREMENTAL
+  Result<Space> space = SpaceUsed();
+  if (!space.ok()) return space.status().WithContext(path);
+  if (space->file_bytes > kConvertAtOpenBytes) {
+    log::Warn(
+        "store file does not give freed space back; stop the coordinator and run "
+        "sqlite3 FILE 'PRAGMA auto_vacuum=INCREMENTAL; VACUUM;' to convert it",
+        {{"path", path}, {"bytes", space->file_bytes}});
+    return Status::Ok();
+  }
+  // The pragma takes effect on an existing file only through a VACUUM, which rewrites it:
+  // cheap at this size, and done once.
+  if (Status s = Exec("PRAGMA auto_vacuum=INCREMENTAL"); !s.ok()) return s.WithContext(path);
+  if (Status s = Exec("VACUUM"); !s.ok()) return s.WithContext(path + ": vacuum");
+  log::Info("store file converted to give freed space back",
+            {{"path", path}, {"bytes", space->file_bytes}});
+  return Status::Ok();
+}
+
+Result<Database::Space> Database::SpaceUsed() {
+  Space out;
+  Result<int64_t> pages = PragmaInt("page_count");
+  if (!pages.ok()) return pages.status();
+  Result<int64_t> free_pages = PragmaInt("freelist_count");
+  if (!free_pages.ok()) return free_pages.status();
+  Result<int64_t> page_size = PragmaInt("page_size");
+  if (!page_size.ok()) return page_size.status();
+  Result<int64_t> mode = PragmaInt("auto_vacuum");
+  if (!mode.ok()) return mode.status();
+  out.file_bytes = *pages * *page_size;
+  out.free_bytes = *free_pages * *page_size;
+  out.incremental = *mode == 2;
+  return out;
+}
+
+Result<int64_t> Database::Reclaim(int64_t max_bytes) {
+  Result<int64_t> before = PragmaInt("freelist_count");
+  if (!before.ok()) return before.status();
+  if (*before == 0 || max_bytes <= 0) return int64_t{0};
+  Result<int64_t> page_size = PragmaInt("page_size");
+  if (!page_size.ok()) return page_size.status();
+  int64_t pages = std::max<int64_t>(max_bytes / *page_size, 1);
+  if (Status s = Exec("PRAGMA incremental_vacuum(" + std::to_string(pages) + ")"); !s.ok()) {
+    return s;
+  }
+  Result<int64_t> after = PragmaInt("freelist_count");
+  if (!after.ok()) return after.status();
+  return (*before - *after) * *page_size;
 }
 
 }  // namespace jobctl::store

@@ -95,6 +95,8 @@ Status RestrictToOwner(const std::string& path);
 
 class Database {
  public:
+  // VACUUM copies the file through temp_store (memory): a bound on both time and memory.
+  static constexpr int64_t kConvertAtOpenBytes = 64LL << 20;
   Database() = default;
   ~Database();
   Database(const Database&) = delete;
@@ -108,18 +110,37 @@ class Database {
   // applies the migrations newer than PRAGMA user_version, each in its own transaction.
   // A database newer than the newest migration is refused. `page_size` (0: SQLite's 4096)
   // applies to a new file only: an existing one keeps the page size it was created with.
+  // A new file is created with auto_vacuum=INCREMENTAL, so that retention can give freed
+  // pages back (Reclaim). A file created without it is converted by one VACUUM at open
+  // when it is at most kConvertAtOpenBytes; a larger one keeps reusing its free pages but
+  // does not shrink, and a warning says how to convert it by hand.
   Status Open(const std::string& path, const std::vector<Migration>& migrations, int page_size = 0);
   sqlite3* handle() const { return db_; }
   // One execution of `sql` (which must outlive this Database: declare it static), prepared
   // on first use. A failed prepare is the Use's status and is tried again next time.
   Statement::Use Use(const Sql& sql);
   Status Exec(std::string_view sql);  // for pragmas and fixed statements
-  Status Begin();                     // BEGIN IMMEDIATE
+  // One integer pragma's value ("page_count").
+  Result<int64_t> PragmaInt(std::string_view name);
+  // Space: the file as allocated and its free pages, in bytes, and whether free pages can be
+  // given back (auto_vacuum=INCREMENTAL).
+  struct Space {
+    int64_t file_bytes = 0;
+    int64_t free_bytes = 0;
+    bool incremental = false;
+  };
+  Result<Space> SpaceUsed();
+  // PRAGMA incremental_vacuum of about max_bytes (at least a page) where the file allows
+  // it; the bytes given back.
+  Result<int64_t> Reclaim(int64_t max_bytes);
+  Status Begin();  // BEGIN IMMEDIATE
   Status Commit();
   void Rollback();
   bool in_transaction() const { return db_ != nullptr && !sqlite3_get_autocommit(db_); }
 
  private:
+  Status UseIncrementalVacuum(const std::string& path);
+
   sqlite3* db_ = nullptr;
   // Keyed by the address of each statement's Sql; finalized before the connection closes.
   std::unordered_map<const Sql*, Statement> statements_;

@@ -154,6 +154,21 @@ class Store {
   virtual Result<int64_t> RevokeAgentTokens(const std::string& agent, int64_t at_ms) = 0;
   virtual Status ForEachToken(const std::function<void(TokenRow&&)>& fn) = 0;  // by id
 
+  // Retention (the coordinator's Pruner). Inside a transaction: deletes at most
+  // retention.limit runs that RunRetention allows, oldest first, with their shards and output
+  // ends, and at most as many misses that ended before retention.ended_before_ms. It looks at
+  // a bounded number of runs per call (a few times the limit), from after_id on in id order,
+  // so that a call stays short however large the store is; a pass over the store is a chain
+  // of calls, each resuming at the last one's next_after_id.
+  virtual Result<PrunedRuns> PruneRuns(const RunRetention& retention) = 0;
+  // The database's size, its free space, its run count and its oldest run.
+  virtual Result<StoreStats> Stats() = 0;
+  // Gives about max_bytes of unused space (SQLite: pages of the freelist, at least one) back
+  // to the file system, where the database can (SQLite: a file with
+  // auto_vacuum=INCREMENTAL); else a no-op. The bytes given back. Inside a transaction or
+  // outside one.
+  virtual Result<int64_t> ReclaimSpace(int64_t max_bytes) = 0;
+
   // An event without a credential.
   Status InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
                      std::string_view subject, std::string_view detail);

@@ -1,8 +1,8 @@
 // The copy is driven by one table of tables: for each, its columns in both schemas (which
-// are the same at SQLite version 6 and PostgreSQL version 1) and how each value crosses
-// over. SQLite keeps booleans as 0/1 integers where PostgreSQL has BOOLEAN columns, and
-// output as BLOB where PostgreSQL has BYTEA; everything else is an integer or text on both
-// sides. This is the one file that speaks both databases.
+// are the same at SQLite version 6 and PostgreSQL version 1, and for the output of runs at
+// log version 2 of both) and how each value crosses over. SQLite keeps booleans as 0/1 integers
+// where PostgreSQL has BOOLEAN columns, and output as BLOB where PostgreSQL has BYTEA; everything
+// else is an integer or text on both sides. This is the one file that speaks both databases.
 #include "store/store_copy.h"
 
 #include <unistd.h>
@@ -189,8 +189,17 @@ const std::vector<TableCopy>& LogTables() {
             {"stream", Kind::kInt},
             {"at_ms", Kind::kInt},
             {"data", Kind::kBlob}}),
+      // With the retention accounting (log version 2 on both sides): a pruned run stays
+      // pruned once copied.
       Make("run_bytes", "log_run_bytes", "run_id",
-           {{"run_id", Kind::kInt}, {"bytes", Kind::kInt}, {"truncated", Kind::kBool}}),
+           {{"run_id", Kind::kInt},
+            {"bytes", Kind::kInt},
+            {"truncated", Kind::kBool},
+            {"job_id", Kind::kInt},
+            {"stored", Kind::kInt},
+            {"last_ms", Kind::kInt},
+            {"pruned_ms", Kind::kOptInt},
+            {"pruned_reason", Kind::kText}}),
   };
   return kTables;
 }

@@ -100,6 +100,14 @@ std::vector<std::string> DumpLogs(LogStore& l, const std::vector<int64_t>& runs)
   std::vector<std::string> out;
   for (int64_t run : runs) {
     out.push_back("bytes " + std::to_string(run) + "=" + std::to_string(*l.RunBytes(run)));
+    // The retention accounting: its job, bytes kept, last write and whether it was pruned.
+    if (std::optional<RunOutput> o = *l.OutputOf(run)) {
+      out.push_back(
+          "output " + std::to_string(run) + " job=" + std::to_string(o->job_id) +
+          " bytes=" + std::to_string(o->bytes) + " stored=" + std::to_string(o->stored_bytes) +
+          " last=" + std::to_string(o->last_ms) + " truncated=" + std::to_string(o->truncated) +
+          " pruned=" + std::to_string(o->pruned_ms.value_or(-1)) + " " + o->pruned_reason);
+    }
     Result<std::vector<LogChunk>> chunks = l.Read({.run_id = run});
     for (const LogChunk& c : *chunks) {
       out.push_back("chunk " + std::to_string(c.id) + " " + std::to_string(c.run_id) + "/" +
@@ -228,7 +236,8 @@ class StoreCopyTest : public ::testing::Test {
     EXPECT_TRUE(logs.ok()) << logs.status().ToString();
     LogStore& l = **logs;
     EXPECT_TRUE(l.Begin().ok());
-    EXPECT_TRUE(l.Append({.run_id = runs[0], .seq = 1, .at_ms = 7, .data = "hello\n"}).ok());
+    EXPECT_TRUE(
+        l.Append({.run_id = runs[0], .seq = 1, .at_ms = 7, .data = "hello\n", .job_id = 1}).ok());
     EXPECT_TRUE(l.Append({.run_id = runs[1],
                           .shard = 1,
                           .attempt = 2,
@@ -245,6 +254,8 @@ class StoreCopyTest : public ::testing::Test {
                          .at_ms = 9,
                          .data = "0123456789"}),
               LogStore::AppendResult::kTruncated);
+    // Run 999's output was pruned by retention: it stays marked once copied.
+    EXPECT_TRUE(l.PruneOutput(999, 50, "logs_for 7d", 10).ok());
     EXPECT_TRUE(l.Commit().ok());
     return runs;
   }
@@ -303,6 +314,12 @@ TEST_F(StoreCopyTest, EveryRowReadsBackTheSameWithItsIdsAndNewIdsComeAfterThem) 
   Result<std::unique_ptr<LogStore>> pg_logs = OpenLogStore({.url = url_, .run_cap_bytes = 8});
   ASSERT_TRUE(pg_logs.ok()) << pg_logs.status().ToString();
   EXPECT_EQ(DumpLogs(**pg_logs, runs), want_logs);
+  EXPECT_EQ(want_logs[1], "output " + std::to_string(runs[0]) +
+                              " job=1 bytes=6 stored=6 last=7 truncated=0 pruned=-1 ");
+  Result<std::optional<RunOutput>> pruned = (*pg_logs)->OutputOf(999);
+  ASSERT_TRUE(pruned.ok() && pruned->has_value()) << pruned.status().ToString();
+  EXPECT_EQ((*pruned)->pruned_ms, 50);
+  EXPECT_EQ((*pruned)->pruned_reason, "logs_for 7d");
 
   // The next ids follow the copied ones, and the fencing counter goes on from where it was.
   EXPECT_EQ(*pg.GetCounter("fence"), 41);
@@ -386,7 +403,8 @@ TEST_F(StoreCopyTest, ManyRowsAreCopiedInBatchesAndTheRest) {
   Result<std::unique_ptr<LogStore>> pg_logs = OpenLogStore({.url = url_});
   ASSERT_TRUE(pg_logs.ok());
   EXPECT_EQ(DumpLogs(**pg_logs, runs), want_logs);
-  EXPECT_EQ(want_logs.size(), 3 + 3 + 250u);  // a byte count per run, the chunks
+  // A byte count and the accounting per run, the chunks.
+  EXPECT_EQ(want_logs.size(), 3 + 3 + 3 + 250u);
 }
 
 TEST_F(StoreCopyTest, WithoutLogsTheOutputIsLeftBehind) {

@@ -32,6 +32,9 @@ struct Backend {
       open_logs;
   // Why the backend cannot run here ("" when it can).
   std::function<std::string()> unavailable = [] { return std::string(); };
+  // ReclaimSpace gives freed space back to the file system (SQLite's incremental vacuum);
+  // PostgreSQL leaves it to autovacuum, to be reused, and reports no free space.
+  bool gives_space_back = true;
 };
 
 // gtest prints the parameter of a failing test by this, instead of its bytes.
@@ -90,6 +93,7 @@ const Backend kPostgres{
       return OpenLogStore({.url = *url, .run_cap_bytes = cap});
     },
     [] { return PostgresForTests::Get().why_not; },
+    /*gives_space_back=*/false,
 };
 
 class StoreTest : public ::testing::TestWithParam<Backend> {
@@ -634,6 +638,119 @@ TEST_P(StoreTest, TheLastResultOfAJobIsItsNewestFinishedRunThatWasNotSkipped) {
   EXPECT_EQ(last[b], std::make_pair(RunState::kTimedOut, int64_t{1700}));
 }
 
+TEST_P(StoreTest, PruningDeletesRunsEndedBeforeTheBoundButNotOpenOnesNorTheNewestPerJob) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  std::vector<int64_t> a_runs;
+  for (int i = 1; i <= 5; ++i) a_runs.push_back(AddRun(NewRun(a, i * 1000)));
+  int64_t b_old = AddRun(NewRun(b, 500));  // b's only run: its newest, kept
+  int64_t a_open = AddRun(NewRun(a, 6000));
+  ASSERT_TRUE(store_->Begin().ok());
+  for (int64_t id : a_runs) {
+    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kSucceeded, 9000, "").ok());
+  }
+  ASSERT_TRUE(store_->UpdateRunState(b_old, RunState::kFailed, 900, "").ok());
+  ASSERT_TRUE(store_->PutOutputEnd({a_runs[0], 0, 1, 3, "host1", 7}).ok());
+  ASSERT_TRUE(store_->InsertMiss({a, 100, 200, 2, "paused", 300}).ok());
+  ASSERT_TRUE(store_->InsertMiss({a, 100, 20'000, 2, "paused", 300}).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  // Ended before 10 s, keeping the 3 newest of each job: a's open run and its two newest
+  // ended runs are kept, so a's three oldest go.
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 3});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(pruned->run_ids, (std::vector<int64_t>{a_runs[0], a_runs[1], a_runs[2]}));
+  // 3 runs, 6 shards, 1 output end, 1 miss.
+  EXPECT_EQ(pruned->rows, 11);
+  EXPECT_EQ(pruned->next_after_id, 0);
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a_open, b_old, a_runs[4], a_runs[3]}));
+  EXPECT_TRUE(store_->OutputEnds(a_runs[0])->empty());
+  EXPECT_EQ(store_->ListMisses(a, 0)->size(), 1u);
+  // Nothing is left that the bound allows: a pass deletes nothing.
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 3});
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_TRUE(pruned->run_ids.empty());
+  // keep_last 0 keeps none for their count; the open run still stays.
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(pruned->run_ids, (std::vector<int64_t>{a_runs[3], a_runs[4], b_old}));
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a_open}));
+}
+
+TEST_P(StoreTest, PruningDeletesAtMostItsLimitAndResumesWhereItStopped) {
+  int64_t a = AddJob("a");
+  std::vector<int64_t> runs;
+  for (int i = 1; i <= 5; ++i) runs.push_back(AddRun(NewRun(a, i * 1000)));
+  int64_t newer = AddRun(NewRun(a, 50'000));  // created after the bound: ends the pass
+  ASSERT_TRUE(store_->Begin().ok());
+  for (int64_t id : runs) ASSERT_TRUE(store_->UpdateRunState(id, RunState::kFailed, 9000, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(newer, RunState::kFailed, 51'000, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  RunRetention r{.ended_before_ms = 10'000, .keep_last = 0, .limit = 2};
+  std::vector<int64_t> deleted;
+  for (int call = 0; call < 10; ++call) {
+    ASSERT_TRUE(store_->Begin().ok());
+    Result<PrunedRuns> pruned = store_->PruneRuns(r);
+    ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+    ASSERT_TRUE(store_->Commit().ok());
+    EXPECT_LE(pruned->run_ids.size(), 2u);
+    deleted.insert(deleted.end(), pruned->run_ids.begin(), pruned->run_ids.end());
+    r.after_id = pruned->next_after_id;
+    if (r.after_id == 0) break;
+  }
+  EXPECT_EQ(deleted, runs);
+  EXPECT_EQ(r.after_id, 0);
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{newer}));
+}
+
+TEST_P(StoreTest, StatsCountRunsAndTheOldestAndFreedSpaceCanBeReclaimed) {
+  Result<StoreStats> empty = store_->Stats();
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->runs, 0);
+  EXPECT_EQ(empty->oldest_run_ms, std::nullopt);
+  EXPECT_GT(empty->file_bytes, 0);
+  // A new embedded store gives freed space back.
+  EXPECT_EQ(empty->reclaims_space, GetParam().gives_space_back);
+  int64_t a = AddJob("a");
+  std::vector<int64_t> runs;
+  for (int i = 1; i <= 200; ++i) {
+    RunRecord run = NewRun(a, i * 1000, 8);
+    run.note = std::string(2000, 'n');
+    runs.push_back(AddRun(std::move(run)));
+  }
+  Result<StoreStats> full = store_->Stats();
+  EXPECT_EQ(full->runs, 200);
+  EXPECT_EQ(full->oldest_run_ms, 1000);
+  EXPECT_GT(full->file_bytes, empty->file_bytes);  // the size on disk, as it is
+  ASSERT_TRUE(store_->Begin().ok());
+  for (int64_t id : runs) ASSERT_TRUE(store_->UpdateRunState(id, RunState::kFailed, 1, "").ok());
+  Result<PrunedRuns> pruned =
+      store_->PruneRuns({.ended_before_ms = 1'000'000, .keep_last = 0, .limit = 500});
+  ASSERT_TRUE(pruned.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(pruned->run_ids.size(), 200u);
+  Result<StoreStats> freed = store_->Stats();
+  Result<int64_t> reclaimed = store_->ReclaimSpace(64 << 20);
+  ASSERT_TRUE(reclaimed.ok()) << reclaimed.status().ToString();
+  Result<StoreStats> after = store_->Stats();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->runs, 0);
+  EXPECT_EQ(after->oldest_run_ms, std::nullopt);
+  if (GetParam().gives_space_back) {
+    EXPECT_GT(freed->free_bytes, 0);
+    EXPECT_GT(*reclaimed, 0);
+    EXPECT_LT(after->file_bytes, full->file_bytes);
+  } else {
+    // Nothing given back in the transaction: autovacuum makes the space reusable later.
+    EXPECT_EQ(freed->free_bytes, 0);
+    EXPECT_EQ(*reclaimed, 0);
+    EXPECT_GT(after->file_bytes, 0);
+  }
+}
+
 TEST_P(StoreTest, LeasesAreReplacedByKeyAndDeleted) {
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->PutLease({"shard/1/0", "host-a", 5, 1000}).ok());
@@ -891,6 +1008,116 @@ TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {
             (std::vector<std::string>{"e1", binary}));
   EXPECT_EQ(*logs->RunBytes(7), 8);
   EXPECT_EQ(*logs->RunBytes(9), 0);
+}
+
+TEST_P(LogStoreTest, OutputIsAccountedPerRunAndJobAndListedByAgeAndJob) {
+  std::unique_ptr<LogStore> logs = OpenLogs(10);
+  ASSERT_NE(logs, nullptr);
+  ASSERT_TRUE(logs->Begin().ok());
+  for (const LogChunk& c : {
+           LogChunk{.run_id = 1, .seq = 1, .at_ms = 100, .data = "aaaa", .job_id = 5},
+           LogChunk{.run_id = 1, .seq = 2, .at_ms = 200, .data = "bb", .job_id = 5},
+           LogChunk{.run_id = 2, .seq = 1, .at_ms = 5000, .data = "ccc", .job_id = 5},
+           LogChunk{.run_id = 3, .seq = 1, .at_ms = 150, .data = "0123456789xyz", .job_id = 6},
+       }) {
+    ASSERT_TRUE(logs->Append(c).ok());
+  }
+  ASSERT_TRUE(logs->Commit().ok());
+  Result<std::optional<RunOutput>> one = logs->OutputOf(1);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ((*one)->job_id, 5);
+  EXPECT_EQ((*one)->bytes, 6);
+  EXPECT_EQ((*one)->stored_bytes, 6);
+  EXPECT_EQ((*one)->last_ms, 200);
+  EXPECT_FALSE((*one)->truncated);
+  EXPECT_EQ((*one)->pruned_ms, std::nullopt);
+  Result<std::optional<RunOutput>> capped = logs->OutputOf(3);
+  EXPECT_TRUE((*capped)->truncated);
+  EXPECT_EQ((*capped)->bytes, 0);                // as RunBytes: nothing within the cap
+  EXPECT_LT((*capped)->stored_bytes, 13 + 100);  // kept: the marker only
+  EXPECT_FALSE(logs->OutputOf(9)->has_value());
+  auto ids = [&](const OutputFilter& f) {
+    std::vector<int64_t> out;
+    Result<std::vector<RunOutput>> listed = logs->ListOutput(f);
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    for (const RunOutput& o : *listed) out.push_back(o.run_id);
+    return out;
+  };
+  EXPECT_EQ(ids({}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids({.last_before_ms = 1000}), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(ids({.job_id = 5}), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ids({.after_run_id = 1, .limit = 1}), (std::vector<int64_t>{2}));
+  Result<std::vector<JobOutput>> jobs = logs->OutputByJob(10);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].job_id, 6);  // the largest first: its marker
+  EXPECT_EQ((*jobs)[1].job_id, 5);
+  EXPECT_EQ((*jobs)[1].stored_bytes, 9);
+  EXPECT_EQ((*jobs)[1].runs, 2);
+}
+
+TEST_P(LogStoreTest, PrunedOutputIsDeletedInSlicesThenMarkedAndLateOutputIsNotKept) {
+  std::unique_ptr<LogStore> logs = OpenLogs(1 << 20);
+  ASSERT_NE(logs, nullptr);
+  ASSERT_TRUE(logs->Begin().ok());
+  for (int seq = 1; seq <= 5; ++seq) {
+    ASSERT_TRUE(
+        logs->Append({.run_id = 4, .seq = seq, .at_ms = 10, .data = "xy", .job_id = 2}).ok());
+  }
+  ASSERT_TRUE(logs->Append({.run_id = 8, .seq = 1, .at_ms = 10, .data = "keep", .job_id = 2}).ok());
+  ASSERT_TRUE(logs->Commit().ok());
+  int calls = 0;
+  int64_t chunks = 0;
+  int64_t bytes = 0;
+  for (bool done = false; !done && calls < 10; ++calls) {
+    ASSERT_TRUE(logs->Begin().ok());
+    Result<LogStore::Pruned> p = logs->PruneOutput(4, 777, "logs_for 7d", 2);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ASSERT_TRUE(logs->Commit().ok());
+    EXPECT_LE(p->chunks, 2);
+    chunks += p->chunks;
+    bytes += p->bytes;
+    done = p->done;
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(chunks, 5);
+  EXPECT_EQ(bytes, 10);
+  EXPECT_TRUE(logs->Read({.run_id = 4})->empty());
+  EXPECT_EQ(logs->Read({.run_id = 8})->size(), 1u);
+  Result<std::optional<RunOutput>> out = logs->OutputOf(4);
+  ASSERT_TRUE(out.ok() && out->has_value());
+  EXPECT_EQ((*out)->pruned_ms, 777);
+  EXPECT_EQ((*out)->pruned_reason, "logs_for 7d");
+  EXPECT_EQ((*out)->stored_bytes, 0);
+  EXPECT_EQ(*logs->RunBytes(4), 10);  // what the run wrote stays counted
+  std::vector<int64_t> kept;
+  Result<std::vector<RunOutput>> listed = logs->ListOutput({});
+  for (const RunOutput& o : *listed) kept.push_back(o.run_id);
+  EXPECT_EQ(kept, (std::vector<int64_t>{8}));
+  // Output trailing into a pruned run is not kept.
+  ASSERT_TRUE(logs->Begin().ok());
+  EXPECT_EQ(*logs->Append({.run_id = 4, .seq = 6, .data = "late"}),
+            LogStore::AppendResult::kTruncated);
+  // A run that never had output is marked all the same.
+  Result<LogStore::Pruned> none = logs->PruneOutput(12, 778, "runs_for 30d", 2);
+  ASSERT_TRUE(logs->Commit().ok());
+  EXPECT_TRUE(none->done);
+  EXPECT_TRUE(logs->Read({.run_id = 4})->empty());
+  EXPECT_EQ((*logs->OutputOf(12))->pruned_ms, 778);
+  // A run deleted altogether: its output and its accounting go, marked or not.
+  ASSERT_TRUE(logs->Begin().ok());
+  Result<LogStore::Pruned> forgotten = logs->PruneOutput(4, 779, "", 10);
+  ASSERT_TRUE(logs->Commit().ok());
+  EXPECT_TRUE(forgotten->done);
+  EXPECT_FALSE(logs->OutputOf(4)->has_value());
+  EXPECT_EQ(*logs->RunBytes(4), 0);
+  Result<LogStoreStats> stats = logs->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_EQ(stats->stored_bytes, 4);
+  EXPECT_GT(stats->file_bytes, 0);
+  EXPECT_EQ(stats->reclaims_space, GetParam().gives_space_back);
+  EXPECT_TRUE(logs->ReclaimSpace(100).ok());
 }
 
 }  // namespace

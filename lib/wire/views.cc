@@ -43,7 +43,8 @@ void Read(FieldReader& r, RunView* v) {
       .Need("shard_total", &v->shard_total)
       .List("shards", &v->shards, [](FieldReader& item, ShardView* s) { Read(item, s); })
       .Opt("existing", &v->existing)
-      .Opt("done", &v->done);
+      .Opt("done", &v->done)
+      .Opt("output_pruned", &v->output_pruned);
 }
 
 void Read(FieldReader& r, JobSummaryView* v) {
@@ -152,7 +153,25 @@ void Read(FieldReader& r, LogChunkView* v) {
 void Read(FieldReader& r, LogPage* v) {
   r.List("chunks", &v->chunks, [](FieldReader& item, LogChunkView* c) { Read(item, c); })
       .Need("next", &v->next)
-      .Need("done", &v->done);
+      .Need("done", &v->done)
+      .Opt("pruned", &v->pruned);
+}
+
+void Read(FieldReader& r, JobBytesView* v) {
+  r.Need("job", &v->job).Need("bytes", &v->bytes).Need("runs", &v->runs);
+}
+
+void Read(FieldReader& r, StoreStatsView* v) {
+  r.Need("store_bytes", &v->store_bytes)
+      .Need("store_free_bytes", &v->store_free_bytes)
+      .Need("logs_bytes", &v->logs_bytes)
+      .Need("logs_free_bytes", &v->logs_free_bytes)
+      .Need("reclaims_space", &v->reclaims_space)
+      .Need("runs", &v->runs)
+      .Need("oldest_run", &v->oldest_run)
+      .Need("output_bytes", &v->output_bytes)
+      .List("top_jobs", &v->top_jobs, [](FieldReader& item, JobBytesView* j) { Read(item, j); })
+      .Opt("backend", &v->backend);
 }
 
 template <typename T>
@@ -216,6 +235,7 @@ json RunView::ToJson() const {
               {"shards", ListToJson(shards)}};
   if (existing) out["existing"] = *existing;
   if (done) out["done"] = *done;
+  if (output_pruned) out["output_pruned"] = *output_pruned;
   return out;
 }
 Result<RunView> RunView::FromJson(const json& j) { return Decode<RunView>(j); }
@@ -335,9 +355,24 @@ json LogChunkView::ToJson() const {
 Result<LogChunkView> LogChunkView::FromJson(const json& j) { return Decode<LogChunkView>(j); }
 
 json LogPage::ToJson() const {
-  return {{"chunks", ListToJson(chunks)}, {"next", next}, {"done", done}};
+  json out = {{"chunks", ListToJson(chunks)}, {"next", next}, {"done", done}};
+  if (pruned) out["pruned"] = *pruned;
+  return out;
 }
 Result<LogPage> LogPage::FromJson(const json& j) { return Decode<LogPage>(j); }
+
+json JobBytesView::ToJson() const { return {{"job", job}, {"bytes", bytes}, {"runs", runs}}; }
+
+json StoreStatsView::ToJson() const {
+  json j = {{"store_bytes", store_bytes},       {"store_free_bytes", store_free_bytes},
+            {"logs_bytes", logs_bytes},         {"logs_free_bytes", logs_free_bytes},
+            {"reclaims_space", reclaims_space}, {"runs", runs},
+            {"oldest_run", oldest_run},         {"output_bytes", output_bytes},
+            {"top_jobs", ListToJson(top_jobs)}};
+  if (backend) j["backend"] = *backend;
+  return j;
+}
+Result<StoreStatsView> StoreStatsView::FromJson(const json& j) { return Decode<StoreStatsView>(j); }
 
 #define JOBCTL_WIRE_LIST(T)                                 \
   template json ListToJson<T>(const std::vector<T>& items); \

@@ -64,8 +64,11 @@ struct RunView {
   std::vector<ShardView> shards;
   std::optional<bool> existing;  // trigger: whether the idempotency key named an earlier run
   std::optional<bool> done;      // wait: whether the run has ended
+  // Why retention deleted the run's output ("logs_for 7d"); absent while it is kept.
+  std::optional<std::string> output_pruned;
 
-  nlohmann::json ToJson() const;  // "existing" and "done" only when set; jitter_ms always
+  // "existing", "done" and "output_pruned" only when set; jitter_ms always.
+  nlohmann::json ToJson() const;
   static Result<RunView> FromJson(const nlohmann::json& j);
   bool operator==(const RunView&) const = default;
 };
@@ -254,10 +257,45 @@ struct LogPage {
   std::vector<LogChunkView> chunks;
   int64_t next = 0;   // the last chunk's id (the request's "after" when there is none)
   bool done = false;  // the run has ended and every chunk stored for it has been read
+  // Why retention deleted the run's output ("logs_for 7d"): with done, once nothing is left.
+  std::optional<std::string> pruned;
 
   nlohmann::json ToJson() const;
   static Result<LogPage> FromJson(const nlohmann::json& j);
   bool operator==(const LogPage&) const = default;
+};
+
+// One job's output in GET /v1/store/stats.
+struct JobBytesView {
+  static constexpr std::string_view kName = "job bytes";
+  std::string job;  // "" for output of an unknown job (stored before jobs were recorded)
+  int64_t bytes = 0;
+  int64_t runs = 0;  // runs with output kept
+
+  nlohmann::json ToJson() const;
+  bool operator==(const JobBytesView&) const = default;
+};
+
+// GET /v1/store/stats (admin): the store's files and what fills them.
+struct StoreStatsView {
+  static constexpr std::string_view kName = "store stats";
+  int64_t store_bytes = 0;       // jobctl.db as allocated (PostgreSQL: its tables' size)
+  int64_t store_free_bytes = 0;  // of which free, to be given back
+  int64_t logs_bytes = 0;        // logs.db (PostgreSQL: the log tables' size)
+  int64_t logs_free_bytes = 0;
+  bool reclaims_space = false;  // both files give freed space back (auto-vacuum)
+  int64_t runs = 0;
+  std::string oldest_run;              // its creation time, RFC 3339 UTC; "" without runs
+  int64_t output_bytes = 0;            // output kept, all runs
+  std::vector<JobBytesView> top_jobs;  // the largest output first
+  // "sqlite" (jobctl.db and logs.db) or "postgresql" (the scheduler's and the log tables,
+  // which report no free space and leave it to autovacuum); absent from a coordinator that
+  // predates PostgreSQL: sqlite.
+  std::optional<std::string> backend;
+
+  nlohmann::json ToJson() const;
+  static Result<StoreStatsView> FromJson(const nlohmann::json& j);
+  bool operator==(const StoreStatsView&) const = default;
 };
 
 // The list replies (GET /v1/runs, /v1/jobs, /v1/agents, /v1/audit, /v1/misses): a JSON array

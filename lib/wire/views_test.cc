@@ -101,6 +101,18 @@ TEST(ViewsTest, EveryMessageSurvivesToJsonAndFromJson) {
   page.next = 12;
   page.done = true;
   ExpectRoundTrip(page);
+  LogPage pruned;
+  pruned.done = true;
+  pruned.pruned = "logs_for 7d";
+  ExpectRoundTrip(pruned);
+  RunView gone = SampleRun();
+  gone.output_pruned = "logs_max 1GiB";
+  ExpectRoundTrip(gone);
+  StoreStatsView stats{4096, 0, 65536, 1024, true, 3, "2026-11-26T01:00:00Z", 600, {}};
+  stats.top_jobs = {{"nightly", 600, 1}, {"", 20, 2}};
+  ExpectRoundTrip(stats);
+  stats.backend = "postgresql";
+  ExpectRoundTrip(stats);
 }
 
 TEST(ViewsTest, RunViewWritesTheFieldsTheApiDocuments) {

@@ -224,6 +224,62 @@ TEST_F(PostgresStoreTest, AStandbyAnswersReadsFromTheDatabaseAndSendsTheRestToTh
   EXPECT_NE(none.err.find("is a standby"), std::string::npos) << none.err;
 }
 
+// Retention runs only in the coordinator that holds the database: a standby, though its
+// coordinator.toml would delete every ended run at once, deletes nothing (it writes nothing)
+// and is not stopped by trying to; once it takes over, it prunes.
+TEST_F(PostgresStoreTest, OnlyTheHolderPrunesAndAStandbyPrunesOnceItTakesOver) {
+  TempDir da;
+  TempDir db;
+  // a keeps everything; b would keep no ended run past a second.
+  Coordinator a(da, Config("runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\n"));
+  a.set_port(FreeLoopbackPort());
+  a.Start();
+  Coordinator b(db, Config("runs_for = \"1s\"\nkeep_last = 0\nprune_every = \"100ms\"\n"));
+  b.set_port(FreeLoopbackPort());
+  CopyAdminToken(a, db);
+  b.Start();
+  ASSERT_TRUE(Holds(a));
+  AgentProcess agent(a, da, "h1");
+  a.Apply("[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hello\"\n");
+  int64_t id = a.PostJson("/v1/jobs/hello/trigger", json::object())["id"];
+  ASSERT_EQ(a.WaitRun(id, seconds(60))["state"], "succeeded") << a.Logs() << agent.Logs();
+  std::string path = "/v1/runs/" + std::to_string(id);
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return b.Request("GET", path).status == 200; }, seconds(10)));
+  // Past runs_for many times over, at b's prune_every: the run stays, b stays a standby.
+  bool changed = Coordinator::Eventually(
+      [&] {
+        return b.Request("GET", path).status != 200 || Holds(b) ||
+               b.Metric("jobctl_pruned_runs_total") != 0 ||
+               b.Request("GET", "/readyz").status != 503;
+      },
+      seconds(3));
+  EXPECT_FALSE(changed) << b.Logs();
+  EXPECT_EQ(a.Request("GET", path).status, 200);
+
+  a.Kill9();
+  ASSERT_GE(WaitForHold(b, seconds(20)), 0) << b.Logs();
+  EXPECT_TRUE(
+      Coordinator::Eventually([&] { return b.Request("GET", path).status == 404; }, seconds(20)))
+      << b.Logs();
+  EXPECT_EQ(b.Metric("jobctl_pruned_runs_total"), 1);
+  // Nothing a standby tried to write was left to fail the holder's first commit.
+  EXPECT_EQ(b.Logs().find("commit failed"), std::string::npos) << b.Logs();
+  // The store's size is the tables' on disk; nothing is given back (autovacuum reuses it).
+  json stats = b.GetJson("/v1/store/stats");
+  EXPECT_EQ(stats["backend"], "postgresql") << stats.dump();
+  EXPECT_GT(stats["store_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(stats["logs_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(stats["store_free_bytes"], 0);
+  EXPECT_FALSE(stats["reclaims_space"].get<bool>());
+  EXPECT_EQ(stats["runs"], 0);
+  ProcessResult table = testing::Run(
+      {JOBCTL_BIN, "--coordinator", b.url(), "--token", a.admin_token(), "store", "stats"});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("store tables"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("reused after autovacuum"), std::string::npos) << table.out;
+}
+
 TEST_F(PostgresStoreTest, ACoordinatorThatLostItsHoldToAnotherWritesNothingAndExits75) {
   Pair p(Config());
   Coordinator& a = p.a;

@@ -1,0 +1,225 @@
+#include "coordinator/pruner.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "coordinator/metrics.h"
+
+namespace jobctl::coordinator {
+
+// What one slice changes: the Pruner's state after it and what it deleted, applied when
+// the slice's commit succeeded.
+struct Pruner::Next {
+  int64_t runs_after = 0;
+  int64_t output_after = 0;
+  int64_t last_max_check_ms = 0;
+  std::deque<Pending> queue;
+  bool wrote = false;
+  uint64_t runs = 0;
+  uint64_t rows = 0;
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;
+  uint64_t reclaimed_bytes = 0;
+};
+
+namespace {
+
+// Output looked up per step: enough to fill a slice's chunk budget with small runs.
+constexpr int kOutputPage = 64;
+// The queue of runs whose output is to go is filled only while shorter than this.
+constexpr size_t kQueueLow = 64;
+
+}  // namespace
+
+std::string Pruner::AgeReason(const char* key, Millis age) {
+  return std::string(key) + " " + FormatDuration(age);
+}
+
+std::string Pruner::SizeReason(const char* key, int64_t bytes) {
+  struct Unit {
+    int64_t size;
+    const char* name;
+  };
+  for (Unit u : {Unit{1LL << 30, "GiB"}, Unit{1LL << 20, "MiB"}, Unit{1LL << 10, "KiB"}}) {
+    if (bytes >= u.size && bytes % u.size == 0) {
+      return std::string(key) + " " + std::to_string(bytes / u.size) + u.name;
+    }
+  }
+  return std::string(key) + " " + std::to_string(bytes) + "B";
+}
+
+Pruner::Pruner(Context* ctx, std::function<bool(int64_t)> is_open)
+    : ctx_(ctx), is_open_(std::move(is_open)) {}
+
+void Pruner::Start() {
+  timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
+  // Pruning alone must not keep the loop alive.
+  timer_->Unref();
+  Arm(More::kNo);
+}
+
+void Pruner::Arm(More more) {
+  if (!timer_) return;  // closed
+  int64_t every = ctx_->config.prune_every.count();
+  int64_t ms = more == More::kYes ? std::min<int64_t>(every, kCatchUpMs) : every;
+  timer_->Once(static_cast<uint64_t>(ms), [this] { Slice(); });
+}
+
+void Pruner::Close() { timer_.reset(); }
+
+void Pruner::Slice() {
+  // One slice at a time, and none while commits fail: a failing disk is not made busier.
+  if (busy_) return;  // the outstanding commit arms the next slice
+  if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
+  Next next{runs_after_, output_after_, last_max_check_ms_, queue_};
+  bool ok = PruneRuns(next) && FindOldOutput(next) && FindOutputOverMax(next) &&
+            PruneQueuedOutput(next) && Reclaim(next);
+  if (!ok) return Arm(More::kNo);  // the turn rolls back; the state stays as it was
+  // A slice that used its whole budget, or stopped a scan midway, is followed soon: a store
+  // that grows faster than one slice per prune_every is still kept bounded.
+  More more = next.runs >= static_cast<uint64_t>(kRunsPerSlice) || next.runs_after != 0 ||
+                      next.output_after != 0 || !next.queue.empty()
+                  ? More::kYes
+                  : More::kNo;
+  auto apply = [this](Next&& n) {
+    runs_after_ = n.runs_after;
+    output_after_ = n.output_after;
+    last_max_check_ms_ = n.last_max_check_ms;
+    queue_ = std::move(n.queue);
+    Metrics& m = *ctx_->metrics;
+    m.pruned_runs_total += n.runs;
+    m.pruned_rows_total += n.rows;
+    m.pruned_log_chunks_total += n.chunks;
+    m.pruned_log_bytes_total += n.bytes;
+    m.reclaimed_bytes_total += n.reclaimed_bytes;
+    if (n.runs > 0 || n.chunks > 0) {
+      log::Debug("pruned", {{"runs", static_cast<int64_t>(n.runs)},
+                            {"rows", static_cast<int64_t>(n.rows)},
+                            {"chunks", static_cast<int64_t>(n.chunks)},
+                            {"bytes", static_cast<int64_t>(n.bytes)}});
+    }
+  };
+  if (!next.wrote) {
+    apply(std::move(next));
+    return Arm(more);
+  }
+  busy_ = true;
+  ctx_->batch->OnCommit([this, apply, more, next = std::move(next)](const Status& s) mutable {
+    busy_ = false;
+    if (s.ok()) apply(std::move(next));
+    Arm(s.ok() ? more : More::kNo);
+  });
+}
+
+bool Pruner::PruneRuns(Next& next) {
+  const CoordinatorConfig& c = ctx_->config;
+  if (c.runs_for.count() == 0) return true;
+  store::RunRetention r{.ended_before_ms = ctx_->NowMs() - c.runs_for.count(),
+                        .keep_last = static_cast<int>(c.keep_last),
+                        .limit = kRunsPerSlice,
+                        .after_id = next.runs_after};
+  next.wrote = true;
+  Result<store::PrunedRuns> pruned = ctx_->batch->Write([&] { return ctx_->store->PruneRuns(r); });
+  if (!pruned.ok()) return false;
+  next.runs_after = pruned->next_after_id;
+  next.runs += pruned->run_ids.size();
+  next.rows += static_cast<uint64_t>(pruned->rows);
+  // Their output goes first, ahead of what is only old, with its accounting (no reason):
+  // there is no run left to mark.
+  for (auto it = pruned->run_ids.rbegin(); it != pruned->run_ids.rend(); ++it) {
+    next.queue.push_front({*it, ""});
+  }
+  return true;
+}
+
+bool Pruner::FindOldOutput(Next& next) {
+  const CoordinatorConfig& c = ctx_->config;
+  if (c.logs_for.count() == 0 || next.queue.size() >= kQueueLow) return true;
+  store::OutputFilter f{.after_run_id = next.output_after,
+                        .last_before_ms = ctx_->NowMs() - c.logs_for.count(),
+                        .limit = kOutputPage};
+  Result<std::vector<store::RunOutput>> old = ctx_->logs->ListOutput(f);
+  if (!old.ok()) {
+    log::Warn("cannot list output to prune", {{"error", old.status().ToString()}});
+    return true;
+  }
+  std::string reason = AgeReason("logs_for", c.logs_for);
+  for (const store::RunOutput& o : *old) {
+    next.output_after = o.run_id;
+    if (!is_open_(o.run_id)) next.queue.push_back({o.run_id, reason});
+  }
+  // The end of the scan: the next one starts again from the oldest output.
+  if (old->size() < static_cast<size_t>(kOutputPage)) next.output_after = 0;
+  return true;
+}
+
+bool Pruner::FindOutputOverMax(Next& next) {
+  const CoordinatorConfig& c = ctx_->config;
+  if (c.logs_max_bytes == 0 || !next.queue.empty()) return true;
+  // Summing output per job reads every run's accounting: a few times a minute at most.
+  int64_t now = ctx_->MonoMs();
+  int64_t every = std::max<int64_t>(6 * c.prune_every.count(), 1000);
+  if (next.last_max_check_ms != 0 && now - next.last_max_check_ms < every) return true;
+  next.last_max_check_ms = now;
+  Result<std::vector<store::JobOutput>> jobs = ctx_->logs->OutputByJob(16);
+  if (!jobs.ok()) {
+    log::Warn("cannot sum output per job", {{"error", jobs.status().ToString()}});
+    return true;
+  }
+  std::string reason = SizeReason("logs_max", c.logs_max_bytes);
+  for (const store::JobOutput& j : *jobs) {
+    if (j.job_id == 0 || j.stored_bytes <= c.logs_max_bytes) continue;
+    int64_t excess = j.stored_bytes - c.logs_max_bytes;
+    int64_t after = 0;
+    // The job's oldest runs first, a bounded number of pages: the rest waits for next time.
+    for (int page = 0; excess > 0 && page < 4; ++page) {
+      Result<std::vector<store::RunOutput>> runs =
+          ctx_->logs->ListOutput({.after_run_id = after, .job_id = j.job_id, .limit = kOutputPage});
+      if (!runs.ok() || runs->empty()) break;
+      for (const store::RunOutput& o : *runs) {
+        after = o.run_id;
+        if (is_open_(o.run_id)) continue;
+        next.queue.push_back({o.run_id, reason});
+        excess -= o.stored_bytes;
+        if (excess <= 0) break;
+      }
+    }
+  }
+  return true;
+}
+
+bool Pruner::PruneQueuedOutput(Next& next) {
+  int budget = kChunksPerSlice;
+  int64_t now = ctx_->NowMs();
+  while (!next.queue.empty() && budget > 0) {
+    const Pending& p = next.queue.front();
+    next.wrote = true;
+    Result<store::LogStore::Pruned> r = ctx_->batch->WriteLogs(
+        [&] { return ctx_->logs->PruneOutput(p.run_id, now, p.reason, budget); });
+    if (!r.ok()) return false;
+    budget -= static_cast<int>(r->chunks);
+    next.chunks += static_cast<uint64_t>(r->chunks);
+    next.bytes += static_cast<uint64_t>(r->bytes);
+    if (!r->done) break;
+    next.queue.pop_front();
+  }
+  return true;
+}
+
+bool Pruner::Reclaim(Next& next) {
+  // Free pages come from deletes: after a slice that deleted, and after one that gave some
+  // back (there may be more).
+  if (next.rows == 0 && next.chunks == 0 && !reclaim_more_) return true;
+  next.wrote = true;
+  Result<int64_t> store =
+      ctx_->batch->Write([&] { return ctx_->store->ReclaimSpace(kReclaimBytesPerSlice); });
+  if (!store.ok()) return false;
+  Result<int64_t> logs =
+      ctx_->batch->WriteLogs([&] { return ctx_->logs->ReclaimSpace(kReclaimBytesPerSlice); });
+  if (!logs.ok()) return false;
+  next.reclaimed_bytes += static_cast<uint64_t>(*store + *logs);
+  reclaim_more_ = *store + *logs > 0;
+  return true;
+}
+
+}  // namespace jobctl::coordinator

@@ -1,0 +1,79 @@
+// Pruner keeps the stores bounded: the retention of coordinator.toml (runs_for, keep_last,
+// logs_for, logs_max). Every prune_every it deletes one small slice of what retention
+// allows, so that pruning never holds up a fire for long (and every kCatchUpMs while a
+// slice used its whole budget or left a scan midway, so that it keeps up with a busy store):
+//   - at most kRunsPerSlice runs (Store::PruneRuns: never a run still pending or running,
+//     never one of the keep_last newest of its job), with their shards, output ends and
+//     the misses of that age;
+//   - at most kChunksPerSlice chunks of output (LogStore::PruneOutput): of the runs just
+//     deleted, then of ended runs last written before logs_for, then of the oldest ended
+//     runs of a job whose output is over logs_max. A run whose output was deleted is marked
+//     pruned with the reason ("logs_for 7d"), which readers show; a deleted run's output
+//     goes with its accounting, leaving nothing;
+//   - then gives at most kReclaimBytesPerSlice of freed space back to the file system
+//     (ReclaimSpace) in each database.
+// The slice's writes go into the loop turn's group commit (WriteBatch), like every other
+// write, and the Pruner's own state (where its scans resume, which runs' output is still to
+// go) changes only once that commit succeeded. Nothing is done while commits fail.
+// Loop thread only; owned by the Coordinator.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/context.h"
+#include "uvx/handles.h"
+
+namespace jobctl::coordinator {
+
+class Pruner {
+ public:
+  static constexpr int kRunsPerSlice = 100;
+  static constexpr int kChunksPerSlice = 256;
+  static constexpr int64_t kReclaimBytesPerSlice = 1LL << 20;
+  static constexpr int64_t kCatchUpMs = 50;
+
+  // `is_open(run)`: the run is pending or running (its output is never pruned).
+  Pruner(Context* ctx, std::function<bool(int64_t)> is_open);
+  void Start();  // the first slice after prune_every
+  void Close();
+
+  // One slice, now; the next is armed once its commit is done.
+  void Slice();
+
+  // "logs_for 7d" and "logs_max 1GiB": the reasons a run's output is marked with.
+  static std::string AgeReason(const char* key, Millis age);
+  static std::string SizeReason(const char* key, int64_t bytes);
+
+ private:
+  struct Pending {
+    int64_t run_id = 0;
+    std::string reason;
+  };
+  // Each step adds to `next` (the state after this slice) and returns false after a failed
+  // write (the turn will roll back).
+  struct Next;
+  enum class More { kNo, kYes };  // whether the last slice left work for the next
+  void Arm(More more);
+  bool PruneRuns(Next& next);
+  bool FindOldOutput(Next& next);
+  bool FindOutputOverMax(Next& next);
+  bool PruneQueuedOutput(Next& next);
+  bool Reclaim(Next& next);
+
+  Context* ctx_;
+  std::function<bool(int64_t)> is_open_;
+  std::unique_ptr<uvx::Timer> timer_;
+  int64_t runs_after_ = 0;         // Store::PruneRuns resumes after this run id
+  int64_t output_after_ = 0;       // the logs_for scan resumes after this run id
+  int64_t last_max_check_ms_ = 0;  // the last look for jobs over logs_max (monotonic)
+  std::deque<Pending> queue_;      // runs whose output is to be deleted, oldest first
+  bool busy_ = false;              // a slice's commit is outstanding
+  bool reclaim_more_ = false;      // the last slice gave space back: there may be more
+};
+
+}  // namespace jobctl::coordinator
