@@ -205,6 +205,15 @@ void RegisterPhase(int n) {
 
 // ---- standby: a second coordinator on the same PostgreSQL database ----------------------
 
+// Gives the coordinator to be started in `dir` the admin token of `holder` (the bootstrap
+// token files are a data directory's own), so the bench can ask it as it asks the holder.
+void ShareAdminToken(Coordinator& holder, const TempDir& dir) {
+  std::filesystem::create_directories(dir.path() + "/data");
+  chmod((dir.path() + "/data").c_str(), 0700);
+  std::ofstream(dir.path() + "/data/admin.token") << holder.admin_token() << "\n";
+  chmod((dir.path() + "/data/admin.token").c_str(), 0600);
+}
+
 // N jobs applied to the holder; a standby started on the same database: how long until its
 // view holds them all, its RSS and CPU while it keeps that view current (30 s), then the
 // holder killed with SIGKILL and the time until the standby answers /readyz as the holder.
@@ -226,10 +235,7 @@ void StandbyPhase(int n) {
   ApplyTimed(a, toml);
   toml = std::string();
   TempDir db;
-  std::filesystem::create_directories(db.path() + "/data");
-  chmod((db.path() + "/data").c_str(), 0700);
-  std::ofstream(db.path() + "/data/admin.token") << a.admin_token() << "\n";
-  chmod((db.path() + "/data/admin.token").c_str(), 0600);
+  ShareAdminToken(a, db);
   Coordinator b(db, config);
   b.set_port(jobctl::testing::FreeLoopbackPort());
   auto t0 = Clock::now();
@@ -293,10 +299,7 @@ void FailoverPhase(int n, int kills) {
             "\"\noverlap = \"allow\"\ncommand = [\"/bin/true\"]\n";
   }
   ApplyTimed(a, toml);
-  std::filesystem::create_directories(db.path() + "/data");
-  chmod((db.path() + "/data").c_str(), 0700);
-  std::ofstream(db.path() + "/data/admin.token") << a.admin_token() << "\n";
-  chmod((db.path() + "/data/admin.token").c_str(), 0600);
+  ShareAdminToken(a, db);
   Coordinator b(db, config);
   b.set_port(jobctl::testing::FreeLoopbackPort());
   b.Start();
