@@ -260,7 +260,16 @@ Result<std::string> Connection::Prepared(const Sql& sql) {
   return name;
 }
 
+Status Connection::BeforeWait() {
+  if (!before_wait || !in_transaction_ || in_before_wait_) return Status::Ok();
+  in_before_wait_ = true;
+  Status s = before_wait();
+  in_before_wait_ = false;
+  return s;
+}
+
 Result<Rows> Connection::ExecOnce(const Sql& sql, const Params& params) {
+  if (Status s = BeforeWait(); !s.ok()) return s;
   if (Status s = Drain(); !s.ok()) return s;
   if (!in_transaction_ && !in_reconnect_) {
     if (Status s = EnsureConnected(); !s.ok()) return s;
@@ -354,6 +363,7 @@ Status Connection::Drain() {
 }
 
 Status Connection::Script(std::string_view sql) {
+  if (Status s = BeforeWait(); !s.ok()) return s;
   if (Status s = Drain(); !s.ok()) return s;
   Rows r(PQexec(conn_, std::string(sql).c_str()));
   ExecStatusType st = PQresultStatus(r.result());
@@ -380,7 +390,8 @@ Status Connection::Begin() {
 
 Status Connection::Commit() {
   if (!in_transaction_) return Status::Internal("PostgreSQL: no transaction to commit");
-  Status sent = Drain();
+  Status sent = BeforeWait();
+  if (Status drained = Drain(); sent.ok()) sent = drained;
   in_transaction_ = false;
   if (!sent.ok()) {
     if (PQstatus(conn_) == CONNECTION_OK) static_cast<void>(Script("ROLLBACK"));

@@ -152,6 +152,10 @@ class Connection {
   // anything else runs on the new session; its error fails the statement or transaction
   // that found the connection lost, and it runs again at the next one.
   std::function<Status()> on_reconnect;
+  // Runs inside a transaction before a statement that waits for its answer, and before
+  // COMMIT: writes the caller held back to send together go out first (PgStore's coalesced
+  // updates), so that every statement sees them. Its error fails that statement.
+  std::function<Status()> before_wait;
 
  private:
   Connection() = default;
@@ -161,13 +165,15 @@ class Connection {
   Result<std::string> Prepared(const Sql& sql);
   // Reads the outcomes of what Send sent and leaves pipeline mode: the first failure.
   Status Drain();
+  Status BeforeWait();  // before_wait, once at a time, in a transaction
 
   PGconn* conn_ = nullptr;
   std::string url_;
   bool in_transaction_ = false;
   // The connection was reset and on_reconnect has not yet succeeded on the new session.
   bool reset_pending_ = false;
-  bool in_reconnect_ = false;  // on_reconnect runs: its statements use the new session as is
+  bool in_reconnect_ = false;
+  bool in_before_wait_ = false;  // on_reconnect runs: its statements use the new session as is
   // The writes Send sent whose outcomes Drain has not read yet, with the rows each must
   // change (-1: any number).
   struct Sent {

@@ -166,6 +166,7 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& url, const std
   // Until it holds the database, a store notes when its lost connection was made again
   // (the database restarted or failed over): see TryHold.
   PgStore* self = store.get();
+  store->db_->before_wait = [self] { return self->SendHeld(); };
   store->db_->on_reconnect = [self] {
     self->back_at_ = std::chrono::steady_clock::now();
     log::Info("standby: the database is back; the coordinator that held it may hold it again first",
@@ -314,6 +315,7 @@ Status PgStore::Begin() {
   // so that a coordinator taking over waits for it to end before its epoch begins.
   static const Sql kSql{"SELECT 1 FROM leader WHERE id = 1 AND epoch = $1 FOR SHARE"};
   if (!held_) return Lost();
+  ClearHeld();
   if (Status s = db_->Begin(); !s.ok()) return s;
   if (pipelined_) {
     // Its outcome is read with those of the transaction's writes, before COMMIT is sent (or
@@ -617,10 +619,23 @@ Status PgStore::UpdateRunState(int64_t run_id, RunState state, std::optional<int
   static const Sql kSql{
       "UPDATE runs SET state = $2, finished_ms = $3, note = CASE WHEN $4 = '' THEN note "
       "ELSE $4 END WHERE id = $1"};
+  if (pipelined_ && db_->in_transaction()) {
+    auto [it, added] = held_states_.try_emplace(run_id, StateWrite{state, finished_ms, note});
+    if (!added) {
+      it->second.state = state;
+      it->second.finished_ms = finished_ms;
+      if (!note.empty()) it->second.note = note;
+    }
+    return Status::Ok();
+  }
   return Write(kSql, Params().Add(run_id).Add(RunStateName(state)).Add(finished_ms).Add(note), 1);
 }
 
 Status PgStore::UpdateShard(const ShardRecord& s) {
+  if (pipelined_ && db_->in_transaction()) {
+    held_shards_.insert_or_assign({s.run_id, s.index}, s);
+    return Status::Ok();
+  }
   static const Sql kSql{
       "UPDATE shards SET state = $3, attempt = $4, agent = $5, token = $6, exit_code = $7, "
       "outcome = $8, message = $9, started_ms = $10, finished_ms = $11, not_before_ms = $12, "
@@ -801,6 +816,10 @@ Result<std::vector<OutputEndRow>> PgStore::OutputEnds(int64_t run_id) {
 }
 
 Status PgStore::PutLease(const LeaseRow& l) {
+  if (pipelined_ && db_->in_transaction()) {
+    held_leases_.insert_or_assign(l.key, l);
+    return Status::Ok();
+  }
   static const Sql kSql{
       "INSERT INTO leases(key, holder, token, granted_ms) VALUES($1, $2, $3, $4) "
       "ON CONFLICT(key) DO UPDATE SET holder = excluded.holder, token = excluded.token, "
@@ -809,8 +828,101 @@ Status PgStore::PutLease(const LeaseRow& l) {
 }
 
 Status PgStore::DeleteLease(const std::string& key) {
+  if (pipelined_ && db_->in_transaction()) {
+    held_leases_.insert_or_assign(key, std::nullopt);
+    return Status::Ok();
+  }
   static const Sql kSql{"DELETE FROM leases WHERE key = $1"};
   return Write(kSql, Params().Add(key));
+}
+
+void PgStore::ClearHeld() {
+  held_shards_.clear();
+  held_states_.clear();
+  held_leases_.clear();
+}
+
+Status PgStore::SendHeld() {
+  static const Sql kShards{
+      "UPDATE shards SET state = u.state, attempt = u.attempt, agent = u.agent, token = u.token, "
+      "exit_code = u.exit_code, outcome = u.outcome, message = u.message, "
+      "started_ms = u.started_ms, finished_ms = u.finished_ms, not_before_ms = u.not_before_ms, "
+      "lost_count = u.lost_count FROM unnest($1::bigint[], $2::integer[], $3::text[], "
+      "$4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], "
+      "$10::bigint[], $11::bigint[], $12::bigint[], $13::integer[]) AS u(run_id, idx, state, "
+      "attempt, agent, token, exit_code, outcome, message, started_ms, finished_ms, "
+      "not_before_ms, lost_count) WHERE shards.run_id = u.run_id AND shards.idx = u.idx"};
+  static const Sql kStates{
+      "UPDATE runs SET state = u.state, finished_ms = u.finished_ms, note = CASE WHEN u.note = "
+      "'' THEN runs.note ELSE u.note END FROM unnest($1::bigint[], $2::text[], $3::bigint[], "
+      "$4::text[]) AS u(id, state, finished_ms, note) WHERE runs.id = u.id"};
+  static const Sql kPutLeases{
+      "INSERT INTO leases(key, holder, token, granted_ms) SELECT * FROM unnest($1::text[], "
+      "$2::text[], $3::bigint[], $4::bigint[]) ON CONFLICT(key) DO UPDATE SET holder = "
+      "excluded.holder, token = excluded.token, granted_ms = excluded.granted_ms"};
+  static const Sql kDeleteLeases{"DELETE FROM leases WHERE key = ANY($1::text[])"};
+  auto shards = std::move(held_shards_);
+  auto states = std::move(held_states_);
+  auto leases = std::move(held_leases_);
+  ClearHeld();
+  if (!shards.empty()) {
+    pg::ArrayLiteral run, idx, state, attempt, agent, token, exit_code, outcome, message, started,
+        finished, not_before, lost;
+    for (const auto& [key, sh] : shards) {
+      run.Add(sh.run_id);
+      idx.Add(sh.index);
+      state.Add(RunStateName(sh.state));
+      attempt.Add(sh.attempt);
+      agent.Add(sh.agent);
+      token.Add(sh.token);
+      exit_code.Add(sh.exit_code);
+      outcome.Add(sh.outcome);
+      message.Add(sh.message);
+      started.Add(sh.started_ms);
+      finished.Add(sh.finished_ms);
+      not_before.Add(sh.not_before_ms);
+      lost.Add(sh.lost_count);
+    }
+    Params p;
+    p.Add(run).Add(idx).Add(state).Add(attempt).Add(agent).Add(token).Add(exit_code);
+    p.Add(outcome).Add(message).Add(started).Add(finished).Add(not_before).Add(lost);
+    if (Status s = db_->Send(kShards, p, static_cast<int64_t>(shards.size())); !s.ok()) return s;
+  }
+  if (!states.empty()) {
+    pg::ArrayLiteral id, state, finished, note;
+    for (const auto& [run_id, w] : states) {
+      id.Add(run_id);
+      state.Add(RunStateName(w.state));
+      finished.Add(w.finished_ms);
+      note.Add(w.note);
+    }
+    Params p;
+    p.Add(id).Add(state).Add(finished).Add(note);
+    if (Status s = db_->Send(kStates, p, static_cast<int64_t>(states.size())); !s.ok()) return s;
+  }
+  pg::ArrayLiteral put_key, put_holder, put_token, put_granted, gone;
+  size_t puts = 0, deletes = 0;
+  for (const auto& [key, lease] : leases) {
+    if (!lease) {
+      gone.Add(key);
+      ++deletes;
+      continue;
+    }
+    put_key.Add(lease->key);
+    put_holder.Add(lease->holder);
+    put_token.Add(lease->token);
+    put_granted.Add(lease->granted_ms);
+    ++puts;
+  }
+  if (puts > 0) {
+    Params p;
+    p.Add(put_key).Add(put_holder).Add(put_token).Add(put_granted);
+    if (Status s = db_->Send(kPutLeases, p); !s.ok()) return s;
+  }
+  if (deletes > 0) {
+    if (Status s = db_->Send(kDeleteLeases, Params().Add(gone)); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status PgStore::ForEachLease(const std::function<void(LeaseRow&&)>& fn) {

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/pg.h"
@@ -40,7 +42,10 @@ class PgStore final : public Store {
   void PipelineWrites(bool on) override { pipelined_ = on; }
   Status Begin() override;
   Status Commit() override { return db_->Commit(); }
-  void Rollback() override { db_->Rollback(); }
+  void Rollback() override {
+    ClearHeld();
+    db_->Rollback();
+  }
   bool in_transaction() const override { return db_->in_transaction(); }
   // The hold is a session-level advisory lock on the database, taken by this connection,
   // and an epoch in the `leader` row that each new holder increments. PostgreSQL releases
@@ -138,6 +143,21 @@ class PgStore final : public Store {
   // A write whose caller reads nothing back: sent without waiting when pipelined_ (see
   // Store::PipelineWrites), else run; `changes` as Connection::Send.
   Status Write(const pg::Sql& sql, const pg::Params& params, int64_t changes = -1);
+
+  // With pipelined writes, the updates of shards, of run states and of leases are held and
+  // coalesced per transaction (the last of each row wins; an empty note keeps the one held),
+  // then sent as one statement per kind before the next statement that waits, or COMMIT
+  // (Connection::before_wait): a turn's results cost a few statements, not a few a result.
+  Status SendHeld();
+  void ClearHeld();
+  struct StateWrite {
+    RunState state;
+    std::optional<int64_t> finished_ms;
+    std::string note;
+  };
+  std::map<std::pair<int64_t, int>, ShardRecord> held_shards_;
+  std::map<int64_t, StateWrite> held_states_;
+  std::map<std::string, std::optional<LeaseRow>> held_leases_;  // nullopt: deleted
 
   std::unique_ptr<pg::Connection> db_;
   bool pipelined_ = false;

@@ -240,12 +240,36 @@ TEST_P(StoreTest, PipelinedWritesAreReadBackAndKeptByTheCommitAndAFailedOneFails
   ASSERT_TRUE(store_->InsertEvent(2, "claim", "host-a", "run", "").ok());
   // A read in the transaction sees what was sent before it.
   EXPECT_EQ((*store_->GetRun(run))->shards[0].agent, "host-a");
+  // Several writes of one row: the last one is kept (a note left empty keeps the last one
+  // given), whether they are sent one by one or together.
+  shard.agent = "host-b";
+  ASSERT_TRUE(store_->UpdateShard(shard).ok());
+  shard.agent = "host-c";
+  shard.exit_code = 3;
+  ASSERT_TRUE(store_->UpdateShard(shard).ok());
+  ASSERT_TRUE(store_->UpdateRunState(run, RunState::kRunning, std::nullopt, "first").ok());
+  ASSERT_TRUE(store_->UpdateRunState(run, RunState::kFailed, 4'000, "").ok());
+  ASSERT_TRUE(store_->DeleteLease("lease-1").ok());
+  ASSERT_TRUE(store_->PutLease({"lease-2", "host-b", 99, 2}).ok());
+  ASSERT_TRUE(store_->DeleteLease("lease-2").ok());
+  ASSERT_TRUE(store_->DeleteLease("lease-3").ok());
+  ASSERT_TRUE(store_->PutLease({"lease-3", "host-c", 98, 3}).ok());
   ASSERT_TRUE(store_->Commit().ok());
+  auto after = store_->GetRun(run);
+  ASSERT_TRUE(after.ok() && after->has_value());
+  EXPECT_EQ((*after)->shards[0].agent, "host-c");
+  EXPECT_EQ((*after)->shards[0].exit_code, 3);
+  EXPECT_EQ((*after)->state, RunState::kFailed);
+  EXPECT_EQ((*after)->finished_ms, 4'000);
+  EXPECT_EQ((*after)->note, "first");
+  std::map<std::string, std::string> kept;
+  ASSERT_TRUE(store_->ForEachLease([&](LeaseRow&& l) { kept[l.key] = l.holder; }).ok());
+  EXPECT_EQ(kept.count("lease-1"), 0u);
+  EXPECT_EQ(kept.count("lease-2"), 0u);
+  EXPECT_EQ(kept["lease-3"], "host-c");
+  EXPECT_EQ(kept["lease-4"], "host-a");
   EXPECT_EQ(store_->GetJob(job)->next_fire_ms, 70'000);
-  EXPECT_EQ((*store_->GetRun(run))->state, RunState::kRunning);
-  int leases = 0;
-  ASSERT_TRUE(store_->ForEachLease([&](LeaseRow&&) { ++leases; }).ok());
-  EXPECT_EQ(leases, 1200);
+  EXPECT_EQ(kept.size(), 1198u);  // 1,200 put, two of them deleted
   // A write that fails (no such shard) fails the transaction: at once or at its commit.
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->SetNextFire(job, 80'000).ok());
