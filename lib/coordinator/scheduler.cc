@@ -90,7 +90,8 @@ void Scheduler::RunDue() {
   }
   // The definitions of the slice's jobs, in one read rather than one per job's first fire.
   std::vector<JobEntry*> slice;
-  for (size_t i = 0; i < due_.size() && slice.size() < kSlice; ++i) {
+  // Only the entries this slice can reach: never a walk over a long catch-up's whole queue.
+  for (size_t i = 0; i < due_.size() && i < kSlice; ++i) {
     JobEntry* job = jobs_->Find(due_[i].first);
     if (job != nullptr && !job->spec) slice.push_back(job);
   }
