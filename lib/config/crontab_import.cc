@@ -22,7 +22,7 @@ namespace jobctl {
 namespace {
 
 // Settings cron reads for its own mail; jobctl keeps output instead (jobctl logs).
-constexpr std::string_view kMailSettings[] = {"MAILTO", "MAILFROM", "CONTENT_TYPE",
+constexpr std::string_view kMailSettings[] = {"MAILFROM", "CONTENT_TYPE",
                                               "CONTENT_TRANSFER_ENCODING"};
 template <typename List>
 bool Contains(const List& list, std::string_view s) {
@@ -254,6 +254,7 @@ struct Settings {
   std::string timezone;  // CRON_TZ, else the host's
   std::string shell;     // SHELL
   std::map<std::string, std::string> env;
+  std::vector<std::string> notify;  // MAILTO as mailto: targets
 };
 
 class Importer {
@@ -321,6 +322,8 @@ class Importer {
         Note(
             fmt::format("{}: the jobs below run their command with {} -c", assignment, line.value));
       }
+    } else if (name == "MAILTO") {
+      SetMailto(number, line.value, assignment);
     } else if (Contains(kMailSettings, name)) {
       Note(fmt::format("{}: not imported (jobctl sends no mail; see jobctl logs)", assignment));
     } else if (name == "RANDOM_DELAY") {
@@ -335,6 +338,44 @@ class Importer {
     } else {
       settings_.env[name] = line.value;
     }
+  }
+
+  // MAILTO=a@x,b@y: cron mails each job's output there; the jobs below notify those addresses
+  // (notify = ["mailto:..."]) when they fail. MAILTO="" (no mail) clears it.
+  void SetMailto(int number, const std::string& value, const std::string& assignment) {
+    std::vector<std::string> targets;
+    std::string word;
+    for (size_t i = 0; i <= value.size(); ++i) {
+      char c = i < value.size() ? value[i] : ',';
+      if (c != ',' && c != ' ' && c != '\t') {
+        word += c;
+        continue;
+      }
+      if (word.empty()) continue;
+      std::string target = "mailto:" + word;
+      if (word.find('@') == std::string::npos && IsValidUserName(word)) {
+        Note(
+            fmt::format("MAILTO: {} is a local user; not imported (notify needs an address "
+                        "like {}@example.com)",
+                        word, word));
+      } else if (!NotifyTargetProblem(target).empty() || targets.size() == kMaxNotifyTargets) {
+        Warn(number, fmt::format("MAILTO: \"{}\" is not an address like user@example.com; "
+                                 "not imported",
+                                 CommentLine(word)));
+      } else {
+        targets.push_back(std::move(target));
+      }
+      word.clear();
+    }
+    settings_.notify = targets;
+    if (targets.empty()) {
+      if (value.empty()) Note(fmt::format("{}: the jobs below notify nobody", assignment));
+      return;
+    }
+    Note(
+        fmt::format("{}: the jobs below notify it when a run fails or recovers (notify in "
+                    "jobs.toml(5), sent by the coordinator's mailto_channel)",
+                    assignment));
   }
 
   void AddJob(int number, const CrontabLine& line, std::string_view raw) {
@@ -354,6 +395,7 @@ class Importer {
     e.job.schedule = line.schedule;
     e.job.timezone = settings_.timezone;
     e.job.env = settings_.env;
+    e.job.notify.to = settings_.notify;
     e.job.run_as = columns_ == CrontabColumns::kSystem ? line.user : options_.user;
     CronCommand cmd = SplitCronCommand(line.command);
     std::string script = cmd.input ? WithInput(cmd.command, *cmd.input) : cmd.command;
@@ -431,7 +473,8 @@ CrontabFormat Detect(std::string_view text, const CrontabImportOptions& o, std::
 struct Shared {
   std::string timezone;
   std::map<std::string, std::string> env;
-  bool empty() const { return timezone.empty() && env.empty(); }
+  std::vector<std::string> notify;
+  bool empty() const { return timezone.empty() && env.empty() && notify.empty(); }
 };
 
 // Moves what every job has in common into a [defaults] table's worth of settings.
@@ -455,7 +498,11 @@ Shared FactorOut(std::vector<Entry>& entries) {
       shared.env[name] = value;
     }
   }
+  if (all([&first](const Entry& e) { return e.job.notify.to == first.notify.to; })) {
+    shared.notify = first.notify.to;
+  }
   for (Entry& e : entries) {
+    if (!shared.notify.empty()) e.job.notify.to.clear();
     if (!shared.timezone.empty()) e.job.timezone.clear();
     for (const auto& kv : shared.env) e.job.env.erase(kv.first);
   }
@@ -473,6 +520,13 @@ std::string RenderDefaults(const Shared& shared) {
       sep = ", ";
     }
     out += " }\n";
+  }
+  if (!shared.notify.empty()) {
+    out += "notify = [";
+    for (size_t i = 0; i < shared.notify.size(); ++i) {
+      out += (i ? ", " : "") + TomlString(shared.notify[i]);
+    }
+    out += "]\n";
   }
   return out;
 }

@@ -145,11 +145,12 @@ TEST(CrontabImportTest, UserCrontabOutputReadsLikeTheCrontab) {
 
 # SHELL=/bin/bash: the jobs below run their command with /bin/bash -c
 
-# MAILTO=ops@example.com: not imported (jobctl sends no mail; see jobctl logs)
+# MAILTO=ops@example.com: the jobs below notify it when a run fails or recovers (notify in jobs.toml(5), sent by the coordinator's mailto_channel)
 
 [defaults]
 timezone = "Europe/Berlin"
 env = { PATH = "/usr/local/bin:/usr/bin:/bin" }
+notify = ["mailto:ops@example.com"]
 
 # nightly backup, logs kept a week
 )"));
@@ -283,6 +284,32 @@ TEST(CrontabImportTest, NothingImportableGivesNoText) {
   EXPECT_EQ(r.jobs, 0);
   EXPECT_EQ(r.toml, "");
   EXPECT_EQ(r.warnings.size(), 1u);
+}
+
+TEST(CrontabImportTest, MailtoBecomesNotifyForTheJobsBelowIt) {
+  CrontabImport r = Import(
+      "0 1 * * * /bin/a\n"
+      "MAILTO=ops@example.com, dba@example.com\n"
+      "0 2 * * * /bin/b\n"
+      "MAILTO=root\n"
+      "0 3 * * * /bin/c\n"
+      "MAILTO=<bad>@z\n"
+      "0 4 * * * /bin/d\n"
+      "MAILTO=\"\"\n"
+      "0 5 * * * /bin/e\n");
+  JobFile file = ParseOk(r);
+  ASSERT_EQ(file.jobs.size(), 5u);
+  EXPECT_TRUE(file.jobs[0].notify.to.empty());
+  EXPECT_EQ(file.jobs[1].notify.to,
+            (std::vector<std::string>{"mailto:ops@example.com", "mailto:dba@example.com"}));
+  EXPECT_EQ(file.jobs[1].notify.on, kDefaultNotifyOn);
+  EXPECT_TRUE(file.jobs[2].notify.to.empty()) << "a local user has no address";
+  EXPECT_TRUE(file.jobs[3].notify.to.empty());
+  EXPECT_TRUE(file.jobs[4].notify.to.empty());
+  EXPECT_NE(r.toml.find("# MAILTO: root is a local user; not imported"), std::string::npos)
+      << r.toml;
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0].line, 6);
 }
 
 TEST(CrontabImportTest, CrlfCrontabsAndDashPrefix) {

@@ -422,6 +422,57 @@ void ApplyRunAs(const Node& n, Key k, Scope& s, Draft& d) {
   Set(d.job.run_as, std::move(user));
 }
 
+// notify = ["ops-mail", "mailto:root@example.com"]: where the job's notifications go.
+void ApplyNotify(const Node& n, Key k, Scope& s, Draft& d) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr || a->size() > kMaxNotifyTargets) {
+    return s.Fail(n, k,
+                  fmt::format("expected an array of at most {} channel names or \"mailto:\" "
+                              "addresses like [\"ops-mail\"], got {}",
+                              kMaxNotifyTargets, Render(n)));
+  }
+  std::vector<std::string> to;
+  int before = s.errors();
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string key = fmt::format("{}[{}]", k, i);
+    std::optional<std::string> target = ReadString(*a->get(i), key, s);
+    if (!target) continue;
+    if (std::string why = NotifyTargetProblem(*target); !why.empty()) {
+      s.Fail(*a->get(i), key, fmt::format("{}, got {}", why, Render(*a->get(i))));
+    } else if (std::find(to.begin(), to.end(), *target) == to.end()) {
+      to.push_back(std::move(*target));
+    }
+  }
+  if (s.errors() == before) d.job.notify.to = std::move(to);
+}
+
+// notify_on = ["failed", "recovered"]: which events notify.
+void ApplyNotifyOn(const Node& n, Key k, Scope& s, Draft& d) {
+  const toml::array* a = n.as_array();
+  if (a == nullptr) {
+    return s.Fail(n, k, "expected an array like [\"failed\", \"recovered\"], got " + Render(n));
+  }
+  NotifyEvents on = 0;
+  int before = s.errors();
+  for (size_t i = 0; i < a->size(); ++i) {
+    std::string key = fmt::format("{}[{}]", k, i);
+    std::span<const std::string_view> names(NotifyEventNames());
+    if (std::optional<NotifyEvent> e = ReadEnum(*a->get(i), key, s, ParseNotifyEvent, names)) {
+      on |= NotifyBit(*e);
+    }
+  }
+  if (s.errors() == before) d.job.notify.on = on;
+}
+
+void ApplyRepeatAfter(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<Millis> v = ReadDuration(n, k, s, Zero::kAllowed);
+  if (v && *v > std::chrono::hours(24 * 30)) {
+    s.Fail(n, k, "expected at most \"30d\" (\"0s\": every time), got " + Render(n));
+    v.reset();
+  }
+  Set(d.job.notify.repeat_after, v);
+}
+
 // clang-format off
 constexpr JobKey kJobKeys[] = {
     {"name", nullptr, KeyPlace::kNotInDefaults},
@@ -475,6 +526,9 @@ constexpr JobKey kJobKeys[] = {
        ReadSecrets(n, k, s, d.job.secrets); }},
     {"enabled", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.enabled, ReadBool(n, k, s)); }},
+    {"notify", ApplyNotify},
+    {"notify_on", ApplyNotifyOn},
+    {"repeat_after", ApplyRepeatAfter},
 };
 // clang-format on
 

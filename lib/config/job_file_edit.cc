@@ -162,6 +162,11 @@ std::string RenderJob(const Job& job) {
   if (!job.run_as.empty()) key("run_as", TomlString(job.run_as));
   if (!job.cwd.empty()) key("cwd", TomlString(job.cwd));
   if (!job.env.empty()) key("env", EnvTable(job.env));
+  if (!job.notify.to.empty()) key("notify", StringArray(job.notify.to));
+  if (job.notify.on != d.notify.on) key("notify_on", StringArray(NotifyEventList(job.notify.on)));
+  if (job.notify.repeat_after != d.notify.repeat_after) {
+    key("repeat_after", TomlString(FormatDuration(job.notify.repeat_after)));
+  }
   return out;
 }
 

@@ -211,6 +211,61 @@ kill_grace = "5 sec"
             }));
 }
 
+TEST(JobFileTest, NotifyKeysTakeDefaultsAndJobValues) {
+  JobFileResult r = Parse(R"(
+[defaults]
+notify = ["ops-mail", "mailto:root@example.com", "ops-mail"]
+repeat_after = "30m"
+
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+notify = ["chat"]
+notify_on = ["failed", "recovered", "agent_lost"]
+repeat_after = "0s"
+)");
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+  ASSERT_EQ(r.file.jobs.size(), 2u);
+  const Job& a = r.file.jobs[0];
+  EXPECT_EQ(a.notify.to, (std::vector<std::string>{"ops-mail", "mailto:root@example.com"}));
+  EXPECT_EQ(a.notify.on, kDefaultNotifyOn);
+  EXPECT_EQ(a.notify.repeat_after, std::chrono::minutes(30));
+  const Job& b = r.file.jobs[1];
+  EXPECT_EQ(b.notify.to, std::vector<std::string>{"chat"});
+  EXPECT_EQ(b.notify.on, NotifyBit(NotifyEvent::kFailed) | NotifyBit(NotifyEvent::kRecovered) |
+                             NotifyBit(NotifyEvent::kAgentLost));
+  EXPECT_EQ(b.notify.repeat_after.count(), 0);
+}
+
+TEST(JobFileTest, NotifyKeysAreChecked) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+notify = ["Ops", "mailto:a@b\r\nBcc: x@y"]
+notify_on = ["failed", "fail"]
+repeat_after = "60d"
+)"),
+            (Lines{
+                R"(jobs.toml:5:11: job "a": notify[0]: expected a channel name ([a-z0-9][a-z0-9._-]*, )"
+                R"(at most 64 characters) or "mailto:user@example.com", got "Ops")",
+                R"(jobs.toml:5:18: job "a": notify[1]: expected an address like )"
+                R"("mailto:user@example.com", got "mailto:a@b\u000D\nBcc: x@y")",
+                R"(jobs.toml:6:24: job "a": notify_on[1]: expected failed, timed_out, lost, )"
+                R"(canceled, recovered, missed, skipped, agent_lost or overdue, got "fail" (did you )"
+                R"(mean "failed"?))",
+                R"(jobs.toml:7:16: job "a": repeat_after: expected at most "30d" ("0s": every )"
+                R"(time), got "60d")",
+            }));
+}
+
 TEST(JobFileTest, JitterIsADurationOfAtMostADay) {
   EXPECT_EQ(Errors(R"(
 [[job]]
@@ -249,7 +304,8 @@ colour = "blue"
                 R"(jobs.toml:9:1: job "a": unknown key "colour" (expected name, schedule, )"
                 R"(anchor, command, shell, description, dialect, timezone, on, shards, route, )"
                 R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, kill_grace, )"
-                R"(run_as, cwd, env, params, secrets or enabled))",
+                R"(run_as, cwd, env, params, secrets, enabled, notify, notify_on or )"
+                R"(repeat_after))",
             }));
 }
 

@@ -14,6 +14,7 @@
 #include "base/duration.h"
 #include "model/cron.h"
 #include "model/env_rules.h"
+#include "model/notify.h"
 #include "model/schedule.h"
 
 namespace jobctl {
@@ -84,6 +85,7 @@ struct Job {
   std::map<std::string, std::string> secrets;
   bool enabled = true;
   std::string description;
+  NotifyPolicy notify;  // notify, notify_on, repeat_after
 
   bool operator==(const Job&) const = default;
 };

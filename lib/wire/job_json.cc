@@ -49,6 +49,9 @@ json JobToJson(const Job& job) {
       {"secrets", job.secrets},
       {"enabled", job.enabled},
       {"description", job.description},
+      {"notify", job.notify.to},
+      {"notify_on", NotifyEventList(job.notify.on)},
+      {"repeat_after_ms", job.notify.repeat_after.count()},
   };
   return j;
 }
@@ -127,6 +130,31 @@ Status GetSelectors(const json& j, std::vector<LabelSelector>* out) {
   return Status::Ok();
 }
 
+// notify, notify_on and repeat_after_ms; a spec stored before them keeps the defaults.
+Status GetNotify(const json& j, NotifyPolicy* out) {
+  std::vector<std::string> on;
+  int64_t repeat_after = out->repeat_after.count();
+  Status s = Get(j, "notify", &out->to);
+  if (s.ok()) s = Get(j, "repeat_after_ms", &repeat_after);
+  if (s.ok() && j.contains("notify_on")) s = Get(j, "notify_on", &on);
+  if (!s.ok()) return s;
+  if (out->to.size() > kMaxNotifyTargets) return Status::InvalidArgument("job.notify: too many");
+  for (const std::string& t : out->to) {
+    if (!NotifyTargetProblem(t).empty()) return Status::InvalidArgument("job.notify: bad target");
+  }
+  if (repeat_after < 0) return Status::InvalidArgument("job.repeat_after_ms: out of range");
+  out->repeat_after = Millis(repeat_after);
+  if (j.contains("notify_on")) {
+    out->on = 0;
+    for (const std::string& name : on) {
+      std::optional<NotifyEvent> e = ParseNotifyEvent(name);
+      if (!e) return Status::InvalidArgument("job.notify_on: unknown event \"" + name + "\"");
+      out->on |= NotifyBit(*e);
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Job> JobFromJson(const json& j) {
@@ -174,6 +202,7 @@ Result<Job> JobFromJson(const json& j) {
   if (s.ok()) s = Get(j, "secrets", &job.secrets);
   if (s.ok()) s = Get(j, "enabled", &job.enabled);
   if (s.ok()) s = Get(j, "description", &job.description);
+  if (s.ok()) s = GetNotify(j, &job.notify);
   if (!s.ok()) return s;
   std::optional<Dialect> d = ParseDialect(dialect);
   if (!d) return Status::InvalidArgument("job.dialect: unknown value \"" + dialect + "\"");
