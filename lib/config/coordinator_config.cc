@@ -8,6 +8,7 @@
 
 #include "config/key_table.h"
 #include "config/toml_values.h"
+#include "model/notify.h"
 
 namespace jobctl {
 
@@ -133,6 +134,158 @@ void ReadPruneEvery(const Node& n, Key k, KeyProblems& p, Config& c) {
     p.Expected(n, k, "a duration from \"100ms\" to \"1h\"");
 }
 
+// ---- [notify.NAME] ------------------------------------------------------------------------
+
+using Channel = NotifyChannelConfig;
+
+template <std::string Channel::*Field>
+void ReadChannelString(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  if (v && !v->empty() && v->size() <= 2048)
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "a non-empty string of at most 2048 bytes");
+}
+
+// An absolute path to a file the coordinator reads at start.
+template <std::string Channel::*Field>
+void ReadChannelFile(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  if (v && v->starts_with('/') && v->size() <= 4096)
+    c.*Field = *v;
+  else
+    p.Expected(n, k, "an absolute path to a file, like \"/etc/jobctl/smtp-password\"");
+}
+
+bool IsAddress(std::string_view a) {
+  return NotifyTargetProblem("mailto:" + std::string(a)).empty();
+}
+
+void ReadChannelFrom(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  if (v && IsAddress(*v))
+    c.from = *v;
+  else
+    p.Expected(n, k, "an address like \"jobctl@example.com\"");
+}
+
+void ReadChannelTo(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  const toml::array* a = n.as_array();
+  std::vector<std::string> to;
+  for (size_t i = 0; a != nullptr && i < a->size() && a->size() <= 100; ++i) {
+    auto v = a->get(i)->value<std::string>();
+    if (!v || !IsAddress(*v)) break;
+    to.push_back(*v);
+  }
+  if (a != nullptr && to.size() == a->size())
+    c.to = std::move(to);
+  else
+    p.Expected(n, k, "an array of at most 100 addresses like [\"ops@example.com\"]");
+}
+
+void ReadChannelType(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  if (v && (*v == "email" || *v == "webhook"))
+    c.type = *v;
+  else
+    p.Expected(n, k, "\"email\" or \"webhook\"");
+}
+
+void ReadChannelStarttls(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  if (v && (*v == "required" || *v == "try" || *v == "no"))
+    c.starttls = *v;
+  else
+    p.Expected(n, k, "\"required\", \"try\" or \"no\"");
+}
+
+void ReadChannelTimeout(const Node& n, Key k, KeyProblems& p, Channel& c) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && *d >= std::chrono::seconds(1) && *d <= std::chrono::minutes(5))
+    c.timeout = *d;
+  else
+    p.Expected(n, k, "a duration from \"1s\" to \"5m\"");
+}
+
+constexpr KeySpec<Channel, KeyProblems> kChannelKeys[] = {
+    {"type", ReadChannelType},
+    {"url", ReadChannelString<&Channel::url>},
+    {"from", ReadChannelFrom},
+    {"to", ReadChannelTo},
+    {"username", ReadChannelString<&Channel::username>},
+    {"password_file", ReadChannelFile<&Channel::password_file>},
+    {"starttls", ReadChannelStarttls},
+    {"secret_file", ReadChannelFile<&Channel::secret_file>},
+    {"ca_file", ReadChannelFile<&Channel::ca_file>},
+    {"timeout", ReadChannelTimeout},
+};
+
+// What a channel needs once its keys are read; "" when it is complete.
+std::string ChannelProblem(const Channel& c) {
+  auto scheme = [&c](std::string_view s) { return c.url.rfind(s, 0) == 0; };
+  if (c.type.empty()) return "missing \"type\" (\"email\" or \"webhook\")";
+  if (c.url.empty()) return "missing \"url\"";
+  if (c.type == "email") {
+    if (!scheme("smtp://") && !scheme("smtps://")) return "url: expected smtp:// or smtps://";
+    if (c.from.empty()) return "missing \"from\" (the sender's address)";
+    if (!c.secret_file.empty()) return "secret_file is for webhooks";
+    if (c.password_file.empty() != c.username.empty())
+      return "username and password_file go together";
+  } else {
+    if (!scheme("https://") && !scheme("http://")) return "url: expected https:// or http://";
+    if (!c.from.empty() || !c.to.empty() || !c.username.empty() || !c.password_file.empty())
+      return "from, to, username and password_file are for email";
+  }
+  return "";
+}
+
+// [notify.ops-mail], [notify.chat]: one table per channel.
+void ReadNotify(const Node& n, Key k, KeyProblems& p, Config& c) {
+  const toml::table* t = n.as_table();
+  if (t == nullptr) return p.Expected(n, k, "tables like [notify.ops-mail]");
+  if (t->size() > kMaxNotifyChannels) return p.Expected(n, k, "at most 64 channels");
+  for (auto&& [name, value] : *t) {
+    std::string path = KeyPath(k, name.str());
+    const toml::table* table = value.as_table();
+    if (!IsValidChannelName(name.str())) {
+      p.Fail(name.source(), path, "expected a name like ops-mail ([a-z0-9][a-z0-9._-]*)");
+      continue;
+    }
+    if (table == nullptr) {
+      p.Expected(value, path, "a table like [notify." + std::string(name.str()) + "]");
+      continue;
+    }
+    Channel channel;
+    channel.name = name.str();
+    size_t before = p.size();
+    ReadKeys(*table, kChannelKeys, p, channel, {.parent = path});
+    if (p.size() != before) continue;
+    if (std::string why = ChannelProblem(channel); !why.empty()) {
+      p.Fail(value, path, why);
+      continue;
+    }
+    c.notify_channels.push_back(std::move(channel));
+  }
+}
+
+void ReadMailtoChannel(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  if (v && IsValidChannelName(*v))
+    c.mailto_channel = *v;
+  else
+    p.Expected(n, k, "the name of an email channel of [notify]");
+}
+
+void ReadPublicUrl(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  if (v && (v->starts_with("https://") || v->starts_with("http://")) && v->size() <= 2048 &&
+      v->find_first_of(" \r\n\t\"<>") == std::string::npos)
+    c.public_url = *v;
+  else
+    p.Expected(n, k, "an http:// or https:// URL like \"https://jobctl.example.com:7070\"");
+}
+
 // The keys of coordinator.toml, in the order of man/jobctl-coordinator.toml.5.
 constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"listen", ReadString<&Config::listen>},
@@ -164,6 +317,9 @@ constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"logs_for", ReadRetention<&Config::logs_for>},
     {"logs_max", ReadLogsMax},
     {"prune_every", ReadPruneEvery},
+    {"notify", ReadNotify},
+    {"mailto_channel", ReadMailtoChannel},
+    {"public_url", ReadPublicUrl},
     {"log_level", ReadString<&Config::log_level>},
     {"event_log", ReadString<&Config::event_log>},
     {"tls_cert", ReadString<&Config::tls_cert>},
@@ -192,10 +348,24 @@ Status CheckTogether(const toml::table& root, Config& c) {
   if (c.max_inflight_bytes < c.max_inflight_bytes_per_client) {
     return Status::InvalidArgument("max_inflight must be at least max_inflight_per_client");
   }
+  if (!c.mailto_channel.empty()) {
+    const NotifyChannelConfig* m = FindChannel(c, c.mailto_channel);
+    if (m == nullptr || m->type != "email") {
+      return Status::InvalidArgument("mailto_channel: \"" + c.mailto_channel +
+                                     "\" is not an email channel of [notify]");
+    }
+  }
   return CheckTlsFiles(c);
 }
 
 }  // namespace
+
+const NotifyChannelConfig* FindChannel(const CoordinatorConfig& c, std::string_view name) {
+  for (const NotifyChannelConfig& ch : c.notify_channels) {
+    if (ch.name == name) return &ch;
+  }
+  return nullptr;
+}
 
 Status CheckStoreUrl(const std::string& url) {
   if (url.empty()) return Status::Ok();

@@ -5,11 +5,31 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "base/duration.h"
 #include "base/status.h"
 
 namespace jobctl {
+
+// One [notify.NAME] table of coordinator.toml: where notifications go. Secrets are named
+// by file (password_file, secret_file) and read when the coordinator starts, never written
+// in the file itself.
+struct NotifyChannelConfig {
+  std::string name;
+  std::string type;  // "email" or "webhook"
+  std::string url;   // smtp://, smtps:// (email); https://, http:// (webhook)
+  std::string from;  // email
+  std::vector<std::string> to;
+  std::string username;
+  std::string password_file;
+  std::string starttls = "required";  // email over smtp://: required, try, no
+  std::string secret_file;            // webhook: the HMAC key
+  std::string ca_file;
+  Millis timeout = std::chrono::seconds(30);
+  bool operator==(const NotifyChannelConfig&) const = default;
+};
+constexpr size_t kMaxNotifyChannels = 64;
 
 struct CoordinatorConfig {
   std::string listen = "127.0.0.1:7070";
@@ -67,6 +87,11 @@ struct CoordinatorConfig {
   Millis logs_for = std::chrono::hours(24 * 7);
   int64_t logs_max_bytes = 1LL << 30;  // per job
   Millis prune_every = std::chrono::seconds(10);
+  std::vector<NotifyChannelConfig> notify_channels;  // [notify.NAME], sorted by name
+  // The email channel whose server sends to a job's "mailto:ADDRESS" targets ("": none).
+  std::string mailto_channel;
+  // The coordinator's URL as people reach it, for links in notifications ("": no links).
+  std::string public_url;
   std::string log_level = "info";
   std::string event_log;  // "" = off; see lib/base/event_log.h
   // TLS: serve HTTPS with this certificate (PEM, with intermediates) and key; both or neither.
@@ -85,6 +110,9 @@ Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::str
 Status CheckTlsFiles(const CoordinatorConfig& c);
 
 // "" or a postgresql:// (or postgres://) URL of at most 4 KiB. For the --store flag too.
+// The [notify.NAME] channel called `name`, or nullptr.
+const NotifyChannelConfig* FindChannel(const CoordinatorConfig& c, std::string_view name);
+
 Status CheckStoreUrl(const std::string& url);
 
 // The URL with any password in it replaced by "***", for logs and messages.

@@ -71,6 +71,67 @@ TEST(CoordinatorConfigTest, ErrorsNameFileLineKeyAndWhatWasExpected) {
       << far.status().message();
 }
 
+TEST(CoordinatorConfigTest, ReadsNotifyChannels) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig(R"(
+mailto_channel = "ops-mail"
+public_url = "https://ctl.example.com:7070"
+
+[notify.ops-mail]
+type = "email"
+url = "smtp://mail.example.com:587"
+from = "jobctl@example.com"
+to = ["ops@example.com", "dba@example.com"]
+username = "jobctl"
+password_file = "/etc/jobctl/smtp-password"
+starttls = "try"
+timeout = "20s"
+
+[notify.chat]
+type = "webhook"
+url = "https://hooks.example.com/T000/B000"
+secret_file = "/etc/jobctl/webhook-key"
+)",
+                                                       "coordinator.toml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->notify_channels.size(), 2u);
+  const NotifyChannelConfig& chat = c->notify_channels[0];  // sorted by name
+  EXPECT_EQ(chat.name, "chat");
+  EXPECT_EQ(chat.type, "webhook");
+  EXPECT_EQ(chat.secret_file, "/etc/jobctl/webhook-key");
+  const NotifyChannelConfig* mail = FindChannel(*c, "ops-mail");
+  ASSERT_NE(mail, nullptr);
+  EXPECT_EQ(mail->to, (std::vector<std::string>{"ops@example.com", "dba@example.com"}));
+  EXPECT_EQ(mail->starttls, "try");
+  EXPECT_EQ(mail->timeout, std::chrono::seconds(20));
+  EXPECT_EQ(c->mailto_channel, "ops-mail");
+  EXPECT_EQ(c->public_url, "https://ctl.example.com:7070");
+}
+
+TEST(CoordinatorConfigTest, NotifyChannelErrorsSayWhatIsMissing) {
+  auto error = [](std::string_view text) {
+    Result<CoordinatorConfig> c = ParseCoordinatorConfig(text, "coordinator.toml");
+    return c.ok() ? std::string("ok") : c.status().message();
+  };
+  EXPECT_EQ(error("[notify.a]\nurl = \"smtp://x\"\n"),
+            "coordinator.toml:1:1: notify.a: missing \"type\" (\"email\" or \"webhook\")");
+  EXPECT_EQ(error("[notify.a]\ntype = \"email\"\nurl = \"https://x\"\nfrom = \"a@b\"\n"),
+            "coordinator.toml:1:1: notify.a: url: expected smtp:// or smtps://");
+  EXPECT_EQ(error("[notify.a]\ntype = \"email\"\nurl = \"smtp://x\"\nfrom = \"a@b\"\n"
+                  "to = [\"x@y\\r\\nBcc: z@w\"]\n"),
+            "coordinator.toml:5:6: notify.a.to: expected an array of at most 100 addresses like "
+            "[\"ops@example.com\"]");
+  EXPECT_EQ(error("[notify.a]\ntype = \"webhook\"\nurl = \"https://x\"\n"
+                  "secret_file = \"key\"\n"),
+            "coordinator.toml:4:15: notify.a.secret_file: expected an absolute path to a file, "
+            "like \"/etc/jobctl/smtp-password\"");
+  EXPECT_EQ(error("[notify.Chat]\ntype = \"webhook\"\n"),
+            "coordinator.toml:1:9: notify.Chat: expected a name like ops-mail "
+            "([a-z0-9][a-z0-9._-]*)");
+  EXPECT_EQ(error("mailto_channel = \"chat\"\n[notify.chat]\ntype = \"webhook\"\n"
+                  "url = \"https://x\"\n"),
+            "coordinator.toml: mailto_channel: \"chat\" is not an email channel of [notify]");
+}
+
 TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
   Result<CoordinatorConfig> c =
       ParseCoordinatorConfig("lease_ttl = \"10s\"\nheartbeat = \"6s\"\n", "coordinator.toml");
