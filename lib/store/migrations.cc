@@ -105,6 +105,24 @@ CREATE TABLE output_ends(
   last_seq INTEGER NOT NULL, agent TEXT NOT NULL, token INTEGER NOT NULL,
   PRIMARY KEY(run_id, shard, attempt)) WITHOUT ROWID;
 )sql"},
+      // Notifications: the outbox, written in the commit of the change that caused each,
+      // and what each job last sent (model/notify.h AlertState).
+      {7, R"sql(
+CREATE TABLE notifications(
+  id INTEGER PRIMARY KEY, created_ms INTEGER NOT NULL, job_id INTEGER NOT NULL,
+  job TEXT NOT NULL, run_id INTEGER NOT NULL, event TEXT NOT NULL, reminder INTEGER NOT NULL,
+  failures INTEGER NOT NULL, failing_since_ms INTEGER NOT NULL, detail TEXT NOT NULL,
+  target TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, next_ms INTEGER NOT NULL,
+  done_ms INTEGER NOT NULL, last_error TEXT NOT NULL);
+CREATE INDEX notifications_due ON notifications(next_ms) WHERE state = 'pending';
+CREATE INDEX notifications_by_job ON notifications(job, id);
+CREATE INDEX notifications_done ON notifications(done_ms) WHERE state != 'pending';
+CREATE TABLE alert_states(
+  job_id INTEGER PRIMARY KEY, failing_since_ms INTEGER NOT NULL, failures INTEGER NOT NULL,
+  last_sent_ms INTEGER NOT NULL, overdue_sent_ms INTEGER NOT NULL,
+  missed_sent_ms INTEGER NOT NULL, skipped_sent_ms INTEGER NOT NULL,
+  agent_lost_sent_ms INTEGER NOT NULL);
+)sql"},
   };
   return kMigrations;
 }

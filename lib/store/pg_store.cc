@@ -4,6 +4,8 @@
 // tables whole in memory.
 #include "store/pg_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -1126,6 +1128,154 @@ Result<StoreStats> PgStore::Stats() {
   out.runs = rows->Int(0, 1);
   out.oldest_run_ms = rows->OptInt(0, 2);
   return out;
+}
+
+// ---- Notifications -----------------------------------------------------------------------
+
+namespace {
+constexpr std::string_view kNotificationColumns =
+    "id, created_ms, job_id, job, run_id, event, reminder, failures, failing_since_ms, detail, "
+    "target, state, attempts, next_ms, done_ms, last_error";
+
+std::vector<NotificationRow> ReadNotifications(const Rows& rows) {
+  std::vector<NotificationRow> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    NotificationRow n;
+    n.id = rows.Int(i, 0);
+    n.created_ms = rows.Int(i, 1);
+    n.job_id = rows.Int(i, 2);
+    n.job = rows.Text(i, 3);
+    n.run_id = rows.Int(i, 4);
+    n.event = rows.Text(i, 5);
+    n.reminder = rows.Bool(i, 6);
+    n.failures = rows.Int(i, 7);
+    n.failing_since_ms = rows.Int(i, 8);
+    n.detail = rows.Text(i, 9);
+    n.target = rows.Text(i, 10);
+    n.state = rows.Text(i, 11);
+    n.attempts = rows.Int(i, 12);
+    n.next_ms = rows.Int(i, 13);
+    n.done_ms = rows.Int(i, 14);
+    n.last_error = rows.Text(i, 15);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+}  // namespace
+
+Status PgStore::InsertNotification(const NotificationRow& n) {
+  static const Sql kSql{
+      "INSERT INTO notifications(created_ms, job_id, job, run_id, event, reminder, failures, "
+      "failing_since_ms, detail, target, state, attempts, next_ms, done_ms, last_error) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"};
+  return Write(kSql, Params()
+                         .Add(n.created_ms)
+                         .Add(n.job_id)
+                         .Add(n.job)
+                         .Add(n.run_id)
+                         .Add(n.event)
+                         .Add(n.reminder)
+                         .Add(n.failures)
+                         .Add(n.failing_since_ms)
+                         .Add(n.detail)
+                         .Add(n.target)
+                         .Add(n.state)
+                         .Add(n.attempts)
+                         .Add(n.next_ms)
+                         .Add(n.done_ms)
+                         .Add(n.last_error));
+}
+
+Result<std::vector<NotificationRow>> PgStore::DueNotifications(int64_t now_ms, int limit) {
+  static const Sql kSql{
+      fmt::format("SELECT {} FROM notifications WHERE state = 'pending' AND next_ms <= $1 "
+                  "ORDER BY next_ms, id LIMIT $2",
+                  kNotificationColumns)};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(now_ms).Add(limit));
+  if (!rows.ok()) return rows.status();
+  return ReadNotifications(*rows);
+}
+
+Status PgStore::UpdateNotification(const NotificationRow& n) {
+  static const Sql kSql{
+      "UPDATE notifications SET state = $2, attempts = $3, next_ms = $4, done_ms = $5, "
+      "last_error = $6 WHERE id = $1"};
+  return Write(kSql,
+               Params()
+                   .Add(n.id)
+                   .Add(n.state)
+                   .Add(n.attempts)
+                   .Add(n.next_ms)
+                   .Add(n.done_ms)
+                   .Add(n.last_error),
+               1);
+}
+
+Result<std::vector<NotificationRow>> PgStore::ListNotifications(const NotificationFilter& f) {
+  static const Sql kAll{
+      fmt::format("SELECT {} FROM notifications WHERE id < $1 AND ($2 = '' OR state = $2) "
+                  "ORDER BY id DESC LIMIT $3",
+                  kNotificationColumns)};
+  static const Sql kByJob{fmt::format(
+      "SELECT {} FROM notifications WHERE job = $4 AND id < $1 AND ($2 = '' OR state = $2) "
+      "ORDER BY id DESC LIMIT $3",
+      kNotificationColumns)};
+  Params p;
+  p.Add(f.before_id.value_or(INT64_MAX)).Add(f.state.value_or("")).Add(f.limit);
+  if (f.job) p.Add(*f.job);
+  Result<Rows> rows = db_->Exec(f.job ? kByJob : kAll, p);
+  if (!rows.ok()) return rows.status();
+  return ReadNotifications(*rows);
+}
+
+Result<int64_t> PgStore::PruneNotifications(int64_t before_ms, int limit) {
+  static const Sql kSql{
+      "WITH gone AS (DELETE FROM notifications WHERE id IN (SELECT id FROM notifications "
+      "WHERE state != 'pending' AND done_ms < $1 ORDER BY done_ms LIMIT $2) RETURNING 1) "
+      "SELECT count(*) FROM gone"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(before_ms).Add(limit));
+  if (!rows.ok()) return rows.status();
+  return rows->Int(0, 0);
+}
+
+Status PgStore::PutAlertState(int64_t job_id, const AlertState& a) {
+  static const Sql kSql{
+      "INSERT INTO alert_states(job_id, failing_since_ms, failures, last_sent_ms, "
+      "overdue_sent_ms, missed_sent_ms, skipped_sent_ms, agent_lost_sent_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT(job_id) DO UPDATE SET "
+      "failing_since_ms = excluded.failing_since_ms, failures = excluded.failures, "
+      "last_sent_ms = excluded.last_sent_ms, overdue_sent_ms = excluded.overdue_sent_ms, "
+      "missed_sent_ms = excluded.missed_sent_ms, skipped_sent_ms = excluded.skipped_sent_ms, "
+      "agent_lost_sent_ms = excluded.agent_lost_sent_ms"};
+  return Write(kSql, Params()
+                         .Add(job_id)
+                         .Add(a.failing_since_ms)
+                         .Add(a.failures)
+                         .Add(a.last_sent_ms)
+                         .Add(a.overdue_sent_ms)
+                         .Add(a.missed_sent_ms)
+                         .Add(a.skipped_sent_ms)
+                         .Add(a.agent_lost_sent_ms));
+}
+
+Status PgStore::ForEachAlertState(const std::function<void(int64_t, const AlertState&)>& fn) {
+  static const Sql kSql{
+      "SELECT job_id, failing_since_ms, failures, last_sent_ms, overdue_sent_ms, "
+      "missed_sent_ms, skipped_sent_ms, agent_lost_sent_ms FROM alert_states ORDER BY job_id"};
+  Result<Rows> rows = db_->Exec(kSql, Params());
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) {
+    AlertState a;
+    a.failing_since_ms = rows->Int(i, 1);
+    a.failures = static_cast<int>(rows->Int(i, 2));
+    a.last_sent_ms = rows->Int(i, 3);
+    a.overdue_sent_ms = rows->Int(i, 4);
+    a.missed_sent_ms = rows->Int(i, 5);
+    a.skipped_sent_ms = rows->Int(i, 6);
+    a.agent_lost_sent_ms = rows->Int(i, 7);
+    fn(rows->Int(i, 0), a);
+  }
+  return Status::Ok();
 }
 
 }  // namespace jobctl::store

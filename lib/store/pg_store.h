@@ -112,6 +112,13 @@ class PgStore final : public Store {
   Result<int64_t> RevokeAgentTokens(const std::string& agent, int64_t at_ms) override;
   Status ForEachToken(const std::function<void(TokenRow&&)>& fn) override;
 
+  Status InsertNotification(const NotificationRow& row) override;
+  Result<std::vector<NotificationRow>> DueNotifications(int64_t now_ms, int limit) override;
+  Status UpdateNotification(const NotificationRow& row) override;
+  Result<std::vector<NotificationRow>> ListNotifications(const NotificationFilter& filter) override;
+  Result<int64_t> PruneNotifications(int64_t before_ms, int limit) override;
+  Status PutAlertState(int64_t job_id, const AlertState& state) override;
+  Status ForEachAlertState(const std::function<void(int64_t, const AlertState&)>& fn) override;
   using Store::InsertEvent;
   Status InsertEvent(const EventRow& event) override;
   Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) override;

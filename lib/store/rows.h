@@ -116,6 +116,35 @@ struct MissRow {
   int64_t at_ms = 0;
 };
 
+// One notification to deliver to one target (a channel, or mailto:ADDRESS), written in the
+// same commit as the change that caused it (the outbox). The facts of the run are read when
+// it is delivered, so a row stays small.
+struct NotificationRow {
+  int64_t id = 0;  // assigned on insert; the delivery id is derived from it
+  int64_t created_ms = 0;
+  int64_t job_id = 0;
+  std::string job;     // the job's name when it was written
+  int64_t run_id = 0;  // 0: no run (overdue, missed, a channel test)
+  std::string event;   // NotifyEventName, or "test"
+  bool reminder = false;
+  int64_t failures = 0;
+  int64_t failing_since_ms = 0;
+  std::string detail;             // one line (a miss's reason, how long overdue), at most 1 KiB
+  std::string target;             // a channel name or mailto:ADDRESS
+  std::string state = "pending";  // pending, sent, failed (gave up)
+  int64_t attempts = 0;
+  int64_t next_ms = 0;     // pending: the next attempt at or after this
+  int64_t done_ms = 0;     // sent or failed: when
+  std::string last_error;  // the last attempt's error, at most 1 KiB
+};
+
+struct NotificationFilter {
+  std::optional<std::string> job;
+  std::optional<std::string> state;
+  std::optional<int64_t> before_id;  // paging: rows with id < before_id
+  int limit = 100;
+};
+
 // One entry of the audit trail: a change, or a refused request.
 struct EventRow {
   int64_t id = 0;  // grows with every event: the paging key

@@ -2,6 +2,7 @@
 // below it; Database::Use prepares it the first time and reuses it after.
 #include "store/sqlite_store.h"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -713,6 +714,151 @@ Result<StoreStats> SqliteStore::Stats() {
   }
   if (!use.status().ok()) return use.status();
   return out;
+}
+
+// ---- Notifications -----------------------------------------------------------------------
+
+namespace {
+constexpr std::string_view kNotificationColumns =
+    "id, created_ms, job_id, job, run_id, event, reminder, failures, failing_since_ms, detail, "
+    "target, state, attempts, next_ms, done_ms, last_error";
+}  // namespace
+
+Status SqliteStore::InsertNotification(const NotificationRow& n) {
+  static const Sql kSql{
+      "INSERT INTO notifications(created_ms, job_id, job, run_id, event, reminder, failures, "
+      "failing_since_ms, detail, target, state, attempts, next_ms, done_ms, last_error) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"};
+  return db_.Use(kSql)
+      .Bind(1, n.created_ms)
+      .Bind(2, n.job_id)
+      .Bind(3, n.job)
+      .Bind(4, n.run_id)
+      .Bind(5, n.event)
+      .Bind(6, n.reminder ? 1 : 0)
+      .Bind(7, n.failures)
+      .Bind(8, n.failing_since_ms)
+      .Bind(9, n.detail)
+      .Bind(10, n.target)
+      .Bind(11, n.state)
+      .Bind(12, n.attempts)
+      .Bind(13, n.next_ms)
+      .Bind(14, n.done_ms)
+      .Bind(15, n.last_error)
+      .Exec();
+}
+
+namespace {
+template <typename UseT>
+NotificationRow ReadNotification(UseT& use) {
+  NotificationRow n;
+  n.id = use.Int(0);
+  n.created_ms = use.Int(1);
+  n.job_id = use.Int(2);
+  n.job = use.Text(3);
+  n.run_id = use.Int(4);
+  n.event = use.Text(5);
+  n.reminder = use.Int(6) != 0;
+  n.failures = use.Int(7);
+  n.failing_since_ms = use.Int(8);
+  n.detail = use.Text(9);
+  n.target = use.Text(10);
+  n.state = use.Text(11);
+  n.attempts = use.Int(12);
+  n.next_ms = use.Int(13);
+  n.done_ms = use.Int(14);
+  n.last_error = use.Text(15);
+  return n;
+}
+}  // namespace
+
+Result<std::vector<NotificationRow>> SqliteStore::DueNotifications(int64_t now_ms, int limit) {
+  static const Sql kSql{
+      fmt::format("SELECT {} FROM notifications WHERE state = 'pending' AND next_ms <= ?1 "
+                  "ORDER BY next_ms, id LIMIT ?2",
+                  kNotificationColumns)};
+  auto use = db_.Use(kSql);
+  use.Bind(1, now_ms).Bind(2, limit);
+  std::vector<NotificationRow> out;
+  while (use.Step()) out.push_back(ReadNotification(use));
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Status SqliteStore::UpdateNotification(const NotificationRow& n) {
+  static const Sql kSql{
+      "UPDATE notifications SET state = ?2, attempts = ?3, next_ms = ?4, done_ms = ?5, "
+      "last_error = ?6 WHERE id = ?1"};
+  return db_.Use(kSql)
+      .Bind(1, n.id)
+      .Bind(2, n.state)
+      .Bind(3, n.attempts)
+      .Bind(4, n.next_ms)
+      .Bind(5, n.done_ms)
+      .Bind(6, n.last_error)
+      .ExecExpectingChanges(1);
+}
+
+Result<std::vector<NotificationRow>> SqliteStore::ListNotifications(const NotificationFilter& f) {
+  static const Sql kAll{
+      fmt::format("SELECT {} FROM notifications WHERE id < ?1 AND (?2 = '' OR state = ?2) "
+                  "ORDER BY id DESC LIMIT ?3",
+                  kNotificationColumns)};
+  static const Sql kByJob{fmt::format(
+      "SELECT {} FROM notifications WHERE job = ?4 AND id < ?1 AND (?2 = '' OR state = ?2) "
+      "ORDER BY id DESC LIMIT ?3",
+      kNotificationColumns)};
+  auto use = db_.Use(f.job ? kByJob : kAll);
+  use.Bind(1, f.before_id.value_or(INT64_MAX)).Bind(2, f.state.value_or("")).Bind(3, f.limit);
+  if (f.job) use.Bind(4, *f.job);
+  std::vector<NotificationRow> out;
+  while (use.Step()) out.push_back(ReadNotification(use));
+  if (!use.status().ok()) return use.status();
+  return out;
+}
+
+Result<int64_t> SqliteStore::PruneNotifications(int64_t before_ms, int limit) {
+  static const Sql kSql{
+      "DELETE FROM notifications WHERE id IN (SELECT id FROM notifications "
+      "WHERE state != 'pending' AND done_ms < ?1 ORDER BY done_ms LIMIT ?2)"};
+  if (Status s = db_.Use(kSql).Bind(1, before_ms).Bind(2, limit).Exec(); !s.ok()) return s;
+  return static_cast<int64_t>(sqlite3_changes(db_.handle()));
+}
+
+Status SqliteStore::PutAlertState(int64_t job_id, const AlertState& a) {
+  static const Sql kSql{
+      "INSERT OR REPLACE INTO alert_states(job_id, failing_since_ms, failures, last_sent_ms, "
+      "overdue_sent_ms, missed_sent_ms, skipped_sent_ms, agent_lost_sent_ms) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"};
+  return db_.Use(kSql)
+      .Bind(1, job_id)
+      .Bind(2, a.failing_since_ms)
+      .Bind(3, a.failures)
+      .Bind(4, a.last_sent_ms)
+      .Bind(5, a.overdue_sent_ms)
+      .Bind(6, a.missed_sent_ms)
+      .Bind(7, a.skipped_sent_ms)
+      .Bind(8, a.agent_lost_sent_ms)
+      .Exec();
+}
+
+Status SqliteStore::ForEachAlertState(const std::function<void(int64_t, const AlertState&)>& fn) {
+  static const Sql kSql{
+      "SELECT job_id, failing_since_ms, failures, last_sent_ms, overdue_sent_ms, "
+      "missed_sent_ms, skipped_sent_ms, agent_lost_sent_ms FROM alert_states ORDER BY job_id"};
+  auto use = db_.Use(kSql);
+  while (use.Step()) {
+    AlertState a;
+    a.failing_since_ms = use.Int(1);
+    a.failures = static_cast<int>(use.Int(2));
+    a.last_sent_ms = use.Int(3);
+    a.overdue_sent_ms = use.Int(4);
+    a.missed_sent_ms = use.Int(5);
+    a.skipped_sent_ms = use.Int(6);
+    a.agent_lost_sent_ms = use.Int(7);
+    fn(use.Int(0), a);
+  }
+  return use.status();
 }
 
 }  // namespace jobctl::store

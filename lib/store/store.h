@@ -169,6 +169,20 @@ class Store {
   // outside one.
   virtual Result<int64_t> ReclaimSpace(int64_t max_bytes) = 0;
 
+  // Notifications (the outbox) and each job's AlertState (model/notify.h).
+  virtual Status InsertNotification(const NotificationRow& row) = 0;  // row.id is assigned
+  // Pending rows whose next_ms is at or before now_ms, oldest first.
+  virtual Result<std::vector<NotificationRow>> DueNotifications(int64_t now_ms, int limit) = 0;
+  // Sets state, attempts, next_ms, done_ms and last_error of the row with row.id.
+  virtual Status UpdateNotification(const NotificationRow& row) = 0;
+  // Newest first.
+  virtual Result<std::vector<NotificationRow>> ListNotifications(
+      const NotificationFilter& filter) = 0;
+  // Deletes at most `limit` delivered or failed rows done before `before_ms`; how many.
+  virtual Result<int64_t> PruneNotifications(int64_t before_ms, int limit) = 0;
+  virtual Status PutAlertState(int64_t job_id, const AlertState& state) = 0;
+  virtual Status ForEachAlertState(const std::function<void(int64_t, const AlertState&)>& fn) = 0;
+
   // An event without a credential.
   Status InsertEvent(int64_t at_ms, std::string_view kind, std::string_view actor,
                      std::string_view subject, std::string_view detail);

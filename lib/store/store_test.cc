@@ -636,6 +636,120 @@ TEST_P(StoreTest, MissesAreListedPerJobFromAGivenTimeInOrder) {
   EXPECT_EQ((*recent)[0].first_ms, 5000);
 }
 
+TEST_P(StoreTest, NotificationsAreDueInOrderUpdatedListedAndPrunedOnceDone) {
+  int64_t a = AddJob("a");
+  auto row = [&](int64_t created, std::string target, std::string detail = "") {
+    NotificationRow n;
+    n.created_ms = created;
+    n.job_id = a;
+    n.job = "a";
+    n.run_id = 7;
+    n.event = "failed";
+    n.reminder = created >= 2000;
+    n.failures = 3;
+    n.failing_since_ms = 500;
+    n.detail = std::move(detail);
+    n.target = std::move(target);
+    n.next_ms = created;
+    return n;
+  };
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->InsertNotification(row(1000, "ops", "it's \"quoted\"\n")).ok());
+  ASSERT_TRUE(store_->InsertNotification(row(3000, "mailto:x@example.com")).ok());
+  ASSERT_TRUE(store_->InsertNotification(row(2000, "chat")).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+
+  Result<std::vector<NotificationRow>> due = store_->DueNotifications(2000, 10);
+  ASSERT_TRUE(due.ok()) << due.status().ToString();
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ((*due)[0].target, "ops");
+  EXPECT_EQ((*due)[0].detail, "it's \"quoted\"\n");
+  EXPECT_EQ((*due)[0].state, "pending");
+  EXPECT_FALSE((*due)[0].reminder);
+  EXPECT_EQ((*due)[0].failures, 3);
+  EXPECT_EQ((*due)[0].failing_since_ms, 500);
+  EXPECT_EQ((*due)[0].run_id, 7);
+  EXPECT_EQ((*due)[1].target, "chat");
+  EXPECT_TRUE((*due)[1].reminder);
+
+  // The first is delivered, the second retried later.
+  NotificationRow sent = (*due)[0], retry = (*due)[1];
+  sent.state = "sent";
+  sent.attempts = 1;
+  sent.done_ms = 2100;
+  retry.attempts = 1;
+  retry.next_ms = 9000;
+  retry.last_error = "notify channel \"chat\": HTTP 500";
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateNotification(sent).ok());
+  ASSERT_TRUE(store_->UpdateNotification(retry).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  due = store_->DueNotifications(5000, 10);
+  ASSERT_TRUE(due.ok());
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].target, "mailto:x@example.com");
+
+  Result<std::vector<NotificationRow>> all = store_->ListNotifications({});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_GT((*all)[0].id, (*all)[1].id);  // newest first
+  Result<std::vector<NotificationRow>> pending =
+      store_->ListNotifications({.job = "a", .state = "pending"});
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 2u);
+  EXPECT_EQ((*pending)[0].last_error, "notify channel \"chat\": HTTP 500");
+  EXPECT_EQ((*pending)[0].next_ms, 9000);
+  Result<std::vector<NotificationRow>> other = store_->ListNotifications({.job = "b"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->empty());
+  Result<std::vector<NotificationRow>> page =
+      store_->ListNotifications({.before_id = (*all)[0].id, .limit = 1});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].id, (*all)[1].id);
+
+  // Only rows that are done, and done before the bound, are pruned.
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<int64_t> pruned = store_->PruneNotifications(2100, 10);
+  ASSERT_TRUE(store_->Commit().ok());
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 0);
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneNotifications(1'000'000, 10);
+  ASSERT_TRUE(store_->Commit().ok());
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(*pruned, 1);
+  all = store_->ListNotifications({});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 2u);
+}
+
+TEST_P(StoreTest, AlertStatesArePutPerJobAndReadBack) {
+  AlertState x{.failing_since_ms = 1,
+               .failures = 2,
+               .last_sent_ms = 3,
+               .overdue_sent_ms = 4,
+               .missed_sent_ms = 5,
+               .skipped_sent_ms = 6,
+               .agent_lost_sent_ms = 7};
+  AlertState y;
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->PutAlertState(9, AlertState{}).ok());
+  ASSERT_TRUE(store_->PutAlertState(4, x).ok());
+  ASSERT_TRUE(store_->PutAlertState(9, y).ok());  // replaces
+  ASSERT_TRUE(store_->Commit().ok());
+  Reopen();
+  std::vector<std::pair<int64_t, AlertState>> got;
+  ASSERT_TRUE(
+      store_->ForEachAlertState([&](int64_t id, const AlertState& a) { got.emplace_back(id, a); })
+          .ok());
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].first, 4);
+  EXPECT_EQ(got[0].second, x);
+  EXPECT_EQ(got[1].first, 9);
+  EXPECT_EQ(got[1].second, y);
+}
+
 TEST_P(StoreTest, TheLastResultOfAJobIsItsNewestFinishedRunThatWasNotSkipped) {
   int64_t a = AddJob("a");
   int64_t b = AddJob("b");
