@@ -92,6 +92,11 @@ class LogStore {
   // In arrival order, from after_id on: at most 1000 chunks, and no chunk more once
   // max_bytes is reached. A stream filter keeps the truncation markers.
   virtual Result<std::vector<LogChunk>> Read(const LogQuery& query) = 0;
+  // The last bytes of one attempt's output (stdout and stderr as they arrived, without
+  // truncation markers): whole chunks from the newest back until at least max_bytes, then
+  // cut to the last max_bytes. "" when it has none. For notifications; reads at most 64
+  // chunks.
+  virtual Result<std::string> Tail(int64_t run_id, int shard, int attempt, size_t max_bytes) = 0;
   // The highest seq stored for each (shard, attempt) of a run that has output; a chunk over
   // the cap counts (its marker keeps its seq).
   struct AttemptSeq {

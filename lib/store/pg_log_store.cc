@@ -332,4 +332,22 @@ Result<LogStoreStats> PgLogStore::Stats() {
   return out;
 }
 
+Result<std::string> PgLogStore::Tail(int64_t run_id, int shard, int attempt, size_t max_bytes) {
+  static const Sql kSql{
+      "SELECT data FROM log_chunks WHERE run_id = $1 AND shard = $2 AND attempt = $3 "
+      "AND stream != 3 ORDER BY id DESC LIMIT 64"};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(run_id).Add(shard).Add(attempt));
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> newest_first;
+  size_t total = 0;
+  for (int i = 0; i < rows->size() && total < max_bytes; ++i) {
+    newest_first.push_back(rows->Bytes(i, 0));
+    total += newest_first.back().size();
+  }
+  std::string out;
+  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) out += *it;
+  if (out.size() > max_bytes) out.erase(0, out.size() - max_bytes);
+  return out;
+}
+
 }  // namespace jobctl::store

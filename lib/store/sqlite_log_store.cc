@@ -255,4 +255,23 @@ Result<LogStoreStats> SqliteLogStore::Stats() {
   return out;
 }
 
+Result<std::string> SqliteLogStore::Tail(int64_t run_id, int shard, int attempt, size_t max_bytes) {
+  static const Sql kSql{
+      "SELECT data FROM chunks WHERE run_id = ?1 AND shard = ?2 AND attempt = ?3 "
+      "AND stream != 3 ORDER BY id DESC LIMIT 64"};
+  auto use = db_.Use(kSql);
+  use.Bind(1, run_id).Bind(2, shard).Bind(3, attempt);
+  std::vector<std::string> newest_first;
+  size_t total = 0;
+  while (total < max_bytes && use.Step()) {
+    newest_first.push_back(use.Text(0));
+    total += newest_first.back().size();
+  }
+  if (!use.status().ok()) return use.status();
+  std::string out;
+  for (auto it = newest_first.rbegin(); it != newest_first.rend(); ++it) out += *it;
+  if (out.size() > max_bytes) out.erase(0, out.size() - max_bytes);
+  return out;
+}
+
 }  // namespace jobctl::store

@@ -24,6 +24,7 @@ class SqliteLogStore final : public LogStore {
 
   Result<AppendResult> Append(const LogChunk& chunk) override;
   Result<std::vector<LogChunk>> Read(const LogQuery& query) override;
+  Result<std::string> Tail(int64_t run_id, int shard, int attempt, size_t max_bytes) override;
   Result<std::vector<AttemptSeq>> LastSeqs(int64_t run_id) override;
   Result<int64_t> RunBytes(int64_t run_id) override;
 

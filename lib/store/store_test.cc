@@ -1077,6 +1077,38 @@ TEST_P(LogStoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
   EXPECT_EQ(*l.RunBytes(1), 5);
 }
 
+TEST_P(LogStoreTest, TheTailOfAnAttemptIsItsLastBytesInOrderWithoutMarkers) {
+  std::unique_ptr<LogStore> logs = OpenLogs(1 << 20);
+  ASSERT_NE(logs, nullptr);
+  ASSERT_TRUE(logs->Begin().ok());
+  int64_t seq = 0;
+  for (int i = 0; i < 200; ++i) {
+    LogChunk c{.run_id = 5,
+               .shard = 1,
+               .attempt = 2,
+               .seq = ++seq,
+               .stream = i % 2 ? LogStream::kStderr : LogStream::kStdout,
+               .data = "line " + std::to_string(i) + "\n"};
+    ASSERT_TRUE(logs->Append(c).ok());
+  }
+  // Other attempts, shards and runs are not part of it.
+  for (LogChunk c : {LogChunk{.run_id = 5, .shard = 1, .attempt = 1, .seq = 1, .data = "old\n"},
+                     LogChunk{.run_id = 5, .shard = 0, .attempt = 2, .seq = 1, .data = "s0\n"},
+                     LogChunk{.run_id = 6, .shard = 1, .attempt = 2, .seq = 1, .data = "r6\n"}}) {
+    ASSERT_TRUE(logs->Append(c).ok());
+  }
+  ASSERT_TRUE(logs->Commit().ok());
+  Result<std::string> tail = logs->Tail(5, 1, 2, 20);
+  ASSERT_TRUE(tail.ok()) << tail.status().ToString();
+  EXPECT_EQ(*tail, "7\nline 198\nline 199\n");
+  Result<std::string> whole = logs->Tail(5, 1, 1, 100);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole, "old\n");
+  Result<std::string> none = logs->Tail(7, 0, 1, 100);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "");
+}
+
 TEST_P(LogStoreTest, TheLastSeqOfEachAttemptCountsChunksOverTheCap) {
   std::unique_ptr<LogStore> logs = OpenLogs(6);
   ASSERT_NE(logs, nullptr);
