@@ -109,8 +109,8 @@ std::string ShortenedPath(std::string_view path) {
 std::string PrintableUrl(std::string_view url) {
   std::optional<internal::UrlParts> parts = internal::ParseUrl(url);
   if (!parts) return "(invalid URL)";
-  return internal::OneLine(parts->scheme + "://" + parts->host + ":" + parts->port +
-                           ShortenedPath(parts->path));
+  std::string path = parts->path == "/" ? "" : ShortenedPath(parts->path);
+  return internal::OneLine(parts->scheme + "://" + parts->host + ":" + parts->port + path);
 }
 
 Status CheckEmailChannel(const EmailChannel& c) {

@@ -72,10 +72,14 @@ std::string CurlReason(CURLcode code, const char* error_buffer) {
   std::string reason = error_buffer != nullptr && error_buffer[0] != '\0'
                            ? std::string(error_buffer)
                            : std::string(curl_easy_strerror(code));
-  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-  if (!reason.empty()) {
+  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ' || reason.back() == '.'))
+    reason.pop_back();
+  // "Login denied" reads "login denied" after a colon; "SSL certificate problem" stays.
+  if (reason.size() > 1 && std::isupper(static_cast<unsigned char>(reason[0])) &&
+      std::islower(static_cast<unsigned char>(reason[1]))) {
     reason[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(reason[0])));
   }
+  if (code == CURLE_PEER_FAILED_VERIFICATION) reason += " (is ca_file the CA that signed it?)";
   return OneLine(reason);
 }
 

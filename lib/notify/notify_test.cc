@@ -523,8 +523,8 @@ TEST(PrintableUrlTest, ShowsNoUserinfoQueryOrKeyInThePath) {
       "https://user:pa55word@hooks.example.com/services/T0/B0/"
       "abcdefghijklmnopqrstuvwx?token=s3cr3t#frag");
   EXPECT_EQ(shown, "https://hooks.example.com:443/services/T0/B0/abcd...");
-  EXPECT_EQ(PrintableUrl("smtp://127.0.0.1:2525"), "smtp://127.0.0.1:2525/");
-  EXPECT_EQ(PrintableUrl("smtps://mail.example.com"), "smtps://mail.example.com:465/");
+  EXPECT_EQ(PrintableUrl("smtp://127.0.0.1:2525"), "smtp://127.0.0.1:2525");
+  EXPECT_EQ(PrintableUrl("smtps://mail.example.com"), "smtps://mail.example.com:465");
   EXPECT_EQ(PrintableUrl("not a url"), "(invalid URL)");
 }
 

@@ -41,8 +41,10 @@ Status CheckEmailChannel(const EmailChannel& channel);
 // secret of at most 1 KiB, a readable ca_file when set, a timeout from 1 ms to kMaxTimeoutMs.
 Status CheckWebhookChannel(const WebhookChannel& channel);
 
-// The URL as it may be shown: scheme://host:port/path, with the default port written out;
-// no user name, password, query or fragment. "(invalid URL)" when it does not parse.
+// The URL as it may be shown: scheme://host:port/path, with the default port written out
+// (and no path when it is just "/"); no user name, password, query or fragment, and a path
+// segment longer than 12 bytes shown as its first 4 and "..." (chat services put their key
+// in the path). "(invalid URL)" when it does not parse.
 std::string PrintableUrl(std::string_view url);
 
 // Sends EmailMessage(channel, n, now_ms) to channel.to from channel.from. Ok once the server

@@ -96,7 +96,8 @@ Status SendEmail(const EmailChannel& channel, const Notification& n, int64_t now
   long reply_code = 0;
   curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &reply_code);
   std::string why = prefix + ": " + internal::CurlReason(code, error_buffer);
-  if (reply_code > 0) why += " (" + std::to_string(reply_code) + ")";
+  // The server's last reply, when it was a refusal (not the greeting before a TLS failure).
+  if (reply_code >= 400) why += " (" + std::to_string(reply_code) + ")";
   return Failure(code, reply_code, internal::WithoutSecret(std::move(why), channel.password));
 }
 
