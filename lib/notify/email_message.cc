@@ -211,7 +211,9 @@ std::string Body(const EmailChannel& channel, const Notification& n) {
 
 }  // namespace
 
-std::string EmailMessage(const EmailChannel& channel, const Notification& n, int64_t now_ms) {
+std::string EmailMessage(const EmailChannel& channel, const Notification& unbounded,
+                         int64_t now_ms) {
+  const Notification n = internal::Bounded(unbounded);
   std::vector<std::string> lines = SplitLines(Body(channel, n));
   bool qp = NeedsQuotedPrintable(lines);
   std::string to;

@@ -422,6 +422,41 @@ TEST(WebhookBodyTest, IsValidJsonWhateverTheBytes) {
   EXPECT_EQ(j["shards"][0]["output_tail"].get<std::string>().substr(0, 2), "ok");
 }
 
+TEST(BoundsTest, HugeInputMakesABoundedMailAndWebhook) {
+  Notification n = FailedBackup();
+  n.job = std::string(100000, 'j');
+  n.detail = std::string(100000, 'd');
+  n.shards.clear();
+  for (int i = 0; i < 100; ++i) {
+    n.shards.push_back({.index = i,
+                        .host = std::string(5000, 'h'),
+                        .exit_code = 1,
+                        .outcome = "failed",
+                        .output_tail = std::string(100000, 'x') + "\nthe last line\n"});
+  }
+  std::string mail = EmailMessage(Ops(), n, kT0);
+  EXPECT_LT(mail.size(), 200000u);
+  ExpectWellFormedLines(mail);
+  EXPECT_NE(DecodeQuotedPrintable(Split(mail).body).find("    the last line\r\n"),
+            std::string::npos);
+  std::string body = WebhookBody(n);
+  EXPECT_LT(body.size(), 200000u);
+  auto j = nlohmann::json::parse(body);
+  EXPECT_EQ(j["shards"].size(), 16u);
+  std::string tail = j["shards"][0]["output_tail"];
+  EXPECT_LE(tail.size(), 4096u);
+  EXPECT_EQ(tail.substr(tail.size() - 14), "the last line\n");
+}
+
+TEST(BoundsTest, TailStartsAtALineOrACharacter) {
+  EXPECT_EQ(internal::TailOf("abc\ndef\nghi\n", 100), "abc\ndef\nghi\n");
+  EXPECT_EQ(internal::TailOf("aaaaaaaaaaaaaaaaaaaa\nbbbbbbbbbb\n", 12), "bbbbbbbbbb\n");
+  std::string wide;
+  for (int i = 0; i < 10; ++i) wide += "\xc3\xa9";  // é, 2 bytes each
+  std::string tail = internal::TailOf(wide, 5);
+  EXPECT_EQ(tail, "\xc3\xa9\xc3\xa9");
+}
+
 // --- Signature ---------------------------------------------------------------------------
 
 TEST(SignatureTest, HmacMatchesRfc4231) {

@@ -101,7 +101,8 @@ std::string Headline(const Notification& n) {
 }  // namespace internal
 
 std::string Subject(const Notification& n) {
-  return internal::Truncate("jobctl: " + internal::Headline(n), kMaxSubjectBytes);
+  return internal::Truncate("jobctl: " + internal::Headline(internal::Bounded(n)),
+                            kMaxSubjectBytes);
 }
 
 }  // namespace jobctl::notify

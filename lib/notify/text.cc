@@ -51,6 +51,36 @@ std::string Truncate(std::string_view text, size_t max_bytes) {
   return std::string(text.substr(0, cut)) + std::string(kEllipsis);
 }
 
+std::string TailOf(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t start = text.size() - max_bytes;
+  // Start at the next line when it begins within the first quarter, else at a character.
+  size_t line = text.find('\n', start);
+  if (line != std::string_view::npos && line - start < max_bytes / 4) {
+    start = line + 1;
+  } else {
+    while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+      ++start;
+    }
+  }
+  return std::string(text.substr(start));
+}
+
+Notification Bounded(const Notification& n) {
+  Notification b = n;
+  if (b.shards.size() > kMaxShards) b.shards.resize(kMaxShards);
+  for (ShardFacts& s : b.shards) {
+    s.host = Truncate(s.host, kMaxFieldBytes);
+    s.outcome = Truncate(s.outcome, kMaxFieldBytes);
+    s.output_tail = TailOf(s.output_tail, kMaxTailBytes);
+  }
+  for (std::string* field : {&b.delivery_id, &b.event, &b.job, &b.run_state, &b.run_reason,
+                             &b.trace_id, &b.detail, &b.coordinator, &b.channel}) {
+    *field = Truncate(*field, kMaxFieldBytes);
+  }
+  return b;
+}
+
 std::string Token(std::string_view text) {
   std::string out;
   for (char c : text.substr(0, 200)) {

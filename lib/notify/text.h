@@ -11,6 +11,17 @@
 
 namespace jobctl::notify::internal {
 
+// Bounds on what a rendering holds, whatever the caller passed: the coordinator already
+// bounds the output tail and the shards; these keep a mail and a webhook body small even
+// when it did not.
+inline constexpr size_t kMaxShards = 16;
+inline constexpr size_t kMaxTailBytes = 4096;
+inline constexpr size_t kMaxFieldBytes = 1024;  // job, host, detail, ... each
+
+// A copy of n within the bounds above: the first kMaxShards shards, the last kMaxTailBytes of
+// each output tail (from a line start when one is near), other fields cut (Truncate).
+Notification Bounded(const Notification& n);
+
 // The text as one line of valid UTF-8: control characters and escape sequences are shown
 // visibly (as SanitizeForTerminal does: ESC as ^[, bytes that are not UTF-8 as \xff), and
 // line breaks and tabs become spaces. Nothing in the result ends a line.
@@ -23,6 +34,10 @@ std::string Lines(std::string_view text);
 // At most max_bytes bytes of `text`, cut at a UTF-8 character boundary, with "…" (3 bytes,
 // counted in max_bytes) when something was cut.
 std::string Truncate(std::string_view text, size_t max_bytes);
+
+// The last max_bytes of `text` at most, starting at a line when one starts near the cut, else
+// at a UTF-8 character boundary.
+std::string TailOf(std::string_view text, size_t max_bytes);
 
 // Only the characters of a Message-ID's local part or an HTTP header token: letters,
 // digits and ._-:+ ; anything else becomes '_'. At most 200 bytes; "_" for "".

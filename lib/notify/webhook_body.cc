@@ -69,7 +69,8 @@ Json ShardJson(const ShardFacts& s) {
 
 }  // namespace
 
-std::string WebhookBody(const Notification& n) {
+std::string WebhookBody(const Notification& unbounded) {
+  const Notification n = internal::Bounded(unbounded);
   Json shards = Json::array();
   for (const ShardFacts& s : n.shards) shards.push_back(ShardJson(s));
   std::string link = internal::RunLink(n);

@@ -3,13 +3,18 @@
 // testlib/notify_sinks.h. The tests read what the receivers got: the envelope, the headers
 // and body of the mail, the webhook's headers, JSON and signature (recomputed here with the
 // secret), and the errors a refusing or absent receiver gives.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "notify/render.h"
 #include "notify/send.h"
@@ -103,6 +108,29 @@ std::string HmacSha256Hex(const std::string& key, const std::string& message) {
   }
   return hex;
 }
+
+// A port on 127.0.0.1 that accepts connections (the kernel completes them into the backlog)
+// but never answers: a receiver that hangs.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 && listen(fd_, 16) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+  }
+  ~SilentListener() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 // --- SMTP ------------------------------------------------------------------------------
 
@@ -261,6 +289,23 @@ TEST(NotifySendTest, AClosedSmtpPortIsAQuickErrorNamingHostAndPort) {
       << s.message();
 }
 
+TEST(NotifySendTest, ASilentSmtpServerTimesOutWithinTheChannelTimeout) {
+  SilentListener silent;
+  ASSERT_NE(silent.port(), 0);
+  EmailChannel c;
+  c.name = "ops";
+  c.url = "smtp://127.0.0.1:" + std::to_string(silent.port());
+  c.from = "jobctl@example.com";
+  c.to = {"oncall@example.com"};
+  c.starttls = EmailChannel::Tls::kNone;
+  c.timeout_ms = 300;
+  auto start = std::chrono::steady_clock::now();
+  Status s = notify::SendEmail(c, FailedBackup(), kNowMs);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(3));
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("timed out"), std::string::npos) << s.message();
+}
+
 // --- Webhooks --------------------------------------------------------------------------
 
 TEST(NotifySendTest, WebhookIsSignedAndCarriesTheRun) {
@@ -371,6 +416,47 @@ TEST(NotifySendTest, AClosedWebhookPortIsAQuickErrorNamingHostAndPort) {
                              "/hook: "),
             std::string::npos)
       << s.message();
+}
+
+TEST(NotifySendTest, ASilentWebhookReceiverTimesOutWithinTheChannelTimeout) {
+  SilentListener silent;
+  ASSERT_NE(silent.port(), 0);
+  WebhookChannel c{.name = "chat",
+                   .url = "http://127.0.0.1:" + std::to_string(silent.port()) + "/hook",
+                   .timeout_ms = 300};
+  auto start = std::chrono::steady_clock::now();
+  Status s = notify::PostWebhook(c, FailedBackup(), kNowMs);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(3));
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("timed out"), std::string::npos) << s.message();
+}
+
+TEST(NotifySendTest, DeliveriesFromSeveralThreadsAtOnceAllArrive) {
+  std::unique_ptr<SmtpSink> smtp;
+  ASSERT_NO_FATAL_FAILURE(StartSmtpSink({}, &smtp));
+  if (!smtp) return;
+  std::unique_ptr<HttpSink> http = StartHttpSink();
+  ASSERT_TRUE(http);
+  WebhookChannel hook{.name = "chat", .url = http->url("/hook"), .secret = "whsec-42"};
+  EmailChannel mail = Channel(*smtp);
+  constexpr int kThreads = 3, kEach = 4;
+  std::vector<Status> results(kThreads * kEach * 2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        Notification n = FailedBackup();
+        n.delivery_id = "d-" + std::to_string(t) + "-" + std::to_string(i);
+        results[(t * kEach + i) * 2] = notify::PostWebhook(hook, n, kNowMs);
+        results[(t * kEach + i) * 2 + 1] = notify::SendEmail(mail, n, kNowMs);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& s : results) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(http->Received().size(), size_t{kThreads * kEach});
+  ASSERT_TRUE(smtp->WaitForMail(kThreads * kEach, seconds(10)));
+  EXPECT_EQ(smtp->Received().size(), size_t{kThreads * kEach});
 }
 
 TEST(NotifySendTest, AnInvalidChannelIsRefusedBeforeAnyConnection) {
