@@ -298,6 +298,13 @@ TEST(EmailMessageTest, HeaderInjectionThroughDataIsImpossible) {
   EXPECT_EQ(std::count(to.begin(), to.end(), ','), 1) << to;
 }
 
+TEST(EmailMessageTest, MessageIdIsADotAtomWhateverTheDeliveryId) {
+  EXPECT_EQ(internal::Token("d-42-1"), "d-42-1");
+  EXPECT_EQ(internal::Token("6f1c.9a+b_c"), "6f1c.9a+b_c");
+  EXPECT_EQ(internal::Token(".a..b:c d@e>."), "_a._b_c_d_e__");
+  EXPECT_EQ(internal::Token(""), "_");
+}
+
 TEST(EmailMessageTest, NonAsciiSubjectIsEncodedWordsOfWholeCharacters) {
   Notification n = FailedBackup();
   n.job = "sauvegarde-\xc3\xa9t\xc3\xa9-";

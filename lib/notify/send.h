@@ -16,6 +16,7 @@
 // other HTTP codes than 2xx).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>

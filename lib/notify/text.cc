@@ -85,8 +85,12 @@ std::string Token(std::string_view text) {
   std::string out;
   for (char c : text.substr(0, 200)) {
     bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '.' || c == '_' || c == '-' || c == ':' || c == '+';
+                c == '.' || c == '_' || c == '-' || c == '+';
     out += keep ? c : '_';
+  }
+  // A dot-atom (RFC 5322 3.2.3) neither starts nor ends with a dot, nor has two in a row.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '.' && (i == 0 || i + 1 == out.size() || out[i - 1] == '.')) out[i] = '_';
   }
   return out.empty() ? "_" : out;
 }

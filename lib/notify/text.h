@@ -39,8 +39,9 @@ std::string Truncate(std::string_view text, size_t max_bytes);
 // at a UTF-8 character boundary.
 std::string TailOf(std::string_view text, size_t max_bytes);
 
-// Only the characters of a Message-ID's local part or an HTTP header token: letters,
-// digits and ._-:+ ; anything else becomes '_'. At most 200 bytes; "_" for "".
+// A dot-atom for a Message-ID's left part and a header value: letters, digits and ._-+
+// (no leading, trailing or doubled dot); anything else becomes '_'. At most 200 bytes; "_"
+// for "".
 std::string Token(std::string_view text);
 
 // For people: "2026-11-26 03:00 UTC", with ":SS" when the seconds are not zero.

@@ -354,6 +354,27 @@ TEST(NotifySendTest, WebhookWithoutASecretIsNotSigned) {
   EXPECT_EQ(got[0].headers.at("x-jobctl-timestamp"), "1795662070");
 }
 
+TEST(NotifySendTest, WebhookOverHttpsTrustsTheChannelsCaFileOnly) {
+  TempDir dir;
+  Result<TlsFiles> tls = MakeSelfSignedCert(dir.path());
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  std::unique_ptr<HttpSink> sink = StartHttpSink({.cert = tls->cert, .key = tls->key});
+  ASSERT_TRUE(sink);
+  WebhookChannel c{.name = "chat", .url = sink->url("/hook"), .secret = "whsec-42"};
+  ASSERT_EQ(c.url.rfind("https://", 0), 0u);
+  // With the system's CAs, which never signed the receiver's certificate: refused.
+  Status s = notify::PostWebhook(c, FailedBackup(), kNowMs);
+  EXPECT_EQ(s.code(), Status::Code::kUnavailable) << s.ToString();
+  EXPECT_NE(s.message().find("is ca_file the CA that signed it?"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(sink->Received().empty());
+  c.ca_file = tls->cert;
+  s = notify::PostWebhook(c, FailedBackup(), kNowMs);
+  ASSERT_TRUE(s.ok()) << s.ToString() << "\n" << sink->Log();
+  ASSERT_EQ(sink->Received().size(), 1u);
+  EXPECT_EQ(sink->Received()[0].headers.at("x-jobctl-delivery"), "d-42-1");
+}
+
 TEST(NotifySendTest, AServerErrorIsARetryableErrorWithAnExcerptOfTheAnswer) {
   std::unique_ptr<HttpSink> sink = StartHttpSink(
       {.fail_first = 1, .fail_body = "database is on fire\r\n" + std::string(5000, 'x')});

@@ -6,7 +6,7 @@ Each request becomes N.json in --dir, written whole (by rename):
 (header names as sent, the body's bytes in base64).
 
 Answers: --fail-first N answers the first N requests with --fail-status (default 500) and
---fail-body, later ones 200 with "ok". Prints "ready PORT" once it listens (PORT 0 picks
+--fail-body, later ones 200 with "ok". With --cert and --key it serves HTTPS. Prints "ready PORT" once it listens (PORT 0 picks
 a free port, which is the one printed).
 """
 import argparse
@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -38,6 +39,8 @@ def main():
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--fail-status", type=int, default=500)
     p.add_argument("--fail-body", default="internal error")
+    p.add_argument("--cert")
+    p.add_argument("--key")
     a = p.parse_args()
     exit_with_parent()
     lock = threading.Lock()
@@ -77,6 +80,10 @@ def main():
 
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
+    if a.cert:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(a.cert, a.key)
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     print("ready %d" % server.server_address[1], flush=True)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()

@@ -142,8 +142,11 @@ Result<std::unique_ptr<HttpSink>> HttpSink::Start(const Options& options) {
                                    "--dir",         sink->dir_.path(),
                                    "--fail-first",  std::to_string(options.fail_first),
                                    "--fail-status", std::to_string(options.fail_status),
-                                   "--fail-body",   options.fail_body,
-                                   "--port",        "0"};
+                                   "--fail-body",   options.fail_body};
+  if (!options.cert.empty())
+    argv.insert(argv.end(), {"--cert", options.cert, "--key", options.key});
+  argv.insert(argv.end(), {"--port", "0"});
+  sink->https_ = !options.cert.empty();
   Result<std::unique_ptr<Daemon>> process =
       StartOnFreePort(argv, sink->dir_.path() + "/sink.log", &sink->port_);
   if (!process.ok()) return process.status();
@@ -154,7 +157,7 @@ Result<std::unique_ptr<HttpSink>> HttpSink::Start(const Options& options) {
 HttpSink::~HttpSink() = default;
 
 std::string HttpSink::url(const std::string& path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + path;
+  return std::string(https_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + path;
 }
 
 std::vector<ReceivedRequest> HttpSink::Received() const {

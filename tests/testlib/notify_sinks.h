@@ -82,6 +82,8 @@ class HttpSink {
     int fail_first = 0;  // the first N requests are answered fail_status, later ones 200
     int fail_status = 500;
     std::string fail_body = "internal error";
+    std::string cert;  // with key: HTTPS
+    std::string key;
   };
   static Result<std::unique_ptr<HttpSink>> Start(const Options& options);
   ~HttpSink();
@@ -89,7 +91,7 @@ class HttpSink {
   HttpSink& operator=(const HttpSink&) = delete;
 
   int port() const { return port_; }
-  // "http://127.0.0.1:PORT" + path.
+  // "http://127.0.0.1:PORT" + path (https:// when it serves HTTPS).
   std::string url(const std::string& path = "/") const;
   std::vector<ReceivedRequest> Received() const;
   bool WaitForRequests(size_t count, std::chrono::milliseconds timeout) const;
@@ -100,6 +102,7 @@ class HttpSink {
   TempDir dir_;
   std::unique_ptr<Daemon> process_;
   int port_ = 0;
+  bool https_ = false;
 };
 
 }  // namespace jobctl::testing
