@@ -50,6 +50,7 @@ void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterAdmin(CLI::App& app, GlobalOptions& g, int* rc);
 void RegisterAudit(CLI::App& app, GlobalOptions& g, int* rc);       // audit
+void RegisterNotify(CLI::App& app, GlobalOptions& g, int* rc);      // notifications, notify test
 void RegisterEdit(CLI::App& app, GlobalOptions& g, int* rc);        // add, rm, edit
 void RegisterImport(CLI::App& app, GlobalOptions& g, int* rc);      // import-crontab
 void RegisterCompletion(CLI::App& app, GlobalOptions& g, int* rc);  // completion bash|zsh|fish

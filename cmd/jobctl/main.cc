@@ -69,6 +69,7 @@ int Main(int argc, char** argv) {
   RegisterRuns(app, g, &rc);
   RegisterAdmin(app, g, &rc);
   RegisterAudit(app, g, &rc);
+  RegisterNotify(app, g, &rc);
   RegisterServe(app, g, &rc);
   RegisterBackup(app, g, &rc);
   RegisterStore(app, g, &rc);

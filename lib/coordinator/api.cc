@@ -47,6 +47,8 @@ const std::vector<Api::Route>& Api::Routes() {
       {"POST", "/v1/agent/enrol", Role::kJoin, &Api::Enrol},
       {"GET", "/v1/audit", Role::kAdmin, &Api::ListAudit},
       {"GET", "/v1/store/stats", Role::kAdmin, &Api::StoreStats},
+      {"GET", "/v1/notifications", Role::kRead, &Api::ListNotifications},
+      {"POST", "/v1/notify/test", Role::kAdmin, &Api::TestNotify},
       {"POST", "/v1/agent/claim", Role::kAgent, &Api::Claim},
       {"POST", "/v1/agent/heartbeat", Role::kAgent, &Api::Heartbeat},
       {"POST", "/v1/agent/logs", Role::kAgent, &Api::AppendLog},

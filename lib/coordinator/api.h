@@ -19,6 +19,7 @@
 #include "coordinator/http_errors.h"
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
+#include "coordinator/notifier.h"
 #include "coordinator/rate_limiter.h"
 #include "coordinator/run_book.h"
 #include "http/server.h"
@@ -40,6 +41,7 @@ struct Parts {
   std::function<bool()> standby;
   // Who holds the store now, for a standby's refusals.
   std::function<std::string()> holder;
+  Notifier* notifier = nullptr;  // jobctl notify test; null: no channels can be tested
 };
 
 class Api {
@@ -92,6 +94,10 @@ class Api {
                               std::optional<Refusal>* refusal);
 
   // Replies.
+  // Notifications (api_notify.cc).
+  void ListNotifications(Call& c);
+  void TestNotify(Call& c);
+
   void Json(Call& c, int status, const nlohmann::json& body);
   void Fail(Call& c, const Status& s);
   void FailWith(Call& c, int status, std::string_view error, const std::string& message);

@@ -1,5 +1,8 @@
 #include "coordinator/applier.h"
 
+#include <algorithm>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,8 +77,34 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   return Status::Ok();
 }
 
+namespace {
+
+// Where `needle` first appears in `text` as a quoted string at or after `from`, as a line and
+// column (1-based); 0, 0 when it does not.
+std::pair<int, int> Locate(std::string_view text, const std::string& needle, size_t from) {
+  size_t at = text.find('"' + needle + '"', from);
+  if (at == std::string_view::npos) return {0, 0};
+  int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  size_t bol = text.rfind('\n', at);
+  return {line, static_cast<int>(at - (bol == std::string_view::npos ? 0 : bol + 1)) + 1};
+}
+
+}  // namespace
+
 Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   JobFileResult parsed = ParseJobFile(req.text, req.filename);
+  // What the file cannot know: whether this coordinator has the channels its jobs name.
+  for (size_t i = 0; target_problem && parsed.ok() && i < parsed.file.jobs.size(); ++i) {
+    const Job& job = parsed.file.jobs[i];
+    for (const std::string& target : job.notify.to) {
+      std::string why = target_problem(target);
+      if (why.empty()) continue;
+      size_t from = req.text.find("\"" + job.name + "\"");
+      auto [line, column] = Locate(req.text, target, from == std::string::npos ? 0 : from);
+      if (line == 0) std::tie(line, column) = Locate(req.text, target, 0);
+      parsed.errors.push_back({req.filename, line, column, job.name, "notify: " + why});
+    }
+  }
   if (!parsed.ok()) {
     json errors = json::array();
     for (const Diagnostic& d : parsed.errors) {

@@ -6,6 +6,7 @@
 // A removed job stops firing; its runs stay. Loop thread only; owned by the Coordinator.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/context.h"
@@ -43,6 +44,10 @@ class Applier {
   Result<ApplyOutcome> Apply(const ApplyRequest& request);
   // Pause or resume a job (resuming applies its misfire policy to what it missed).
   Status SetPaused(JobEntry& job, bool paused, const Credential& actor);
+
+  // "" when a job may send notifications to `target`, else why not (Notifier::TargetProblem);
+  // unset: any target.
+  std::function<std::string(const std::string& target)> target_problem;
 
  private:
   Status Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now);

@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -251,6 +252,31 @@ Status Coordinator::Start() {
   log_hub_ = std::make_unique<LogHub>(&ctx_);
   pruner_ = std::make_unique<Pruner>(
       &ctx_, [book](int64_t run) { return book->FindOpen(run) != nullptr; });
+  notifier_ = std::make_unique<Notifier>(&ctx_, &jobs_);
+  if (Status s = notifier_->Configure(); !s.ok()) return s;
+  Notifier* notifier = notifier_.get();
+  applier_->target_problem = [notifier](const std::string& t) {
+    return notifier->TargetProblem(t);
+  };
+  book_->on_run_ended = [notifier](JobEntry& job, const Job& spec, const RunRecord& run) {
+    notifier->RunEnded(job, spec, run);
+  };
+  book_->on_agent_lost = [notifier](JobEntry& job, const Job& spec, const RunRecord& run,
+                                    const ShardRecord& shard) {
+    notifier->Notice(job, spec, NotifyEvent::kAgentLost, run.id,
+                     fmt::format("agent {} lost while running shard {} (attempt {}); {}",
+                                 shard.agent, shard.index, shard.attempt,
+                                 spec.on_lost == OnLost::kRerun ? "the shard is run again"
+                                                                : "the shard is lost"));
+  };
+  book_->on_skipped = [this](JobEntry& job, const RunRecord& skipped) {
+    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
+    if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kSkipped, skipped.id, skipped.note);
+  };
+  scheduler_->on_missed = [this](JobEntry& job, const std::string& detail) {
+    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
+    if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kMissed, 0, detail);
+  };
   book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
   book_->on_finished = [this](int64_t run) {
     log_hub_->Notify(run);
@@ -276,7 +302,7 @@ Status Coordinator::Start() {
   api_ = std::make_unique<Api>(
       &ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(), scheduler_.get(), applier_.get(), &auth_,
                    log_hub_.get(), [this] { return loaded_; }, [this] { return standby_; },
-                   [this] { return store_->Holder(); }});
+                   [this] { return store_->Holder(); }, notifier_.get()});
   http::Limits limits;
   limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
                           const http::Request& head) { return Api::BodyLimit(head, max); };
@@ -338,6 +364,8 @@ Status Coordinator::Lead() {
   // Only the holder prunes: a standby writes nothing, and its pruner is not armed until it
   // takes over.
   pruner_->Start();
+  if (Status s = notifier_->Load(); !s.ok()) return s.WithContext("loading alert states");
+  notifier_->Start();
   return Status::Ok();
 }
 
@@ -397,6 +425,7 @@ void Coordinator::LostStore(const std::string& why) {
   if (hold_timer_) hold_timer_->Stop();
   if (standby_timer_) standby_timer_->Stop();
   if (pruner_) pruner_->Close();
+  if (notifier_) notifier_->Close();
   if (on_lost_store) std::exchange(on_lost_store, nullptr)(why);
 }
 
@@ -407,6 +436,7 @@ void Coordinator::Stop(std::function<void()> done) {
   if (dispatcher_) dispatcher_->Close();
   if (log_hub_) log_hub_->Close();
   if (pruner_) pruner_->Close();
+  if (notifier_) notifier_->Close();
   if (batch_) batch_->Flush();
   auto finish = [this, done = std::move(done)] {
     if (scheduler_) scheduler_->Close();

@@ -23,6 +23,7 @@
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
 #include "coordinator/metrics.h"
+#include "coordinator/notifier.h"
 #include "coordinator/pruner.h"
 #include "coordinator/run_book.h"
 #include "coordinator/scheduler.h"
@@ -96,6 +97,7 @@ class Coordinator {
   std::unique_ptr<Applier> applier_;
   std::unique_ptr<LogHub> log_hub_;
   std::unique_ptr<Pruner> pruner_;
+  std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<http::HttpServer> server_;
   std::shared_ptr<http::TlsContext> tls_;  // null: plain HTTP

@@ -67,6 +67,25 @@ std::string Metrics::Render(const std::string& version) const {
   for (const auto& [state, n] : runs_finished_total) {
     out += fmt::format("jobctl_runs_finished_total{{state=\"{}\"}} {}\n", state, n);
   }
+  counter("jobctl_notifications_queued_total",
+          "Notifications written to the outbox (one per job and target).",
+          notifications_queued_total);
+  auto by_channel = [&out](const char* name, const char* help,
+                           const std::map<std::string, uint64_t>& values) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+    for (const auto& [channel, n] : values) {
+      out += fmt::format("{}{{channel=\"{}\"}} {}\n", name, channel, n);
+    }
+  };
+  by_channel("jobctl_notifications_sent_total", "Notifications delivered, by channel.",
+             notifications_sent_total);
+  by_channel("jobctl_notification_failures_total",
+             "Delivery attempts that failed (each is retried until given up), by channel.",
+             notification_failures_total);
+  by_channel("jobctl_notifications_given_up_total",
+             "Notifications given up after a day of failed attempts or a channel error, by "
+             "channel.",
+             notifications_given_up_total);
   gauge("jobctl_active_leases", "Shard leases currently held.", active_leases);
   gauge("jobctl_agents_connected", "Agents seen within one lease TTL.", agents_connected);
   gauge("jobctl_jobs", "Jobs in the current job file.", jobs);

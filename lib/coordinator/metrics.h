@@ -44,9 +44,16 @@ struct Metrics {
   uint64_t pruned_log_bytes_total = 0;
   uint64_t reclaimed_bytes_total = 0;
   std::map<std::string, uint64_t> runs_finished_total;  // by state
-  Histogram fire_lateness;                              // run committed - scheduled instant
-  Histogram claim_latency;                              // shard pending -> granted
-  Histogram commit_latency;                             // one group commit
+  // Notifications (Notifier): rows written to the outbox; delivery attempts that succeeded
+  // and that failed, and rows given up, by channel ("unknown" for a channel no longer in
+  // coordinator.toml).
+  uint64_t notifications_queued_total = 0;
+  std::map<std::string, uint64_t> notifications_sent_total;
+  std::map<std::string, uint64_t> notification_failures_total;
+  std::map<std::string, uint64_t> notifications_given_up_total;
+  Histogram fire_lateness;   // run committed - scheduled instant
+  Histogram claim_latency;   // shard pending -> granted
+  Histogram commit_latency;  // one group commit
   // Filled in at render time by the coordinator.
   uint64_t active_leases = 0;
   uint64_t agents_connected = 0;

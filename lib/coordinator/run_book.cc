@@ -230,6 +230,7 @@ Status RunBook::RecordSkipped(JobEntry& job, int64_t scheduled_ms, const std::st
     return s;
   }
   ++ctx_->metrics->skipped_total;
+  if (on_skipped) on_skipped(job, rec);
   ctx_->EventAfterCommit(
       "skip", {{"job", rec.job}, {"run", rec.id}, {"scheduled_ms", scheduled_ms}, {"why", note}});
   return Status::Ok();
@@ -485,6 +486,9 @@ void RunBook::OnLeaseExpired(ShardKey key, int64_t token) {
   // A broadcast shard is its agent's. An agent whose lease expired has gone quiet, and
   // unless it is asking for work right now the shard is lost: not run on another agent
   // (which has a shard of its own), nor left pending for an agent that may never return.
+  if (on_agent_lost) {
+    if (JobEntry* job = jobs_->Find(run.rec.job_id)) on_agent_lost(*job, *run.spec, run.rec, shard);
+  }
   bool holder_gone = run.spec->route == Route::kBroadcast && !dispatcher_->Asking(shard.agent);
   if (holder_gone) shard.message += "; a broadcast shard runs only on its own agent";
   if (!holder_gone && run.spec->on_lost == OnLost::kRerun && shard.lost_count < kMaxLostReruns) {
@@ -537,6 +541,7 @@ void RunBook::MaybeFinish(OpenRun& run) {
   ctx_->batch->Stage(
       [&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
+    if (on_run_ended && run.spec) on_run_ended(*job, *run.spec, run.rec);
     job->last_state = state;
     job->last_finished_ms = now;
     if (--job->open_runs <= 0) {

@@ -106,6 +106,14 @@ class RunBook {
   // Called in the write batch that finished a job's last open run (a fixed-delay job's
   // next fire is set there).
   std::function<void(JobEntry& job)> on_runs_ended;
+  // Called in the write batch that finished a run, with the run's definition (notifications).
+  std::function<void(JobEntry& job, const Job& spec, const RunRecord& run)> on_run_ended;
+  // Called in the write batch that recorded a skipped instant.
+  std::function<void(JobEntry& job, const RunRecord& skipped)> on_skipped;
+  // Called in the write batch that found a running shard's lease expired (its agent lost).
+  std::function<void(JobEntry& job, const Job& spec, const RunRecord& run,
+                     const ShardRecord& shard)>
+      on_agent_lost;
 
  private:
   struct OpenRun {

@@ -1,5 +1,7 @@
 #include "coordinator/scheduler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "base/log.h"
@@ -214,6 +216,11 @@ void Scheduler::RecordMisses(JobEntry& job, const std::vector<int64_t>& instants
                                 {"first", FormatUtc(FromUnixMs(row.first_ms))},
                                 {"reason", why}});
   ctx_->batch->Stage([&] { return ctx_->store->InsertMiss(row); });
+  if (on_missed) {
+    on_missed(job,
+              fmt::format("{} instant{} missed from {} ({})", row.count, row.count == 1 ? "" : "s",
+                          FormatUtc(FromUnixMs(row.first_ms)), why));
+  }
   ctx_->EventAfterCommit("miss", {{"job", job.name},
                                   {"first_ms", row.first_ms},
                                   {"last_ms", row.last_ms},

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,9 @@ class Scheduler {
   void RunDue();
   size_t tracked() const { return wheel_.size() + early_.size() + due_.size(); }
   static constexpr size_t kSlice = 512;
+
+  // Called in the write batch that recorded missed instants: how many, from when, why.
+  std::function<void(JobEntry& job, const std::string& detail)> on_missed;
 
  private:
   // Instants overdue by more than `grace_ms` go through the job's misfire policy.
