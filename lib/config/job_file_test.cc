@@ -254,13 +254,14 @@ notify_on = ["failed", "fail"]
 repeat_after = "60d"
 )"),
             (Lines{
-                R"(jobs.toml:5:11: job "a": notify[0]: expected a channel name ([a-z0-9][a-z0-9._-]*, )"
-                R"(at most 64 characters) or "mailto:user@example.com", got "Ops")",
+                R"(jobs.toml:5:11: job "a": notify[0]: expected a channel name )"
+                R"(([a-z0-9][a-z0-9._-]*, at most 64 characters) or )"
+                R"("mailto:user@example.com", got "Ops")",
                 R"(jobs.toml:5:18: job "a": notify[1]: expected an address like )"
                 R"("mailto:user@example.com", got "mailto:a@b\u000D\nBcc: x@y")",
-                R"(jobs.toml:6:24: job "a": notify_on[1]: expected failed, timed_out, lost, )"
-                R"(canceled, recovered, missed, skipped, agent_lost or overdue, got "fail" (did you )"
-                R"(mean "failed"?))",
+                R"(jobs.toml:6:24: job "a": notify_on[1]: expected failed, timed_out, )"
+                R"(lost, canceled, recovered, missed, skipped, agent_lost or overdue, got )"
+                R"("fail" (did you mean "failed"?))",
                 R"(jobs.toml:7:16: job "a": repeat_after: expected at most "30d" ("0s": every )"
                 R"(time), got "60d")",
             }));

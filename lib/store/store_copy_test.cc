@@ -93,6 +93,20 @@ std::vector<std::string> Dump(Store& s) {
     out.push_back("event " + std::to_string(e.id) + " " + e.kind + " " + e.actor + " " +
                   Opt(e.token_id) + " " + e.subject + " " + e.detail);
   }
+  Result<std::vector<NotificationRow>> notes = s.ListNotifications({.limit = 1000});
+  for (const NotificationRow& n : *notes) {
+    out.push_back("notification " + std::to_string(n.id) + " " + std::to_string(n.created_ms) +
+                  " " + n.job + " " + std::to_string(n.run_id) + " " + n.event + " " +
+                  std::to_string(n.reminder) + " " + std::to_string(n.failures) + " " + n.detail +
+                  " " + n.target + " " + n.state + " " + std::to_string(n.attempts) + " " +
+                  std::to_string(n.next_ms) + " " + std::to_string(n.done_ms) + " " + n.last_error);
+  }
+  EXPECT_TRUE(s.ForEachAlertState([&](int64_t job, const AlertState& a) {
+                 out.push_back("alert " + std::to_string(job) + " " +
+                               std::to_string(a.failing_since_ms) + " " +
+                               std::to_string(a.failures) + " " + std::to_string(a.last_sent_ms) +
+                               " " + std::to_string(a.agent_lost_sent_ms));
+               }).ok());
   return out;
 }
 
@@ -229,6 +243,26 @@ class StoreCopyTest : public ::testing::Test {
                                .detail = "+a"})
                     .ok());
     EXPECT_TRUE(s.InsertEvent(200, "auth-failure", "", "GET /v1/jobs", "bad token").ok());
+    EXPECT_TRUE(s.InsertNotification({.created_ms = 10,
+                                      .job_id = 1,
+                                      .job = "a",
+                                      .run_id = runs[0],
+                                      .event = "failed",
+                                      .reminder = true,
+                                      .failures = 3,
+                                      .failing_since_ms = 5,
+                                      .detail = "d",
+                                      .target = "mailto:x@example.com",
+                                      .state = "sent",
+                                      .attempts = 2,
+                                      .next_ms = 11,
+                                      .done_ms = 12,
+                                      .last_error = "e"})
+                    .ok());
+    EXPECT_TRUE(
+        s.PutAlertState(
+             1, {.failing_since_ms = 5, .failures = 3, .last_sent_ms = 10, .agent_lost_sent_ms = 4})
+            .ok());
     EXPECT_TRUE(s.Commit().ok());
 
     Result<std::unique_ptr<LogStore>> logs =

@@ -408,7 +408,9 @@ TEST(CliImportCrontabTest, UserCrontabPrintsAValidJobFileAndWarnsAboutReboot) {
   EXPECT_EQ(r.err, "jobctl: import-crontab: " + crontab +
                        ":10: @reboot has no equivalent in jobctl (nothing runs at boot); line "
                        "skipped\n");
-  EXPECT_NE(r.out.find("# MAILTO=ops@example.com: not imported"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# MAILTO=ops@example.com: the jobs below notify it"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("notify = [\"mailto:ops@example.com\"]\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[defaults]\ntimezone = \"Europe/Berlin\"\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# nightly backup\n[[job]]\nname = \"backup.sh\"\n"
                        "schedule = \"30 2 * * *\"\n"),
