@@ -539,6 +539,8 @@ void RunBook::MaybeFinish(OpenRun& run) {
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
     job->last_state = state;
     job->last_finished_ms = now;
+    job->last_duration_ms = RunDurationMs(run.rec);
+    if (state == RunState::kSucceeded) job->last_success_ms = now;
     if (--job->open_runs <= 0) {
       job->open_runs = 0;
       job->spec.reset();

@@ -105,6 +105,11 @@ CREATE TABLE output_ends(
   last_seq INTEGER NOT NULL, agent TEXT NOT NULL, token INTEGER NOT NULL,
   PRIMARY KEY(run_id, shard, attempt)) WITHOUT ROWID;
 )sql"},
+      // A job's dead-man's switch (expect_success_within), read with its timing at start so
+      // that every job's health is known without parsing its spec. Existing specs have none.
+      {7, R"sql(
+ALTER TABLE jobs ADD COLUMN expect_success_within_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }
