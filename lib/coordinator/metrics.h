@@ -25,8 +25,8 @@ class Histogram {
   double sum_ = 0;
 };
 
-// One job's health on /metrics (per-job gauges, labelled by the job's name only, job_name): one per job
-// of the current job file, so the series are bounded by the file and a removed job's vanish.
+// One job's health on /metrics: per-job gauges labelled by its name only (job_name), one per
+// job of the current job file, so the series are bounded by the file and a removed job's vanish.
 struct JobHealthSample {
   std::string_view name;        // the JobIndex's; valid while rendering
   int64_t last_success_ms = 0;  // Unix ms; 0 = none known (rendered as 0)
