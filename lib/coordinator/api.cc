@@ -406,7 +406,9 @@ void Api::GetMetrics(Call& c) {
   for (const auto& [name, a] : p_.dispatcher->agents()) {
     m.agents_connected += p_.dispatcher->AgentAlive(a) ? 1 : 0;
   }
-  c.res->Send({200, "text/plain; version=0.0.4; charset=utf-8", m.Render(kVersion), {}});
+  std::string page = m.Render(kVersion);
+  m.job_health.clear();  // its names are the JobIndex's, which a reload frees
+  c.res->Send({200, "text/plain; version=0.0.4; charset=utf-8", std::move(page), {}});
 }
 
 }  // namespace jobctl::coordinator

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -601,6 +602,32 @@ TEST_F(CoordinatorTest, MetricsPassPromtoolCheck) {
   int rc = ::pclose(p);
   EXPECT_EQ(rc, 0) << said << "\n---- /metrics ----\n" << reply.body;
   EXPECT_EQ(said, "") << reply.body;  // no lint findings either
+}
+
+// The alert rules man jobctl-api(7) offers load in Prometheus (promtool check rules).
+TEST(MetricsDocTest, TheManPagesExampleAlertRulesPassPromtoolCheck) {
+  std::string promtool = std::getenv("PROMTOOL") ? std::getenv("PROMTOOL") : PROMTOOL_BIN;
+  if (::access(promtool.c_str(), X_OK) != 0) GTEST_SKIP() << "promtool not found at " << promtool;
+  std::ifstream page(MAN_API_PAGE);
+  ASSERT_TRUE(page) << MAN_API_PAGE;
+  std::string rules, line;
+  bool in = false;
+  while (std::getline(page, line)) {
+    if (line == "groups:") in = true;
+    if (in && line.starts_with("```")) break;
+    if (in) rules += line + "\n";
+  }
+  ASSERT_NE(rules.find("jobctl_job_overdue"), std::string::npos) << rules;
+  TempDir dir;
+  std::string file = dir.Write("rules.yml", rules);
+  std::string cmd = "'" + promtool + "' check rules '" + file + "' 2>&1";
+  std::string said;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) said.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0) << said << "\n---- rules ----\n" << rules;
+  EXPECT_NE(said.find("SUCCESS: 3 rules found"), std::string::npos) << said;
 }
 
 TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {
