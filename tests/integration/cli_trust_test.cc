@@ -429,6 +429,11 @@ TEST_F(CliTrustTest, ListShowsFailingThenOverdueJobsFirstInColourOnlyOnATerminal
   EXPECT_EQ(rc, 0);
   EXPECT_EQ(plain.find('\x1b'), std::string::npos) << plain;
 
+  ProcessResult show = Piped({"show", "c-stale"});
+  EXPECT_NE(show.out.find("Expect:    a success within 1m; last success "), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("; overdue\n"), std::string::npos) << show.out;
+
   json listed = json::parse(Piped({"list", "-o", "json"}).out);
   ASSERT_EQ(listed.size(), 4u);
   EXPECT_EQ(listed[0]["name"], "a-ok");  // the coordinator's order
