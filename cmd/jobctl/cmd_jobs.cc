@@ -1,4 +1,5 @@
 // jobctl list, show, pause, resume, misses: the jobs the coordinator knows and their state.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -24,6 +25,19 @@ std::string ShardSummary(const wire::RunView& run) {
   return total == 0 ? "-" : std::to_string(ok) + "/" + std::to_string(total);
 }
 
+// Failing jobs first, then overdue ones, then the rest, each group in the coordinator's order.
+int HealthRank(const wire::JobSummaryView& j) {
+  std::string last = j.last_state.value_or("");
+  if (last == "failed" || last == "timed_out" || last == "lost") return 0;
+  return j.overdue ? 1 : 2;
+}
+
+// The name in red for a failing job and yellow for an overdue one, when colour is on.
+Cell NameCell(const wire::JobSummaryView& j, int rank, const GlobalOptions& g) {
+  if (rank == 2 || !ColorEnabled(g)) return j.name;
+  return Cell::Colored(j.name, rank == 0 ? "31" : "33");
+}
+
 int RunList(const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("list", "", client.status(), kExitConfig);
@@ -35,11 +49,18 @@ int RunList(const GlobalOptions& g) {
     PrintJson(*reply);
     return kExitOk;
   }
-  Table t({"NAME", "SCHEDULE", "NEXT FIRE", "LAST RESULT", "PAUSED"});
+  std::stable_sort(jobs->begin(), jobs->end(),
+                   [](const wire::JobSummaryView& a, const wire::JobSummaryView& b) {
+                     return HealthRank(a) < HealthRank(b);
+                   });
+  Table t({"NAME", "SCHEDULE", "NEXT FIRE", "LAST RESULT", "LAST SUCCESS", "PAUSED"});
   for (const wire::JobSummaryView& j : *jobs) {
     std::string last = j.last_state.value_or("");
-    t.Add({j.name, j.schedule.value_or(""), j.paused ? "-" : LocalTime(j.next_fire),
-           last.empty() ? "-" : Colored(last, g) + " " + LocalTime(j.last_finished_at),
+    std::string success = j.last_success ? LocalTime(*j.last_success) : "-";
+    if (j.overdue) success += " overdue";
+    t.Add({NameCell(j, HealthRank(j), g), j.schedule.value_or(""),
+           j.paused ? "-" : LocalTime(j.next_fire),
+           last.empty() ? "-" : Colored(last, g) + " " + LocalTime(j.last_finished_at), success,
            j.paused ? "yes" : "no"});
   }
   t.Print(std::cout);
@@ -72,6 +93,12 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
                      std::string(MisfireName(d.misfire)))
             << '\n'
             << "Paused:    " << (job->summary.paused ? "yes" : "no") << '\n';
+  if (d.expect_success_within) {
+    const wire::JobSummaryView& sum = job->summary;
+    std::cout << "Expect:    a success within " << FormatDuration(*d.expect_success_within)
+              << "; last success " << (sum.last_success ? LocalTime(*sum.last_success) : "none")
+              << (sum.overdue ? "; overdue" : "") << '\n';
+  }
   if (d.jitter.count() > 0) {
     std::cout << "Jitter:    each fire starts up to " << FormatDuration(d.jitter)
               << " late (random per fire)\n";
@@ -164,11 +191,13 @@ int RunMisses(const MissesOptions& opt, const GlobalOptions& g) {
 std::string ShardCount(const wire::RunView& run) { return ShardSummary(run); }
 
 void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
-  auto* list = app.add_subcommand("list", "List jobs: schedule, next fire, last result");
+  auto* list = app.add_subcommand("list", "List jobs: failing and overdue first, then the rest");
   list->footer(
-      "Example:\n  jobctl list\n  jobctl list -o json | jq '.[] | select(.paused)'\n"
-      "JSON fields: name, schedule, timezone, next_fire, paused, enabled, last_state,\n"
-      "last_finished_at, open_runs, description.");
+      "Jobs whose last run failed, timed out or was lost come first (their name in red on a\n"
+      "terminal), then jobs overdue by their expect_success_within (yellow), then the rest.\n"
+      "Example:\n  jobctl list\n  jobctl list -o json | jq '.[] | select(.overdue)'\n"
+      "JSON fields (in the coordinator's order): name, schedule, timezone, next_fire, paused,\n"
+      "enabled, last_state, last_finished_at, last_success, overdue, open_runs, description.");
   list->callback([&g, rc] { *rc = RunList(g); });
 
   auto name = std::make_shared<std::string>();

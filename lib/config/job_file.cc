@@ -473,6 +473,15 @@ void ApplyRepeatAfter(const Node& n, Key k, Scope& s, Draft& d) {
   Set(d.job.notify.repeat_after, v);
 }
 
+// The dead-man's switch (model/health.h): from a minute to a year and a day.
+void ApplyExpectSuccessWithin(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<Millis> v = ReadDuration(n, k, s, Zero::kRejected);
+  if (v && (*v < kMinExpectSuccessWithin || *v > kMaxExpectSuccessWithin)) {
+    return s.Fail(n, k, "expected a duration from \"1m\" to \"366d\", got " + Render(n));
+  }
+  if (v) d.job.expect_success_within = *v;
+}
+
 // clang-format off
 constexpr JobKey kJobKeys[] = {
     {"name", nullptr, KeyPlace::kNotInDefaults},
@@ -514,6 +523,7 @@ constexpr JobKey kJobKeys[] = {
          v.reset();
        }
        Set(d.job.jitter, v); }},
+    {"expect_success_within", ApplyExpectSuccessWithin},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }},
     {"run_as", ApplyRunAs},

@@ -211,6 +211,59 @@ kill_grace = "5 sec"
             }));
 }
 
+TEST(JobFileTest, ExpectSuccessWithinIsADurationFromAMinuteToAYearAndADay) {
+  EXPECT_EQ(Errors(R"(
+[defaults]
+expect_success_within = "400d"
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+expect_success_within = "30s"
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+expect_success_within = 3600
+)"),
+            (Lines{
+                R"(jobs.toml:2:25: defaults.expect_success_within: expected a duration from )"
+                R"("1m" to "366d", got "400d")",
+                R"(jobs.toml:7:25: job "a": expect_success_within: expected a duration from )"
+                R"("1m" to "366d", got "30s")",
+                R"(jobs.toml:12:25: job "b": expect_success_within: expected a duration like )"
+                R"("90s" or "1h30m", got 3600)",
+            }));
+  JobFileResult r = ParseJobFile(R"(
+[defaults]
+expect_success_within = "26h"
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+[[job]]
+name = "b"
+schedule = "@hourly"
+shell = "true"
+expect_success_within = "2h"
+[[job]]
+name = "c"
+schedule = "@hourly"
+shell = "true"
+expect_success_within = "366d"
+)",
+                                 "jobs.toml");
+  ASSERT_TRUE(r.errors.empty()) << r.errors[0].ToString();
+  ASSERT_EQ(r.file.jobs.size(), 3u);
+  EXPECT_EQ(r.file.jobs[0].expect_success_within, hours(26));
+  EXPECT_EQ(r.file.jobs[1].expect_success_within, hours(2));
+  EXPECT_EQ(r.file.jobs[2].expect_success_within, hours(24 * 366));
+  EXPECT_FALSE(
+      ParseJobFile("[[job]]\nname = \"a\"\nschedule = \"@daily\"\nshell = \"true\"\n", "jobs.toml")
+          .file.jobs.at(0)
+          .expect_success_within);
+}
+
 TEST(JobFileTest, NotifyKeysTakeDefaultsAndJobValues) {
   JobFileResult r = Parse(R"(
 [defaults]
@@ -304,9 +357,9 @@ colour = "blue"
                 // With no key close enough, the message lists the keys a job takes.
                 R"(jobs.toml:9:1: job "a": unknown key "colour" (expected name, schedule, )"
                 R"(anchor, command, shell, description, dialect, timezone, on, shards, route, )"
-                R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, kill_grace, )"
-                R"(run_as, cwd, env, params, secrets, enabled, notify, notify_on or )"
-                R"(repeat_after))",
+                R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, )"
+                R"(expect_success_within, kill_grace, run_as, cwd, env, params, secrets, )"
+                R"(enabled, notify, notify_on or repeat_after))",
             }));
 }
 

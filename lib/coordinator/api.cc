@@ -370,6 +370,8 @@ wire::JobSummaryView Api::JobSummaryOf(const JobEntry& j) const {
   v.open_runs = j.open_runs;
   if (j.last_state) v.last_state = RunStateName(*j.last_state);
   if (j.last_finished_ms) v.last_finished_at = Rfc3339(j.last_finished_ms);
+  if (j.last_success_ms) v.last_success = Rfc3339(j.last_success_ms);
+  v.overdue = j.Overdue(ctx_->NowMs());
   return v;
 }
 
@@ -389,12 +391,26 @@ void Api::GetMetrics(Call& c) {
   m.open_runs = p_.book->open_runs();
   m.parked_waiters = p_.log_hub->waiters();
   m.jobs = 0;
-  p_.jobs->ForEach([&m](const JobEntry& j) { m.jobs += j.active ? 1 : 0; });
+  m.shards_pending = p_.dispatcher->pending();
+  m.job_health.clear();
+  int64_t now = ctx_->NowMs();
+  p_.jobs->ForEach([&m, now](const JobEntry& j) {
+    if (!j.active) return;
+    ++m.jobs;
+    m.job_health.push_back({.name = j.name,
+                            .last_success_ms = j.last_success_ms,
+                            .finished = j.last_state.has_value(),
+                            .last_succeeded = j.last_state == RunState::kSucceeded,
+                            .last_duration_ms = j.last_duration_ms,
+                            .overdue = j.Overdue(now)});
+  });
   m.agents_connected = 0;
   for (const auto& [name, a] : p_.dispatcher->agents()) {
     m.agents_connected += p_.dispatcher->AgentAlive(a) ? 1 : 0;
   }
-  c.res->Send({200, "text/plain; version=0.0.4; charset=utf-8", m.Render(kVersion), {}});
+  std::string page = m.Render(kVersion);
+  m.job_health.clear();  // its names are the JobIndex's, which a reload frees
+  c.res->Send({200, "text/plain; version=0.0.4; charset=utf-8", std::move(page), {}});
 }
 
 }  // namespace jobctl::coordinator

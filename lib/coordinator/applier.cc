@@ -62,6 +62,8 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   entry->misfire = job.misfire;
   entry->overlap = job.overlap;
   entry->misfire_cap = job.misfire_cap;
+  entry->expect_success_within_ms = timing.expect_success_within_ms;
+  entry->since_ms = now;  // the store's updated_ms, as Insert/UpdateJobSpec wrote it
   jobs_->SetTiming(*entry, job.schedule, job.dialect, job.timezone, job.anchor_ms);
   // Open runs keep the definition they started with; new runs load the new one.
   if (entry->open_runs > 0) {

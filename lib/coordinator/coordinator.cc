@@ -174,6 +174,8 @@ Status Coordinator::Load(bool quiet) {
         e->misfire = h.misfire;
         e->overlap = h.overlap;
         e->misfire_cap = h.misfire_cap;
+        e->expect_success_within_ms = h.expect_success_within_ms;
+        e->since_ms = h.updated_ms;
         if (h.active) jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
       },
       &unreadable);
@@ -183,10 +185,12 @@ Status Coordinator::Load(bool quiet) {
     log::Error("stored job timings name an unknown dialect, misfire or overlap; defaults used",
                {{"jobs", unreadable}});
   }
-  s = store_->ForEachLastResult([this](int64_t job, RunState state, int64_t at) {
-    if (JobEntry* e = jobs_.Find(job)) {
-      e->last_state = state;
-      e->last_finished_ms = at;
+  s = store_->ForEachLastResult([this](const store::LastResult& r) {
+    if (JobEntry* e = jobs_.Find(r.job_id)) {
+      e->last_state = r.state;
+      e->last_finished_ms = r.finished_ms;
+      e->last_duration_ms = r.duration_ms;
+      e->last_success_ms = r.last_success_ms.value_or(0);
     }
   });
   if (!s.ok()) return s;

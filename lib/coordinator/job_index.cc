@@ -10,6 +10,20 @@ void NameTable::Clear() {
   size_ = 0;
 }
 
+SuccessWatch JobEntry::Watch() const {
+  SuccessWatch w;
+  if (expect_success_within_ms > 0) w.expect_success_within = Millis(expect_success_within_ms);
+  if (last_success_ms > 0) w.last_success_ms = last_success_ms;
+  w.since_ms = since_ms;
+  w.paused = paused || !enabled;
+  return w;
+}
+
+bool JobEntry::Failing() const {
+  return last_state == RunState::kFailed || last_state == RunState::kTimedOut ||
+         last_state == RunState::kLost;
+}
+
 JobIndex::JobIndex() { timings_.emplace_back(); }
 
 void JobIndex::Clear() {

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/health.h"
 #include "model/job.h"
 #include "model/run.h"
 #include "model/schedule.h"
@@ -33,10 +34,16 @@ struct JobEntry {
   int64_t id = 0;                       // 0: the slot holds no job
   std::optional<int64_t> next_fire_ms;  // the next instant not yet fired
   int64_t anchor_ms = 0;                // @every grid origin (Unix ms)
-  int64_t last_finished_ms = 0;
-  std::shared_ptr<const Job> spec;  // loaded while the job has open runs
-  std::string_view name;            // held by the JobIndex
-  uint32_t timing = 0;              // the JobIndex's (schedule, dialect, zone); 0 = none
+  // Health (model/health.h, /metrics, `jobctl list`), loaded from the store at start and on
+  // a standby's refresh, kept by the RunBook as runs finish. Unix ms, coordinator clock.
+  int64_t last_finished_ms = 0;          // the last finished run's end (skipped instants aside)
+  int64_t last_duration_ms = 0;          // its first shard's start to its end; 0 when none started
+  int64_t last_success_ms = 0;           // the newest success's end; 0 = none known
+  int64_t since_ms = 0;                  // created or its definition last changed (the store's)
+  int64_t expect_success_within_ms = 0;  // the job's dead-man's switch; 0 = none
+  std::shared_ptr<const Job> spec;       // loaded while the job has open runs
+  std::string_view name;                 // held by the JobIndex
+  uint32_t timing = 0;                   // the JobIndex's (schedule, dialect, zone); 0 = none
   int misfire_cap = 100;
   int open_runs = 0;
   Misfire misfire = Misfire::kFireOnce;
@@ -48,6 +55,11 @@ struct JobEntry {
 
   // In the fire loop: active, enabled, not paused, and with a schedule.
   bool schedulable() const { return active && enabled && !paused && timing != 0; }
+  // Its dead-man's switch as model/health.h reads it: paused or disabled is never overdue.
+  SuccessWatch Watch() const;
+  bool Overdue(int64_t now_ms) const { return active && IsOverdue(Watch(), now_ms); }
+  // The last finished run failed, timed out or was lost (canceled is a person's choice).
+  bool Failing() const;
 };
 
 // Names to ids: open addressing with linear probing over a power-of-two table of ids, the

@@ -22,6 +22,34 @@ std::string Histogram::Render(const std::string& name, const std::string& help) 
   return out;
 }
 
+void Metrics::RenderJobHealth(std::string* out) const {
+  // Job names are [a-z0-9._-]: nothing in them needs escaping in a label value.
+  auto family = [&](const char* name, const char* help, auto value, bool finished_only) {
+    *out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const JobHealthSample& j : job_health) {
+      if (finished_only && !j.finished) continue;
+      *out += fmt::format("{}{{job_name=\"{}\"}} {}\n", name, j.name, value(j));
+    }
+  };
+  auto seconds = [](int64_t ms) { return fmt::format("{:.3f}", static_cast<double>(ms) / 1000); };
+  family(
+      "jobctl_job_last_success_timestamp_seconds",
+      "When the job's newest successful run ended (Unix time); 0 when none is known.",
+      [&](const JobHealthSample& j) { return seconds(j.last_success_ms); }, false);
+  family(
+      "jobctl_job_last_run_succeeded",
+      "1 when the job's last finished run succeeded, else 0; absent before its first run ended.",
+      [](const JobHealthSample& j) { return j.last_succeeded ? 1 : 0; }, true);
+  family(
+      "jobctl_job_last_run_duration_seconds",
+      "How long the job's last finished run took, from its first shard's start to its end.",
+      [&](const JobHealthSample& j) { return seconds(j.last_duration_ms); }, true);
+  family(
+      "jobctl_job_overdue",
+      "1 when the job has not succeeded within its expect_success_within, else 0.",
+      [](const JobHealthSample& j) { return j.overdue ? 1 : 0; }, false);
+}
+
 std::string Metrics::Render(const std::string& version) const {
   std::string out;
   auto counter = [&out](const char* name, const char* help, uint64_t v) {
@@ -94,6 +122,9 @@ std::string Metrics::Render(const std::string& version) const {
   gauge("jobctl_standby",
         "1 while this coordinator is a standby (another holds the shared database), else 0.",
         standby);
+  gauge("jobctl_shards_pending",
+        "Shards waiting for an agent (deferred ones, not yet due, included).", shards_pending);
+  RenderJobHealth(&out);
   out += fire_lateness.Render("jobctl_fire_lateness_seconds",
                               "Time from a scheduled instant to its run being committed.");
   out += claim_latency.Render("jobctl_claim_latency_seconds",

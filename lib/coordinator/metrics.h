@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace jobctl::coordinator {
 
@@ -21,6 +23,17 @@ class Histogram {
   std::array<uint64_t, kBounds.size()> counts_{};
   uint64_t count_ = 0;
   double sum_ = 0;
+};
+
+// One job's health on /metrics: per-job gauges labelled by its name only (job_name), one per
+// job of the current job file, so the series are bounded by the file and a removed job's vanish.
+struct JobHealthSample {
+  std::string_view name;        // the JobIndex's; valid while rendering
+  int64_t last_success_ms = 0;  // Unix ms; 0 = none known (rendered as 0)
+  bool finished = false;        // a run finished: last_run_* are rendered
+  bool last_succeeded = false;
+  int64_t last_duration_ms = 0;
+  bool overdue = false;
 };
 
 struct Metrics {
@@ -59,10 +72,15 @@ struct Metrics {
   uint64_t agents_connected = 0;
   uint64_t jobs = 0;
   uint64_t open_runs = 0;
-  uint64_t parked_waiters = 0;  // long-polls (/wait, logs -f) waiting in the LogHub
-  uint64_t standby = 0;         // 1 while another coordinator holds the shared store
+  uint64_t parked_waiters = 0;              // long-polls (/wait, logs -f) waiting in the LogHub
+  uint64_t standby = 0;                     // 1 while another coordinator holds the shared store
+  uint64_t shards_pending = 0;              // waiting for an agent, deferred ones included
+  std::vector<JobHealthSample> job_health;  // by job id
 
   std::string Render(const std::string& version) const;
+
+ private:
+  void RenderJobHealth(std::string* out) const;
 };
 
 }  // namespace jobctl::coordinator

@@ -544,6 +544,8 @@ void RunBook::MaybeFinish(OpenRun& run) {
     if (on_run_ended && run.spec) on_run_ended(*job, *run.spec, run.rec);
     job->last_state = state;
     job->last_finished_ms = now;
+    job->last_duration_ms = RunDurationMs(run.rec);
+    if (state == RunState::kSucceeded) job->last_success_ms = now;
     if (--job->open_runs <= 0) {
       job->open_runs = 0;
       job->spec.reset();

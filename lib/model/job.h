@@ -76,6 +76,10 @@ struct Job {
   // is created at the instant and records the delay. At most kMaxJitter.
   Millis jitter{0};
   std::optional<Millis> timeout;  // none = no limit
+  // A dead-man's switch: the job is overdue once it has gone this long without a successful
+  // run (model/health.h). None = no expectation. kMinExpectSuccessWithin to
+  // kMaxExpectSuccessWithin.
+  std::optional<Millis> expect_success_within;
   Millis kill_grace = std::chrono::seconds(10);
   std::string run_as;  // "" = the agent's own user
   std::string cwd;     // "" = run_as user's home (or the agent's state dir)
@@ -91,6 +95,8 @@ struct Job {
 };
 
 constexpr Millis kMaxJitter = std::chrono::hours(24);
+constexpr Millis kMinExpectSuccessWithin = std::chrono::minutes(1);
+constexpr Millis kMaxExpectSuccessWithin = std::chrono::hours(24 * 366);
 
 // Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
 bool IsValidJobName(std::string_view name);

@@ -1,5 +1,7 @@
 #include "model/run.h"
 
+#include <algorithm>
+
 #include "base/enum_names.h"
 
 namespace jobctl {
@@ -64,6 +66,15 @@ RunState DeriveRunState(const std::vector<ShardRecord>& shards) {
   }
   if (any_open) return any_started ? RunState::kRunning : RunState::kPending;
   return worst;
+}
+
+int64_t RunDurationMs(const RunRecord& run) {
+  std::optional<int64_t> first;
+  for (const ShardRecord& s : run.shards) {
+    if (s.started_ms && (!first || *s.started_ms < *first)) first = s.started_ms;
+  }
+  if (!first || !run.finished_ms) return 0;
+  return std::max<int64_t>(*run.finished_ms - *first, 0);
 }
 
 }  // namespace jobctl

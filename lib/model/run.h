@@ -77,4 +77,8 @@ struct RunRecord {
 // succeeded only when every shard succeeded.
 RunState DeriveRunState(const std::vector<ShardRecord>& shards);
 
+// How long a finished run took: from its first shard's start to the run's end (ms); 0 when
+// no shard started or it has not ended. As the store's LastResult reads it.
+int64_t RunDurationMs(const RunRecord& run);
+
 }  // namespace jobctl

@@ -105,9 +105,14 @@ CREATE TABLE output_ends(
   last_seq INTEGER NOT NULL, agent TEXT NOT NULL, token INTEGER NOT NULL,
   PRIMARY KEY(run_id, shard, attempt)) WITHOUT ROWID;
 )sql"},
+      // A job's dead-man's switch (expect_success_within), read with its timing at start so
+      // that every job's health is known without parsing its spec. Existing specs have none.
+      {7, R"sql(
+ALTER TABLE jobs ADD COLUMN expect_success_within_ms INTEGER NOT NULL DEFAULT 0;
+)sql"},
       // Notifications: the outbox, written in the commit of the change that caused each,
       // and what each job last sent (model/notify.h AlertState).
-      {7, R"sql(
+      {8, R"sql(
 CREATE TABLE notifications(
   id INTEGER PRIMARY KEY, created_ms INTEGER NOT NULL, job_id INTEGER NOT NULL,
   job TEXT NOT NULL, run_id INTEGER NOT NULL, event TEXT NOT NULL, reminder INTEGER NOT NULL,

@@ -37,11 +37,13 @@ std::string RunQuery(const char* where_and_order) {
 }
 
 constexpr const char* kTimingColumns =
-    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap";
+    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
+    "expect_success_within_ms";
 
-// Jobs as ReadHead reads them (columns 0 to 12), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 14: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
-  return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns + more;
+  return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
+         ", updated_ms" + more;
 }
 
 // A shard row as ReadShard reads it: columns 0 to 12.
@@ -72,6 +74,8 @@ bool ReadHead(const Rows& rows, int i, JobHead* h) {
   h->anchor_ms = rows.Int(i, 8);
   h->enabled = rows.Bool(i, 9);
   h->misfire_cap = static_cast<int>(rows.Int(i, 12));
+  h->expect_success_within_ms = rows.Int(i, 13);
+  h->updated_ms = rows.Int(i, 14);
   std::optional<Dialect> dialect = ParseDialect(rows.View(i, 6));
   std::optional<Misfire> misfire = ParseMisfire(rows.View(i, 10));
   std::optional<Overlap> overlap = ParseOverlap(rows.View(i, 11));
@@ -81,19 +85,19 @@ bool ReadHead(const Rows& rows, int i, JobHead* h) {
   return dialect && misfire && overlap;
 }
 
-// Columns 0-14 of JobQuery(", spec, revision ...").
+// Columns 0-16 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Rows& rows, int i) {
   JobHead h;
   ReadHead(rows, i, &h);
   return JobRow{h.id,
                 std::string(h.name),
-                rows.Text(i, 13),
+                rows.Text(i, 15),
                 h.active,
                 h.paused,
                 h.next_fire_ms,
-                rows.Int(i, 14),
+                rows.Int(i, 16),
                 {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
-                 h.enabled, h.misfire, h.overlap, h.misfire_cap}};
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms}};
 }
 
 Params& AddTiming(Params& p, const JobTiming& t) {
@@ -104,7 +108,8 @@ Params& AddTiming(Params& p, const JobTiming& t) {
       .Add(t.enabled)
       .Add(MisfireName(t.misfire))
       .Add(OverlapName(t.overlap))
-      .Add(t.misfire_cap);
+      .Add(t.misfire_cap)
+      .Add(t.expect_success_within_ms);
 }
 
 RunRecord ReadRun(const Rows& rows, int i) {
@@ -421,8 +426,9 @@ Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
   // other backend's constraint error does not.
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
-      "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap) "
-      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) "
+      "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
+      "expect_success_within_ms) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) "
       "ON CONFLICT (name) DO NOTHING RETURNING id"};
   Params p;
   p.Add(row.name)
@@ -443,7 +449,7 @@ Status PgStore::UpdateJobSpec(int64_t id, const std::string& spec_json, const Jo
   static const Sql kSql{
       "UPDATE jobs SET spec = $2, active = true, revision = $3, updated_ms = $4, schedule = $5, "
       "dialect = $6, timezone = $7, anchor_ms = $8, enabled = $9, misfire = $10, overlap = $11, "
-      "misfire_cap = $12 WHERE id = $1"};
+      "misfire_cap = $12, expect_success_within_ms = $13 WHERE id = $1"};
   Params p;
   p.Add(id).Add(spec_json).Add(revision).Add(at_ms);
   return db_->ExecExpectingChanges(kSql, AddTiming(p, timing), 1);
@@ -766,16 +772,25 @@ Result<std::vector<MissRow>> PgStore::ListMisses(int64_t job_id, int64_t since_m
   return out;
 }
 
-Status PgStore::ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) {
+Status PgStore::ForEachLastResult(const std::function<void(const LastResult&)>& fn) {
+  // One scan of the runs for both the newest finished run and the newest success; the
+  // duration reads the shards of the one run per job.
   static const Sql kSql{
-      "SELECT r.job_id, r.state, r.finished_ms FROM runs r "
-      "JOIN (SELECT job_id, MAX(id) AS id FROM runs WHERE finished_ms IS NOT NULL "
-      "AND state != 'skipped' GROUP BY job_id) last ON last.id = r.id"};
+      "SELECT r.job_id, r.state, r.finished_ms, "
+      "COALESCE(r.finished_ms - (SELECT MIN(s.started_ms) FROM shards s WHERE s.run_id = r.id), "
+      "0), last.success_ms FROM runs r "
+      "JOIN (SELECT job_id, MAX(id) AS id, "
+      "MAX(finished_ms) FILTER (WHERE state = 'succeeded') AS success_ms FROM runs "
+      "WHERE finished_ms IS NOT NULL AND state != 'skipped' GROUP BY job_id) last "
+      "ON last.id = r.id"};
   Result<Rows> rows = db_->Exec(kSql);
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->size(); ++i) {
-    fn(rows->Int(i, 0), ParseRunState(rows->View(i, 1)).value_or(RunState::kFailed),
-       rows->Int(i, 2));
+    fn({.job_id = rows->Int(i, 0),
+        .state = ParseRunState(rows->View(i, 1)).value_or(RunState::kFailed),
+        .finished_ms = rows->Int(i, 2),
+        .duration_ms = std::max<int64_t>(rows->Int(i, 3), 0),
+        .last_success_ms = rows->OptInt(i, 4)});
   }
   return Status::Ok();
 }

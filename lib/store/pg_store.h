@@ -93,7 +93,7 @@ class PgStore final : public Store {
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) override;
   Status ForEachRun(const std::function<void(RunRecord&&)>& fn) override;
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms) override;
-  Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) override;
+  Status ForEachLastResult(const std::function<void(const LastResult&)>& fn) override;
 
   Status PutOutputEnd(const OutputEndRow& end) override;
   Result<std::optional<OutputEndRow>> GetOutputEnd(int64_t run_id, int shard, int attempt) override;

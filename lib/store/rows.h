@@ -32,6 +32,9 @@ struct JobTiming {
   Misfire misfire = Misfire::kFireOnce;
   Overlap overlap = Overlap::kForbid;
   int misfire_cap = 100;
+  // Not for the fire loop but for the coordinator's memory of every job's health, read by
+  // the same scan: the job's expect_success_within (0 = none).
+  int64_t expect_success_within_ms = 0;
 
   static JobTiming Of(const Job& job);
   bool operator==(const JobTiming&) const = default;
@@ -64,6 +67,18 @@ struct JobHead {
   Misfire misfire = Misfire::kFireOnce;
   Overlap overlap = Overlap::kForbid;
   int misfire_cap = 100;
+  int64_t expect_success_within_ms = 0;  // 0 = none
+  int64_t updated_ms = 0;                // created, or its definition last changed
+};
+
+// A job's latest results, for the coordinator's memory (ForEachLastResult): its newest
+// finished run that was not a skipped instant, and its newest success.
+struct LastResult {
+  int64_t job_id = 0;
+  RunState state = RunState::kFailed;  // of the newest finished run
+  int64_t finished_ms = 0;
+  int64_t duration_ms = 0;  // from its first shard's start to its end; 0 when none started
+  std::optional<int64_t> last_success_ms;  // the newest succeeded run's end
 };
 
 struct LeaseRow {

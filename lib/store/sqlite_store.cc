@@ -25,13 +25,15 @@ std::string RunQuery(const char* where_and_order) {
 }
 
 // The job's timing columns (JobTiming), in this order, after id, name, active, paused and
-// next_fire_ms: columns 5 to 12.
+// next_fire_ms: columns 5 to 13.
 constexpr const char* kTimingColumns =
-    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap";
+    "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
+    "expect_success_within_ms";
 
-// Jobs as ReadHead reads them (columns 0 to 12), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 14: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
-  return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns + more;
+  return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
+         ", updated_ms" + more;
 }
 
 // A shard row as ReadShard reads it: columns 0 to 12.
@@ -50,7 +52,7 @@ std::string EventQuery(const char* filter) {
          filter + "ORDER BY id DESC LIMIT ?6";
 }
 
-// Reads columns 0-12 of a job row; false when an enum name is unknown (defaults kept).
+// Reads columns 0-14 of a job row; false when an enum name is unknown (defaults kept).
 bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->id = use.Int(0);
   h->name = use.View(1);
@@ -62,6 +64,8 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->anchor_ms = use.Int(8);
   h->enabled = use.Int(9) != 0;
   h->misfire_cap = static_cast<int>(use.Int(12));
+  h->expect_success_within_ms = use.Int(13);
+  h->updated_ms = use.Int(14);
   std::optional<Dialect> dialect = ParseDialect(use.View(6));
   std::optional<Misfire> misfire = ParseMisfire(use.View(10));
   std::optional<Overlap> overlap = ParseOverlap(use.View(11));
@@ -71,7 +75,7 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
   return dialect && misfire && overlap;
 }
 
-// Columns 0-14 of JobQuery(", spec, revision ...").
+// Columns 0-16 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Statement::Use& use) {
   JobHead h;
   // A name this version does not know reads as its default here; the job's spec (column 13)
@@ -79,13 +83,13 @@ JobRow ReadJob(const Statement::Use& use) {
   ReadHead(use, &h);
   return JobRow{h.id,
                 std::string(h.name),
-                use.Text(13),
+                use.Text(15),
                 h.active,
                 h.paused,
                 h.next_fire_ms,
-                use.Int(14),
+                use.Int(16),
                 {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
-                 h.enabled, h.misfire, h.overlap, h.misfire_cap}};
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms}};
 }
 
 Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
@@ -96,7 +100,8 @@ Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
       .Bind(first + 4, t.enabled ? 1 : 0)
       .Bind(first + 5, MisfireName(t.misfire))
       .Bind(first + 6, OverlapName(t.overlap))
-      .Bind(first + 7, t.misfire_cap);
+      .Bind(first + 7, t.misfire_cap)
+      .Bind(first + 8, t.expect_success_within_ms);
 }
 
 // The columns of RunQuery.
@@ -211,8 +216,9 @@ Result<JobRow> SqliteStore::GetJob(int64_t id) {
 Result<int64_t> SqliteStore::InsertJob(const JobRow& row, int64_t at_ms) {
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
-      "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"};
+      "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
+      "expect_success_within_ms) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"};
   auto use = db_.Use(kSql);
   use.Bind(1, row.name)
       .Bind(2, row.spec_json)
@@ -230,7 +236,7 @@ Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json, cons
   static const Sql kSql{
       "UPDATE jobs SET spec = ?2, active = 1, revision = ?3, updated_ms = ?4, schedule = ?5, "
       "dialect = ?6, timezone = ?7, anchor_ms = ?8, enabled = ?9, misfire = ?10, overlap = ?11, "
-      "misfire_cap = ?12 WHERE id = ?1"};
+      "misfire_cap = ?12, expect_success_within_ms = ?13 WHERE id = ?1"};
   auto use = db_.Use(kSql);
   use.Bind(1, id).Bind(2, spec_json).Bind(3, revision).Bind(4, at_ms);
   return BindTiming(use, 5, timing).ExecExpectingChanges(1);
@@ -440,14 +446,24 @@ Result<std::vector<MissRow>> SqliteStore::ListMisses(int64_t job_id, int64_t sin
   return out;
 }
 
-Status SqliteStore::ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) {
+Status SqliteStore::ForEachLastResult(const std::function<void(const LastResult&)>& fn) {
+  // One scan of the runs for both the newest finished run and the newest success; the
+  // duration reads the shards of the one run per job.
   static const Sql kSql{
-      "SELECT r.job_id, r.state, r.finished_ms FROM runs r "
-      "JOIN (SELECT job_id, MAX(id) AS id FROM runs WHERE finished_ms IS NOT NULL "
-      "AND state != 'skipped' GROUP BY job_id) last ON last.id = r.id"};
+      "SELECT r.job_id, r.state, r.finished_ms, "
+      "COALESCE(r.finished_ms - (SELECT MIN(s.started_ms) FROM shards s WHERE s.run_id = r.id), "
+      "0), last.success_ms FROM runs r "
+      "JOIN (SELECT job_id, MAX(id) AS id, "
+      "MAX(CASE WHEN state = 'succeeded' THEN finished_ms END) AS success_ms FROM runs "
+      "WHERE finished_ms IS NOT NULL AND state != 'skipped' GROUP BY job_id) last "
+      "ON last.id = r.id"};
   auto use = db_.Use(kSql);
   while (use.Step()) {
-    fn(use.Int(0), ParseRunState(use.Text(1)).value_or(RunState::kFailed), use.Int(2));
+    fn({.job_id = use.Int(0),
+        .state = ParseRunState(use.Text(1)).value_or(RunState::kFailed),
+        .finished_ms = use.Int(2),
+        .duration_ms = std::max<int64_t>(use.Int(3), 0),
+        .last_success_ms = use.OptInt(4)});
   }
   return use.status();
 }

@@ -128,8 +128,8 @@ class Store {
   virtual Status ForEachRun(const std::function<void(RunRecord&&)>& fn) = 0;
   // The misses of a job that ended at or after since_ms, by their first instant.
   virtual Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms) = 0;
-  // The latest finished run per job, skipped instants aside: (job_id, state, finished_ms).
-  virtual Status ForEachLastResult(const std::function<void(int64_t, RunState, int64_t)>& fn) = 0;
+  // Per job that has a finished run (skipped instants aside): its latest results.
+  virtual Status ForEachLastResult(const std::function<void(const LastResult&)>& fn) = 0;
 
   // The declared end of an attempt's output: inserted, or replaced for the same attempt.
   virtual Status PutOutputEnd(const OutputEndRow& end) = 0;

@@ -506,7 +506,8 @@ TEST_P(StoreTest, TheCurrentRevisionIsTheNewestAndNoneBeforeTheFirstApply) {
 
 TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) {
   JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0,
-                   true,          Misfire::kSkip, Overlap::kAllow, 3};
+                   true,          Misfire::kSkip, Overlap::kAllow, 3,
+                   3'600'000};
   ASSERT_TRUE(store_->Begin().ok());
   Result<int64_t> id = store_->InsertJob({0, "five", "{}", true, false, 1000, 1, timing}, 1);
   ASSERT_TRUE(id.ok());
@@ -517,7 +518,7 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
   EXPECT_EQ(row->spec_json, "{}");
 
   JobTiming changed{"@every 1h",       Dialect::kCron,    "", 42, false,
-                    Misfire::kFireAll, Overlap::kReplace, 9};
+                    Misfire::kFireAll, Overlap::kReplace, 9,  0};
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->DeactivateJob(*id, 2, 2).ok());
   ASSERT_TRUE(store_->UpdateJobSpec(*id, "{\"x\":1}", changed, 3, 3).ok());
@@ -535,6 +536,8 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
                         EXPECT_EQ(h.misfire, Misfire::kFireAll);
                         EXPECT_EQ(h.overlap, Overlap::kReplace);
                         EXPECT_EQ(h.misfire_cap, 9);
+                        EXPECT_EQ(h.expect_success_within_ms, 0);
+                        EXPECT_EQ(h.updated_ms, 3);  // the update's time
                       },
                       &unreadable)
                   .ok());
@@ -767,13 +770,49 @@ TEST_P(StoreTest, TheLastResultOfAJobIsItsNewestFinishedRunThatWasNotSkipped) {
   ASSERT_TRUE(store_->Commit().ok());
   std::map<int64_t, std::pair<RunState, int64_t>> last;
   ASSERT_TRUE(store_
-                  ->ForEachLastResult([&](int64_t job, RunState state, int64_t finished_ms) {
-                    last[job] = {state, finished_ms};
+                  ->ForEachLastResult([&](const LastResult& r) {
+                    last[r.job_id] = {r.state, r.finished_ms};
                   })
                   .ok());
   EXPECT_EQ(last.size(), 2u);
   EXPECT_EQ(last[a], std::make_pair(RunState::kFailed, int64_t{2500}));
   EXPECT_EQ(last[b], std::make_pair(RunState::kTimedOut, int64_t{1700}));
+}
+
+TEST_P(StoreTest, TheLastResultKnowsTheNewestSuccessAndTheLastRunsDurationFromItsFirstStart) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  int64_t c = AddJob("c");
+  int64_t a1 = AddRun(NewRun(a, 1000));
+  int64_t a2 = AddRun(NewRun(a, 2000));
+  int64_t a3 = AddRun(NewRun(a, 3000));
+  int64_t b1 = AddRun(NewRun(b, 1000));
+  int64_t c1 = AddRun(NewRun(c, 1000));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(a1, RunState::kSucceeded, 1500, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(a2, RunState::kSucceeded, 2600, "").ok());
+  // a's last run failed: its shards started at 3100 and 3200 and it ended at 3900.
+  for (int i = 0; i < 2; ++i) {
+    ShardRecord shard{.run_id = a3, .index = i, .state = RunState::kFailed};
+    shard.started_ms = 3100 + 100 * i;
+    shard.finished_ms = 3900;
+    ASSERT_TRUE(store_->UpdateShard(shard).ok());
+  }
+  ASSERT_TRUE(store_->UpdateRunState(a3, RunState::kFailed, 3900, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(b1, RunState::kCanceled, 1200, "").ok());  // none started
+  ASSERT_TRUE(store_->UpdateRunState(c1, RunState::kSucceeded, 1800, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  std::map<int64_t, LastResult> last;
+  ASSERT_TRUE(store_->ForEachLastResult([&](const LastResult& r) { last[r.job_id] = r; }).ok());
+  ASSERT_EQ(last.size(), 3u);
+  EXPECT_EQ(last[a].state, RunState::kFailed);
+  EXPECT_EQ(last[a].finished_ms, 3900);
+  EXPECT_EQ(last[a].duration_ms, 800);
+  EXPECT_EQ(last[a].last_success_ms, 2600);
+  EXPECT_EQ(last[b].duration_ms, 0);
+  EXPECT_EQ(last[b].last_success_ms, std::nullopt);
+  EXPECT_EQ(last[c].state, RunState::kSucceeded);
+  EXPECT_EQ(last[c].last_success_ms, 1800);
 }
 
 TEST_P(StoreTest, PruningDeletesRunsEndedBeforeTheBoundButNotOpenOnesNorTheNewestPerJob) {

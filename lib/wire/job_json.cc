@@ -41,6 +41,8 @@ json JobToJson(const Job& job) {
         {"max_delay_ms", job.retry.max_delay.count()}}},
       {"jitter_ms", job.jitter.count()},
       {"timeout_ms", job.timeout ? json(job.timeout->count()) : json(nullptr)},
+      {"expect_success_within_ms",
+       job.expect_success_within ? json(job.expect_success_within->count()) : json(nullptr)},
       {"kill_grace_ms", job.kill_grace.count()},
       {"run_as", job.run_as},
       {"cwd", job.cwd},
@@ -189,6 +191,15 @@ Result<Job> JobFromJson(const json& j) {
     int64_t t = 0;
     s = Get(j, "timeout_ms", &t);
     timeout = t;
+  }
+  if (s.ok() && j.contains("expect_success_within_ms") &&
+      !j["expect_success_within_ms"].is_null()) {
+    int64_t w = 0;
+    s = Get(j, "expect_success_within_ms", &w);
+    if (s.ok() && (Millis(w) < kMinExpectSuccessWithin || Millis(w) > kMaxExpectSuccessWithin)) {
+      s = Status::InvalidArgument("job.expect_success_within_ms: out of range");
+    }
+    job.expect_success_within = Millis(w);
   }
   if (s.ok()) s = Get(j, "kill_grace_ms", &kill_grace);
   if (s.ok()) s = Get(j, "jitter_ms", &jitter);

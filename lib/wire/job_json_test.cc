@@ -14,6 +14,7 @@ TEST(JobJsonTest, AJobRoundTripsThroughJson) {
   job.command = {"/usr/bin/backup", "--full"};
   job.on = {{"role", "db", false}, {"env", "staging", true}};
   job.timeout = std::chrono::hours(1);
+  job.expect_success_within = std::chrono::hours(26);
   job.env = {{"K", "V"}};
   Result<Job> back = JobFromJson(json::parse(JobToJson(job).dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -26,6 +27,21 @@ TEST(JobJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
   EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","shards":4294967297})")).ok());
   EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","timeout_ms":1e19})")).ok());
   EXPECT_TRUE(JobFromJson(json::parse(R"({"name":"a","shards":2.0})")).ok());
+}
+
+TEST(JobJsonTest, ExpectSuccessWithinIsNullWhenUnsetAndBoundedWhenRead) {
+  Job job;
+  job.name = "a";
+  EXPECT_TRUE(JobToJson(job)["expect_success_within_ms"].is_null());
+  job.expect_success_within = std::chrono::minutes(90);
+  EXPECT_EQ(JobToJson(job)["expect_success_within_ms"], 5'400'000);
+  EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","expect_success_within_ms":1000})")).ok());
+  // Stored before the key existed: none.
+  Result<Job> old = JobFromJson(json::parse(R"({"name":"a"})"));
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->expect_success_within);
+  EXPECT_EQ(ChangedFields(Job{.name = "a"}, job),
+            std::vector<std::string>{"expect_success_within_ms"});
 }
 
 }  // namespace

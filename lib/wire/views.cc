@@ -48,6 +48,7 @@ void Read(FieldReader& r, RunView* v) {
 }
 
 void Read(FieldReader& r, JobSummaryView* v) {
+  std::optional<bool> overdue;
   r.Need("name", &v->name)
       .Need("next_fire", &v->next_fire)
       .Need("paused", &v->paused)
@@ -55,9 +56,12 @@ void Read(FieldReader& r, JobSummaryView* v) {
       .Need("open_runs", &v->open_runs)
       .Opt("last_state", &v->last_state)
       .Need("last_finished_at", &v->last_finished_at)
+      .Opt("last_success", &v->last_success)
+      .Opt("overdue", &overdue)
       .Opt("schedule", &v->schedule)
       .Opt("timezone", &v->timezone)
       .Opt("description", &v->description);
+  v->overdue = overdue.value_or(false);
 }
 
 void Read(FieldReader& r, JobFileView* v) {
@@ -247,7 +251,9 @@ json JobSummaryView::ToJson() const {
               {"enabled", enabled},
               {"open_runs", open_runs},
               {"last_state", Nullable(last_state)},
-              {"last_finished_at", last_finished_at}};
+              {"last_finished_at", last_finished_at},
+              {"last_success", Nullable(last_success)},
+              {"overdue", overdue}};
   if (schedule) out["schedule"] = *schedule;
   if (timezone) out["timezone"] = *timezone;
   if (description) out["description"] = *description;

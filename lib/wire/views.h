@@ -83,6 +83,11 @@ struct JobSummaryView {
   int open_runs = 0;
   std::optional<std::string> last_state;  // null before its first run ended
   std::string last_finished_at;
+  // Health: the newest success's end (null when none is known) and whether the job has gone
+  // past its expect_success_within without one. Absent from older coordinators (read as
+  // null and false).
+  std::optional<std::string> last_success;
+  bool overdue = false;
   // GET /v1/jobs only: from the job's definition.
   std::optional<std::string> schedule;
   std::optional<std::string> timezone;

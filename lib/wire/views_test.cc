@@ -75,6 +75,10 @@ TEST(ViewsTest, EveryMessageSurvivesToJsonAndFromJson) {
   listed.description = "";
   listed.last_state.reset();
   ExpectRoundTrip(listed);
+  JobSummaryView overdue = SampleSummary();
+  overdue.last_success = "2026-11-20T03:00:07Z";
+  overdue.overdue = true;
+  ExpectRoundTrip(overdue);
   JobView job;
   job.summary = SampleSummary();
   job.definition.name = "nightly-backup";
@@ -270,6 +274,13 @@ TEST(ViewsTest, OptionalFieldsMayBeAbsent) {
   json summary = SampleSummary().ToJson();
   summary.erase("last_state");
   EXPECT_TRUE(JobSummaryView::FromJson(summary).ok());
+  // From a coordinator older than per-job health.
+  summary.erase("last_success");
+  summary.erase("overdue");
+  Result<JobSummaryView> old = JobSummaryView::FromJson(summary);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_FALSE(old->last_success);
+  EXPECT_FALSE(old->overdue);
 }
 
 TEST(ViewsTest, UnknownFieldsFromANewerCoordinatorAreIgnored) {

@@ -14,9 +14,11 @@
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "store/store.h"
 #include "testlib/cluster.h"
 #include "testlib/coordinator_fixture.h"
 
@@ -357,6 +359,90 @@ TEST(StateModeTest, CoordinatorDataDirIs0700AndItsFiles0600WhateverTheUmask) {
     EXPECT_EQ(mode(coord.data_dir() + "/" + f), 0600) << f;
   }
   umask(old);
+}
+
+// jobctl list puts the jobs that need a look first: failing (red on a terminal), then
+// overdue by their expect_success_within (yellow), then the rest by name; a pipe and
+// NO_COLOR get no colour, and the table still says which is overdue.
+TEST_F(CliTrustTest, ListShowsFailingThenOverdueJobsFirstInColourOnlyOnATerminal) {
+  auto job = [](const std::string& name, const std::string& shell, const std::string& more) {
+    return "[[job]]\nname = \"" + name + "\"\nschedule = \"@yearly\"\nshell = \"" + shell + "\"\n" +
+           more;
+  };
+  coord_->Apply(job("a-ok", "true", "") + job("b-bad", "false", "") +
+                job("c-stale", "true", "expect_success_within = \"1m\"\n") +
+                job("d-idle", "true", ""));
+  int64_t stale_run = coord_->PostJson("/v1/jobs/c-stale/trigger", json::object())["id"];
+  coord_->PostJson("/v1/jobs/a-ok/trigger", json::object());
+  coord_->PostJson("/v1/jobs/b-bad/trigger", json::object());
+  {
+    TestAgent agent(*coord_, "a");
+    std::vector<json> a = agent.ClaimUpTo(3);
+    ASSERT_EQ(a.size(), 3u);
+    for (const json& shard : a) {
+      ASSERT_EQ(agent.Finish(shard, shard["job"] == "b-bad" ? 1 : 0).status, 200);
+    }
+  }
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->GetJson("/v1/jobs/b-bad")["last_state"] == "failed"; }, seconds(10)));
+  // c-stale's success five minutes ago, as a store from before a restart says.
+  coord_->Stop();
+  {
+    Result<std::unique_ptr<store::Store>> st =
+        store::OpenStore({.path = coord_->data_dir() + "/jobctl.db"});
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    int64_t ago = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch() - std::chrono::minutes(5))
+                      .count();
+    ASSERT_TRUE((*st)->Begin().ok());
+    ASSERT_TRUE((*st)->UpdateRunState(stale_run, RunState::kSucceeded, ago, "").ok());
+    ASSERT_TRUE((*st)->Commit().ok());
+  }
+  coord_->Start();
+  env_["JOBCTL_COORDINATOR"] = coord_->url();
+
+  auto names = [](const std::string& table) {
+    std::vector<std::string> out;
+    std::istringstream lines(table);
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) out.push_back(line.substr(0, line.find(' ')));
+    return out;
+  };
+  const std::vector<std::string> order = {"b-bad", "c-stale", "a-ok", "d-idle"};
+  ProcessResult piped = Piped({"list"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(names(piped.out), order) << piped.out;
+  EXPECT_EQ(piped.out.find('\x1b'), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find(" overdue"), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find(" overdue"), piped.out.rfind(" overdue")) << piped.out;
+
+  std::string shown = OnTerminal({"list"});
+  EXPECT_NE(shown.find("\x1b[31mb-bad\x1b[0m"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\x1b[33mc-stale\x1b[0m"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("\na-ok "), std::string::npos) << shown;  // not coloured
+  EXPECT_TRUE(OnlyColourEscapes(shown)) << shown;
+  int rc = -1;
+  std::map<std::string, std::string> no_colour = env_;
+  no_colour["NO_COLOR"] = "1";
+  std::string plain = RunOnTerminal(Argv({"list"}), no_colour, &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(plain.find('\x1b'), std::string::npos) << plain;
+
+  ProcessResult show = Piped({"show", "c-stale"});
+  EXPECT_NE(show.out.find("Expect:    a success within 1m; last success "), std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("; overdue\n"), std::string::npos) << show.out;
+
+  json listed = json::parse(Piped({"list", "-o", "json"}).out);
+  ASSERT_EQ(listed.size(), 4u);
+  EXPECT_EQ(listed[0]["name"], "a-ok");  // the coordinator's order
+  EXPECT_EQ(listed[0]["overdue"], false);
+  EXPECT_TRUE(listed[0]["last_success"].is_string());
+  EXPECT_EQ(listed[1]["last_state"], "failed");
+  EXPECT_TRUE(listed[1]["last_success"].is_null());
+  EXPECT_EQ(listed[2]["overdue"], true);
+  EXPECT_TRUE(listed[3]["last_state"].is_null());
 }
 
 // agentd's state directory (spool and unreported results: job output) is its own, and a

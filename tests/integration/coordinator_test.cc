@@ -7,11 +7,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "store/store.h"
 #include "testlib/cluster.h"
 #include "testlib/coordinator_fixture.h"
 
@@ -465,6 +467,115 @@ TEST_F(CoordinatorTest, MetricsCountFiresCommitsAndGrants) {
   EXPECT_NE(m.find("jobctl_runs_finished_total{state=\"succeeded\"} 1"), std::string::npos) << m;
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Per-job health on /metrics: one series per job of the file, labelled by its name only.
+TEST_F(CoordinatorTest, MetricsShowEachJobsLastRunAndLastSuccessAndForgetRemovedJobs) {
+  Start();
+  const std::string good = "[[job]]\nname = \"good\"\nschedule = \"@yearly\"\nshell = \"true\"\n";
+  const std::string idle =
+      "[[job]]\nname = \"idle\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "expect_success_within = \"1h\"\n";
+  coord_->Apply(good + idle +
+                "[[job]]\nname = \"bad\"\nschedule = \"@yearly\"\nshell = \"false\"\n");
+  int64_t before = NowUnixMs();
+  coord_->PostJson("/v1/jobs/good/trigger", json::object());
+  coord_->PostJson("/v1/jobs/bad/trigger", json::object());
+  TestAgent agent(*coord_, "a");
+  std::vector<json> a = agent.ClaimUpTo(2);
+  ASSERT_EQ(a.size(), 2u);
+  for (const json& shard : a)
+    ASSERT_EQ(agent.Finish(shard, shard["job"] == "good" ? 0 : 2).status, 200);
+  coord_->PostJson("/v1/jobs/idle/trigger", json::object());  // left pending: no agent asks
+  std::string m;
+  auto value = [&m](const std::string& name) { return MetricValue(m, name); };
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        m = coord_->Request("GET", "/metrics").body;
+        return value("jobctl_job_last_run_succeeded{job_name=\"bad\"}") == 0 &&
+               value("jobctl_shards_pending") == 1;
+      },
+      seconds(10)))
+      << m;
+  EXPECT_EQ(value("jobctl_job_last_run_succeeded{job_name=\"good\"}"), 1) << m;
+  double success = value("jobctl_job_last_success_timestamp_seconds{job_name=\"good\"}");
+  EXPECT_GE(success * 1000, static_cast<double>(before - 1)) << m;
+  EXPECT_LE(success * 1000, static_cast<double>(NowUnixMs() + 1)) << m;
+  EXPECT_GE(value("jobctl_job_last_run_duration_seconds{job_name=\"good\"}"), 0) << m;
+  EXPECT_GE(value("jobctl_job_last_run_duration_seconds{job_name=\"bad\"}"), 0) << m;
+  EXPECT_EQ(value("jobctl_job_last_success_timestamp_seconds{job_name=\"bad\"}"), 0) << m;
+  // A job none of whose runs ended has no last run, and is not overdue an hour early.
+  EXPECT_EQ(value("jobctl_job_last_run_succeeded{job_name=\"idle\"}"), -1) << m;
+  EXPECT_EQ(value("jobctl_job_last_success_timestamp_seconds{job_name=\"idle\"}"), 0) << m;
+  EXPECT_EQ(value("jobctl_job_overdue{job_name=\"idle\"}"), 0) << m;
+  EXPECT_EQ(value("jobctl_job_overdue{job_name=\"bad\"}"), 0) << m;
+  // The API's job list says the same.
+  json jobs = coord_->GetJson("/v1/jobs");
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0]["name"], "bad");
+  EXPECT_EQ(jobs[0]["last_state"], "failed");
+  EXPECT_TRUE(jobs[0]["last_success"].is_null());
+  EXPECT_EQ(jobs[0]["overdue"], false);
+  EXPECT_EQ(jobs[1]["name"], "good");
+  EXPECT_EQ(UnixMs(jobs[1]["last_success"]) / 1000, static_cast<int64_t>(success));
+
+  // A job removed from the file leaves /metrics.
+  coord_->Apply(good + idle);
+  m = coord_->Request("GET", "/metrics").body;
+  EXPECT_EQ(m.find("job_name=\"bad\""), std::string::npos) << m;
+  EXPECT_NE(m.find("job_name=\"good\""), std::string::npos) << m;
+}
+
+// The dead-man's switch: a job whose last success is older than its expect_success_within
+// is overdue, from what the store says at start (here, a success five minutes old).
+TEST_F(CoordinatorTest, AJobWithoutASuccessWithinItsExpectationIsOverdueAfterARestart) {
+  Start();
+  coord_->Apply(
+      "[[job]]\nname = \"stale\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "expect_success_within = \"1m\"\n"
+      "[[job]]\nname = \"fresh\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "expect_success_within = \"1m\"\n");
+  int64_t stale_run = coord_->PostJson("/v1/jobs/stale/trigger", json::object())["id"];
+  coord_->PostJson("/v1/jobs/fresh/trigger", json::object());
+  {
+    TestAgent agent(*coord_, "a");
+    std::vector<json> a = agent.ClaimUpTo(2);
+    ASSERT_EQ(a.size(), 2u);
+    for (const json& shard : a) ASSERT_EQ(agent.Finish(shard, 0).status, 200);
+  }
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->Metric("jobctl_job_last_run_succeeded{job_name=\"stale\"}") == 1; },
+      seconds(10)));
+  EXPECT_EQ(coord_->Metric("jobctl_job_overdue{job_name=\"stale\"}"), 0);
+  coord_->Stop();
+  int64_t five_minutes_ago = NowUnixMs() - 300'000;
+  {
+    Result<std::unique_ptr<store::Store>> st =
+        store::OpenStore({.path = coord_->data_dir() + "/jobctl.db"});
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_TRUE((*st)->Begin().ok());
+    ASSERT_TRUE((*st)->UpdateRunState(stale_run, RunState::kSucceeded, five_minutes_ago, "").ok());
+    ASSERT_TRUE((*st)->Commit().ok());
+  }
+  coord_->Start();
+  std::string m = coord_->Request("GET", "/metrics").body;
+  EXPECT_EQ(MetricValue(m, "jobctl_job_overdue{job_name=\"stale\"}"), 1) << m;
+  EXPECT_EQ(MetricValue(m, "jobctl_job_overdue{job_name=\"fresh\"}"), 0) << m;
+  EXPECT_NEAR(MetricValue(m, "jobctl_job_last_success_timestamp_seconds{job_name=\"stale\"}"),
+              static_cast<double>(five_minutes_ago) / 1000, 0.002)
+      << m;
+  json stale = coord_->GetJson("/v1/jobs/stale");
+  EXPECT_EQ(stale["overdue"], true) << stale.dump();
+  EXPECT_NEAR(UnixMs(stale["last_success"]), five_minutes_ago, 1000) << stale.dump();
+  // Paused, it is not overdue.
+  coord_->PostJson("/v1/jobs/stale/pause", json::object());
+  EXPECT_EQ(coord_->Metric("jobctl_job_overdue{job_name=\"stale\"}"), 0);
+}
+
 // promtool's own linter on a live /metrics page with every family populated.
 TEST_F(CoordinatorTest, MetricsPassPromtoolCheck) {
   std::string promtool = std::getenv("PROMTOOL") ? std::getenv("PROMTOOL") : PROMTOOL_BIN;
@@ -491,6 +602,32 @@ TEST_F(CoordinatorTest, MetricsPassPromtoolCheck) {
   int rc = ::pclose(p);
   EXPECT_EQ(rc, 0) << said << "\n---- /metrics ----\n" << reply.body;
   EXPECT_EQ(said, "") << reply.body;  // no lint findings either
+}
+
+// The alert rules man jobctl-api(7) offers load in Prometheus (promtool check rules).
+TEST(MetricsDocTest, TheManPagesExampleAlertRulesPassPromtoolCheck) {
+  std::string promtool = std::getenv("PROMTOOL") ? std::getenv("PROMTOOL") : PROMTOOL_BIN;
+  if (::access(promtool.c_str(), X_OK) != 0) GTEST_SKIP() << "promtool not found at " << promtool;
+  std::ifstream page(MAN_API_PAGE);
+  ASSERT_TRUE(page) << MAN_API_PAGE;
+  std::string rules, line;
+  bool in = false;
+  while (std::getline(page, line)) {
+    if (line == "groups:") in = true;
+    if (in && line.starts_with("```")) break;
+    if (in) rules += line + "\n";
+  }
+  ASSERT_NE(rules.find("jobctl_job_overdue"), std::string::npos) << rules;
+  TempDir dir;
+  std::string file = dir.Write("rules.yml", rules);
+  std::string cmd = "'" + promtool + "' check rules '" + file + "' 2>&1";
+  std::string said;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) said.append(buf, n);
+  EXPECT_EQ(::pclose(p), 0) << said << "\n---- rules ----\n" << rules;
+  EXPECT_NE(said.find("SUCCESS: 3 rules found"), std::string::npos) << said;
 }
 
 TEST_F(CoordinatorTest, ManualTriggerWithTheSameKeyIsTheSameRun) {

@@ -184,6 +184,13 @@ TEST_F(PostgresStoreTest, AStandbyAnswersReadsFromTheDatabaseAndSendsTheRestToTh
                                    "runs", "hello", "-o", "json"});
   ASSERT_EQ(ls.exit_code, 0) << ls.err;
   EXPECT_EQ(json::parse(ls.out).size(), 1u) << ls.out;
+  // Per-job health comes along with its view of the jobs.
+  EXPECT_TRUE(Coordinator::Eventually(
+      [&] { return b.Metric("jobctl_job_last_run_succeeded{job_name=\"hello\"}") == 1; },
+      seconds(10)))
+      << b.Request("GET", "/metrics").body;
+  EXPECT_GT(b.Metric("jobctl_job_last_success_timestamp_seconds{job_name=\"hello\"}"), 0);
+  EXPECT_TRUE(b.GetJson("/v1/jobs")[0]["last_success"].is_string()) << b.GetJson("/v1/jobs");
   // Its view follows the holder's writes.
   a.Apply(
       "[[job]]\nname = \"hello\"\nschedule = \"@yearly\"\nshell = \"echo hello\"\n"
