@@ -9,8 +9,10 @@
 #include <cstring>
 #include <utility>
 
+#include "base/duration.h"
 #include "base/log.h"
 #include "base/secret_file.h"
+#include "model/time_format.h"
 
 namespace jobctl::coordinator {
 namespace {
@@ -281,6 +283,7 @@ Status Coordinator::Start() {
     Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
     if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kMissed, 0, detail);
   };
+  notifier_->on_overdue_check = [this] { CheckOverdue(); };
   book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
   book_->on_finished = [this](int64_t run) {
     log_hub_->Notify(run);
@@ -421,6 +424,25 @@ void Coordinator::RefreshView() {
     if (!standby_error_) log::Warn("standby: cannot read the database", {{"error", s.ToString()}});
     standby_error_ = true;
   }
+}
+
+void Coordinator::CheckOverdue() {
+  int64_t now = ctx_.NowMs();
+  jobs_.ForEach([&](JobEntry& job) {
+    bool overdue = job.expect_success_within_ms != 0 && job.Overdue(now);
+    if (!overdue && !notifier_->OverdueAlerted(job.id)) return;
+    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
+    if (!spec.ok()) return;
+    std::string detail;
+    if (overdue) {
+      detail = job.last_success_ms != 0
+                   ? "no success since " + FormatUtc(FromUnixMs(job.last_success_ms))
+                   : "no success since it was defined at " + FormatUtc(FromUnixMs(job.since_ms));
+      detail +=
+          " (expect_success_within " + FormatDuration(Millis(job.expect_success_within_ms)) + ")";
+    }
+    notifier_->Overdue(job, **spec, overdue, detail);
+  });
 }
 
 Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }

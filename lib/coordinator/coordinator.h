@@ -71,6 +71,8 @@ class Coordinator {
   // a view of it current, and tries the hold until it gets it (then Lead).
   void StandBy();
   void RefreshView();
+  // The dead-man's switches: each job overdue, or no longer, goes to the Notifier.
+  void CheckOverdue();
 
   Context ctx_;
   Metrics metrics_;

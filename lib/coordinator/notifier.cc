@@ -160,6 +160,11 @@ Status Notifier::Load() {
 
 bool Notifier::HasChannel(const std::string& name) const { return channels_.contains(name); }
 
+bool Notifier::OverdueAlerted(int64_t job_id) const {
+  auto it = alerts_.find(job_id);
+  return it != alerts_.end() && it->second.overdue_sent_ms != 0;
+}
+
 std::string Notifier::TargetProblem(const std::string& target) const {
   if (target.starts_with(kMailto)) {
     if (ctx_->config.mailto_channel.empty()) {

@@ -69,9 +69,11 @@ class Notifier {
   // the outbox, and calls `done` with the outcome (on the loop thread).
   void Test(const std::string& channel, std::function<void(Status)> done);
   bool HasChannel(const std::string& name) const;
+  // Whether the job's overdue alert is open (so that the check must also see it end).
+  bool OverdueAlerted(int64_t job_id) const;
 
-  // Called every 10 s on the holder with each job whose spec asks for an overdue check
-  // (the Coordinator wires it to the job's last success).
+  // Called every 10 s on the holder: the Coordinator checks its jobs' dead-man's switches
+  // (expect_success_within) and calls Overdue.
   std::function<void()> on_overdue_check;
 
  private:

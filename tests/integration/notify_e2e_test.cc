@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "store/store.h"
 #include "testlib/coordinator_fixture.h"
 #include "testlib/notify_sinks.h"
 #include "testlib/postgres.h"
@@ -43,6 +44,12 @@ std::string ExpectedSignature(const std::string& timestamp, const std::string& b
   HMAC(EVP_sha256(), kSecret, static_cast<int>(std::string(kSecret).size()),
        reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), mac, &len);
   return "v1=" + Hex(mac, len);
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string Subject(const std::string& data) {
@@ -234,6 +241,44 @@ TEST_F(NotifyTest, MailtoTargetsAndTheTestCommandUseTheConfiguredChannels) {
   ProcessResult down = Jobctl({"notify", "test", "mail"});
   EXPECT_EQ(down.exit_code, 1);
   EXPECT_NE(down.err.find("notify channel \"mail\""), std::string::npos) << down.err;
+}
+
+// A job whose last success is older than expect_success_within notifies "overdue" once
+// (the check runs every 10 s) and not again within repeat_after; a success ends it.
+TEST_F(NotifyTest, AJobWithoutARecentSuccessNotifiesOverdueOnceAndASuccessEndsIt) {
+  StartAll();
+  if (IsSkipped()) return;
+  coord_->Apply(
+      "[[job]]\nname = \"backup\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "overlap = \"allow\"\nexpect_success_within = \"1m\"\nnotify = [\"hook\"]\n");
+  TestAgent agent(*coord_, "db-03");
+  int64_t run = RunToEnd(agent, "backup", "", 0);
+  coord_->Stop();
+  int64_t ten_minutes_ago = NowUnixMs() - 600'000;
+  {
+    Result<std::unique_ptr<store::Store>> st =
+        store::OpenStore({.path = coord_->data_dir() + "/jobctl.db"});
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    ASSERT_TRUE((*st)->Begin().ok());
+    ASSERT_TRUE((*st)->UpdateRunState(run, RunState::kSucceeded, ten_minutes_ago, "").ok());
+    ASSERT_TRUE((*st)->Commit().ok());
+  }
+  coord_->Start();
+  ASSERT_TRUE(hook_->WaitForRequests(1, seconds(30)));
+  json body = json::parse(hook_->Received()[0].body);
+  EXPECT_EQ(body["event"], "overdue");
+  EXPECT_EQ(body["job"], "backup");
+  EXPECT_NE(body["detail"].get<std::string>().find("expect_success_within 1m"), std::string::npos)
+      << body.dump();
+  // Within repeat_after (1 h) the next checks stay quiet; a success ends the alert, and a
+  // success is not a "recovered" (no failure was notified).
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return coord_->Logs().find("notification sent") != std::string::npos; }, seconds(10)));
+  RunToEnd(agent, "backup", "", 0);
+  json items = Notifications();
+  ASSERT_EQ(items.size(), 1u) << items.dump();
+  EXPECT_EQ(items[0]["event"], "overdue");
+  EXPECT_EQ(hook_->Received().size(), 1u);
 }
 
 // A job file naming a channel the coordinator lacks is refused at apply, at the line.
