@@ -76,7 +76,10 @@ class Pruner {
   int64_t last_max_check_ms_ = 0;  // the last look for jobs over logs_max (monotonic)
   std::deque<Pending> queue_;      // runs whose output is to be deleted, oldest first
   bool busy_ = false;              // a slice's commit is outstanding
-  bool reclaim_more_ = false;      // the last slice gave space back: there may be more
+  // The last slice gave space back: there may be more. At start too: a coordinator killed
+  // after a slice's deletes and before the space was given back left free pages, and no
+  // delete might come to free more.
+  bool reclaim_more_ = true;
   // The size of the chunks the last slice deleted, on average; at first agentd's largest.
   int64_t chunk_bytes_ = 64 << 10;
 };
