@@ -19,12 +19,17 @@
 //             and until it fires on time again
 //   prune     (only with --only prune) the steady phase twice, without and then with
 //             retention deleting every ended run as it goes (runs_for 1s, keep_last 0, a
-//             slice every 100 ms): the fire lateness that pruning adds
+//             slice every 100 ms): the fire lateness that pruning adds. With --prune-mib M
+//             (embedded store only), both start on a log store filled beforehand with M MiB
+//             of old output (64 KiB chunks, agentd's largest, of runs ended 8 to 15 days
+//             ago): the second deletes all of it while it fires; the figures add the log
+//             store's size on disk before and after, and how fast it was pruned
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
 //       [--claim-agents 4] [--agents 10000]
 //       [--only PHASE] [--postgres true] [--standby-jobs N] [--failover-jobs N] [--kills K]
+//       [--prune-mib M]
 //
 // With --postgres true, every phase's coordinator keeps its store in a database of its own on one
 // PostgreSQL server started for the run (tests/testlib/postgres.h: initdb in a temporary
@@ -53,6 +58,7 @@
 #include "base/clock.h"
 #include "bench/bench_util.h"
 #include "model/time_format.h"
+#include "store/log_store.h"
 #include "testlib/cluster.h"
 #include "testlib/postgres.h"
 
@@ -390,11 +396,94 @@ const char* kPruneEverything =
 // Retention as good as off: nothing is old enough within a run of the bench.
 const char* kPruneNothing = "runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\n";
 
+// A log store of `mib` MiB of output, ended long ago, made once and copied into each phase's
+// data directory (prefill_path: where it is; prefill_bytes: its output bytes).
+std::string g_prefill_path;
+int64_t g_prefill_bytes = 0;
+
+int64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  int64_t n = 0;
+  for (const char* suffix : {"", "-wal"}) {
+    auto size = std::filesystem::file_size(path + suffix, ec);
+    if (!ec) n += static_cast<int64_t>(size);
+  }
+  return n;
+}
+
+void MakePrefill(const std::string& dir, int mib) {
+  g_prefill_path = dir + "/logs.db";
+  auto logs = jobctl::store::OpenLogStore({.path = g_prefill_path, .run_cap_bytes = 1LL << 40});
+  if (!logs.ok()) {
+    std::fprintf(stderr, "--prune-mib: %s\n", logs.status().ToString().c_str());
+    std::exit(70);
+  }
+  auto t0 = Clock::now();
+  const int kChunk = 64 * 1024, kChunksPerRun = 16;
+  std::string data(kChunk, 'x');
+  for (int i = 63; i < kChunk; i += 64) data[i] = '\n';
+  int64_t chunks = static_cast<int64_t>(mib) * (1 << 20) / kChunk;
+  int64_t now = NowMs(), day = 86400000;
+  for (int64_t i = 0; i < chunks;) {
+    if (!(*logs)->Begin().ok()) std::exit(70);
+    for (int k = 0; k < 256 && i < chunks; ++k, ++i) {
+      int64_t run = 1'000'000'000 + i / kChunksPerRun;
+      // Spread over a week, 8 to 15 days ago: all of it past logs_for 1s.
+      int64_t at = now - 15 * day + (run % 1000) * 7 * day / 1000;
+      jobctl::store::LogChunk c{.run_id = run,
+                                .shard = 0,
+                                .attempt = 1,
+                                .seq = i % kChunksPerRun + 1,
+                                .at_ms = at,
+                                .data = data,
+                                .job_id = 1 + run % 100};
+      auto r = (*logs)->Append(c);
+      if (!r.ok()) {
+        std::fprintf(stderr, "--prune-mib: %s\n", r.status().ToString().c_str());
+        std::exit(70);
+      }
+    }
+    if (!(*logs)->Commit().ok()) std::exit(70);
+  }
+  g_prefill_bytes = chunks * kChunk;
+  logs->reset();
+  std::printf("prefill   %lld MiB of output in %lld chunks of 64 KiB (%.1f s); logs.db %.0f MiB\n",
+              static_cast<long long>(g_prefill_bytes >> 20), static_cast<long long>(chunks),
+              Seconds(Clock::now() - t0),
+              static_cast<double>(FileBytes(g_prefill_path)) / (1 << 20));
+  std::fflush(stdout);
+}
+
 void SteadyPhase(int rate, int seconds, const std::string& retention = "",
                  const char* label = "steady") {
   TempDir dir;
   Coordinator c(dir, PhaseConfig() + retention);
+  std::string logs_db = c.data_dir() + "/logs.db";
+  int64_t logs_before = 0;
+  if (!g_prefill_path.empty()) {
+    std::filesystem::create_directories(c.data_dir());
+    std::filesystem::permissions(c.data_dir(), std::filesystem::perms::owner_all);
+    std::filesystem::copy_file(g_prefill_path, logs_db);
+    logs_before = FileBytes(logs_db);
+  }
+  auto started = Clock::now();
   c.Start();
+  // Pruning's progress, sampled every 100 ms: when all the prefilled output was deleted.
+  std::atomic<bool> sampling{!g_prefill_path.empty()};
+  std::atomic<double> pruned_s{-1};
+  std::thread sampler([&] {
+    while (sampling) {
+      try {
+        if (pruned_s < 0 &&
+            c.Metric("jobctl_pruned_log_bytes_total") >= static_cast<double>(g_prefill_bytes)) {
+          pruned_s = Seconds(Clock::now() - started);
+        }
+      } catch (const std::exception&) {
+        // A request that failed on a busy machine: asked again.
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
   const int period_s = 10;
   const int n = rate * period_s;
   std::string toml;
@@ -485,6 +574,39 @@ void SteadyPhase(int rate, int seconds, const std::string& retention = "",
   if (!retention.empty()) {
     std::printf("          runs pruned %.0f, store rows pruned %.0f\n",
                 c.Metric("jobctl_pruned_runs_total"), c.Metric("jobctl_pruned_rows_total"));
+  }
+  if (!g_prefill_path.empty()) {
+    double pruned_mib = c.Metric("jobctl_pruned_log_bytes_total") / (1 << 20);
+    double window_end_s = Seconds(Clock::now() - started);
+    double reclaimed_s = -1;
+    if (std::string(label) == "pruning") {
+      // Until the reclaimed bytes stop growing for 3 s after all output went, at most 15 min.
+      double last = -1;
+      int still = 0;
+      for (int i = 0; i < 900 && still < 3; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+        double now = c.Metric("jobctl_reclaimed_bytes_total");
+        still = pruned_s >= 0 && now == last ? still + 1 : 0;
+        if (now != last) reclaimed_s = Seconds(Clock::now() - started);
+        last = now;
+      }
+    }
+    sampling = false;
+    sampler.join();
+    double reclaimed_mib = c.Metric("jobctl_reclaimed_bytes_total") / (1 << 20);
+    c.Stop();  // the WAL is checkpointed and removed: the file alone is what is kept
+    std::printf(
+        "          log store on disk before %.0f MiB, after %.0f MiB; %.0f MiB of output pruned "
+        "by the window's end (%.0f s after start), all %lld MiB by %.1f s (%.1f MiB/s); %.0f MiB "
+        "given back to the file system by %.1f s\n",
+        static_cast<double>(logs_before) / (1 << 20),
+        static_cast<double>(FileBytes(logs_db)) / (1 << 20), pruned_mib, window_end_s,
+        static_cast<long long>(g_prefill_bytes >> 20), static_cast<double>(pruned_s),
+        pruned_s > 0 ? static_cast<double>(g_prefill_bytes >> 20) / pruned_s : 0.0, reclaimed_mib,
+        reclaimed_s);
+  } else {
+    sampling = false;
+    sampler.join();
   }
   std::fflush(stdout);
 }
@@ -596,13 +718,13 @@ int main(int argc, char** argv) {
   std::string only;
   bool postgres = false;
   int standby_jobs = 100000;
-  int failover_jobs = 1000, kills = 10;
+  int failover_jobs = 1000, kills = 10, prune_mib = 0;
   bool flags_ok = ParseFlags(
       argc, argv,
       "[--jobs N,N] [--burst M] [--rate R] [--seconds D] [--claims C] [--claim-batch B]\n"
       "  [--claim-agents G] [--agents A]\n"
       "  [--only register|burst|steady|claims|heartbeat|standby|failover|prune]\n"
-      "  [--postgres true] [--standby-jobs N] [--failover-jobs N] [--kills K]",
+      "  [--postgres true] [--standby-jobs N] [--failover-jobs N] [--kills K] [--prune-mib M]",
       [&](const std::string& flag, const std::string& value) {
         if (flag == "--jobs")
           jobs = ParseList(value);
@@ -630,6 +752,8 @@ int main(int argc, char** argv) {
           failover_jobs = std::stoi(value);
         else if (flag == "--kills")
           kills = std::stoi(value);
+        else if (flag == "--prune-mib")
+          prune_mib = std::stoi(value);
         else
           return false;
         return true;
@@ -659,6 +783,12 @@ int main(int argc, char** argv) {
   if ((only.empty() && postgres) || only == "standby") StandbyPhase(standby_jobs);
   if ((only.empty() && postgres) || only == "failover") FailoverPhase(failover_jobs, kills);
   if (only == "prune") {
+    TempDir prefill;
+    if (prune_mib > 0 && postgres) {
+      std::fprintf(stderr, "--prune-mib: the embedded store only\n");
+      return 64;
+    }
+    if (prune_mib > 0) MakePrefill(prefill.path(), prune_mib);
     SteadyPhase(rate, seconds, kPruneNothing, "no-prune");
     SteadyPhase(rate, seconds, kPruneEverything, "pruning");
   }

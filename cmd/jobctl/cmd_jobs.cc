@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "client.h"
 #include "exit_codes.h"
+#include "model/job.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
 #include "output.h"
@@ -102,6 +103,9 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
   if (d.jitter.count() > 0) {
     std::cout << "Jitter:    each fire starts up to " << FormatDuration(d.jitter)
               << " late (random per fire)\n";
+  }
+  if (d.log_cap_bytes > 0) {
+    std::cout << "Log cap:   " << FormatSize(d.log_cap_bytes) << " of output kept per run\n";
   }
   std::cout << "Next fires:\n";
   for (const std::string& f : job->next_fires) std::cout << "  " << Shown(f) << '\n';

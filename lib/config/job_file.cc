@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "config/key_table.h"
+#include "config/toml_values.h"
 #include "model/schedule.h"
 #include "model/time_format.h"
 #include "model/zone.h"
@@ -482,6 +483,15 @@ void ApplyExpectSuccessWithin(const Node& n, Key k, Scope& s, Draft& d) {
   if (v) d.job.expect_success_within = *v;
 }
 
+// Output kept per run: a size > 0 ("10MiB"); the coordinator's own log_cap applies too.
+void ApplyLogCap(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<int64_t> v = ParseSize(n);
+  if (!v || *v <= 0) {
+    return s.Fail(n, k, "expected a size > 0 like \"10MiB\" (at most 1TiB), got " + Render(n));
+  }
+  d.job.log_cap_bytes = *v;
+}
+
 // clang-format off
 constexpr JobKey kJobKeys[] = {
     {"name", nullptr, KeyPlace::kNotInDefaults},
@@ -526,6 +536,7 @@ constexpr JobKey kJobKeys[] = {
     {"expect_success_within", ApplyExpectSuccessWithin},
     {"kill_grace", [](const Node& n, Key k, Scope& s, Draft& d) {
        Set(d.job.kill_grace, ReadDuration(n, k, s, Zero::kAllowed)); }},
+    {"log_cap", ApplyLogCap},
     {"run_as", ApplyRunAs},
     {"cwd", ApplyCwd},
     {"env", [](const Node& n, Key k, Scope& s, Draft& d) {

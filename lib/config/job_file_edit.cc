@@ -159,6 +159,7 @@ std::string RenderJob(const Job& job) {
   if (job.jitter.count() > 0) key("jitter", TomlString(FormatDuration(job.jitter)));
   if (job.timeout) key("timeout", TomlString(FormatDuration(*job.timeout)));
   if (job.kill_grace != d.kill_grace) key("kill_grace", TomlString(FormatDuration(job.kill_grace)));
+  if (job.log_cap_bytes > 0) key("log_cap", TomlString(FormatSize(job.log_cap_bytes)));
   if (!job.run_as.empty()) key("run_as", TomlString(job.run_as));
   if (!job.cwd.empty()) key("cwd", TomlString(job.cwd));
   if (!job.env.empty()) key("env", EnvTable(job.env));

@@ -281,6 +281,7 @@ TEST(JobFileEditTest, RenderedJobParsesBackToTheSameJob) {
   job.retry = {.max = 5, .backoff = Backoff::kFixed, .initial = std::chrono::seconds(3)};
   job.timeout = std::chrono::seconds(45);
   job.kill_grace = std::chrono::seconds(2);
+  job.log_cap_bytes = 10 << 20;
   job.run_as = "nobody";
   job.cwd = "/srv";
   job.env = {{"LANG", "C.UTF-8"}};

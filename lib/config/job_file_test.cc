@@ -337,6 +337,35 @@ jitter = "25h"
   EXPECT_EQ(r.file.jobs[0].jitter, std::chrono::seconds(90));
 }
 
+TEST(JobFileTest, LogCapIsAPositiveSizeInDefaultsOrPerJob) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+log_cap = "10M"
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+log_cap = 0
+)"),
+            (Lines{
+                R"(jobs.toml:5:11: job "a": log_cap: expected a size > 0 like "10MiB" )"
+                R"((at most 1TiB), got "10M")",
+                R"(jobs.toml:10:11: job "b": log_cap: expected a size > 0 like "10MiB" )"
+                R"((at most 1TiB), got 0)",
+            }));
+  JobFileResult r = ParseJobFile(
+      "[defaults]\nlog_cap = \"1MiB\"\n[[job]]\nname = \"a\"\nschedule = \"@hourly\"\n"
+      "shell = \"true\"\n[[job]]\nname = \"b\"\nschedule = \"@hourly\"\nshell = \"true\"\n"
+      "log_cap = 4096\n",
+      "jobs.toml");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.file.jobs[0].log_cap_bytes, 1 << 20);
+  EXPECT_EQ(r.file.jobs[1].log_cap_bytes, 4096);
+}
+
 TEST(JobFileTest, UnknownKeySuggestsTheClosestKey) {
   EXPECT_EQ(Errors(R"(
 [[job]]
@@ -358,8 +387,8 @@ colour = "blue"
                 R"(jobs.toml:9:1: job "a": unknown key "colour" (expected name, schedule, )"
                 R"(anchor, command, shell, description, dialect, timezone, on, shards, route, )"
                 R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, )"
-                R"(expect_success_within, kill_grace, run_as, cwd, env, params, secrets, )"
-                R"(enabled, notify, notify_on or repeat_after))",
+                R"(expect_success_within, kill_grace, log_cap, run_as, cwd, env, params, )"
+                R"(secrets, enabled, notify, notify_on or repeat_after))",
             }));
 }
 

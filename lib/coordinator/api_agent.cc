@@ -171,15 +171,23 @@ void Api::AppendLog(Call& c) {
   } else if (!s.ok()) {
     return Fail(c, s);
   }
-  // The run's job, for the log store's per-job accounting (logs_max); output trailing a
-  // result belongs to a run that has left memory.
-  int64_t job_id = 0;
+  // The run's job, for the log store's per-job accounting (logs_max) and the job's own
+  // log_cap; output trailing a result belongs to a run that has left memory.
+  int64_t job_id = 0, cap_bytes = 0;
   if (const RunRecord* open = p_.book->FindOpen(*run)) {
     job_id = open->job_id;
+    if (const Job* spec = p_.book->OpenSpec(*run)) cap_bytes = spec->log_cap_bytes;
   } else if (Result<std::optional<RunRecord>> ended = ctx_->store->GetRun(*run); !ended.ok()) {
     return Fail(c, ended.status());
   } else if (*ended) {
     job_id = (*ended)->job_id;
+    // The job's definition now: the run's own left memory with it. One that no longer reads
+    // leaves the coordinator's log_cap, which applies anyway.
+    if (JobEntry* entry = p_.jobs->Find(job_id)) {
+      if (Result<std::shared_ptr<const Job>> spec = p_.book->SpecOf(*entry); spec.ok()) {
+        cap_bytes = (*spec)->log_cap_bytes;
+      }
+    }
   }
   if (Status s = ctx_->batch->OpenLogs(); !s.ok()) return Fail(c, s);
   wire::LogAppendReply reply;
@@ -197,7 +205,8 @@ void Api::AppendLog(Call& c) {
                           stream,
                           r.at_ms > 0 ? r.at_ms : ctx_->NowMs(),
                           std::move(data),
-                          job_id};
+                          job_id,
+                          cap_bytes};
     Result<store::LogStore::AppendResult> appended =
         ctx_->batch->WriteLogs([&] { return ctx_->logs->Append(chunk); });
     if (!appended.ok()) return JsonAfterCommit(c, 200, {});  // answered with the commit's error

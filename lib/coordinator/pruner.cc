@@ -20,6 +20,7 @@ struct Pruner::Next {
   uint64_t chunks = 0;
   uint64_t bytes = 0;
   uint64_t reclaimed_bytes = 0;
+  int64_t chunk_bytes = 0;  // the average size of the chunks deleted (0: none deleted)
 };
 
 namespace {
@@ -92,6 +93,7 @@ void Pruner::Slice() {
     m.pruned_log_chunks_total += n.chunks;
     m.pruned_log_bytes_total += n.bytes;
     m.reclaimed_bytes_total += n.reclaimed_bytes;
+    if (n.chunk_bytes > 0) chunk_bytes_ = n.chunk_bytes;
     if (n.runs > 0 || n.chunks > 0) {
       log::Debug("pruned", {{"runs", static_cast<int64_t>(n.runs)},
                             {"rows", static_cast<int64_t>(n.rows)},
@@ -189,20 +191,29 @@ bool Pruner::FindOutputOverMax(Next& next) {
 }
 
 bool Pruner::PruneQueuedOutput(Next& next) {
+  // Both budgets bound the slice: 256 small chunks are cheap to delete, 256 of agentd's
+  // largest (16 MiB) held up the fires behind the slice by tenths of a second. The chunks
+  // asked for at a time are what the byte budget leaves at the last slice's chunk size.
   int budget = kChunksPerSlice;
+  int64_t bytes_left = kOutputBytesPerSlice;
+  int64_t chunk_bytes = std::max<int64_t>(chunk_bytes_, 1);
   int64_t now = ctx_->NowMs();
-  while (!next.queue.empty() && budget > 0) {
+  while (!next.queue.empty() && budget > 0 && bytes_left > 0) {
     const Pending& p = next.queue.front();
+    int ask = static_cast<int>(std::clamp<int64_t>(bytes_left / chunk_bytes, 1, budget));
     next.wrote = true;
     Result<store::LogStore::Pruned> r = ctx_->batch->WriteLogs(
-        [&] { return ctx_->logs->PruneOutput(p.run_id, now, p.reason, budget); });
+        [&] { return ctx_->logs->PruneOutput(p.run_id, now, p.reason, ask); });
     if (!r.ok()) return false;
     budget -= static_cast<int>(r->chunks);
+    bytes_left -= r->bytes;
     next.chunks += static_cast<uint64_t>(r->chunks);
     next.bytes += static_cast<uint64_t>(r->bytes);
+    if (r->chunks > 0) chunk_bytes = std::max<int64_t>(r->bytes / r->chunks, 1);
     if (!r->done) break;
     next.queue.pop_front();
   }
+  if (next.chunks > 0) next.chunk_bytes = chunk_bytes;
   return true;
 }
 

@@ -5,7 +5,9 @@
 //   - at most kRunsPerSlice runs (Store::PruneRuns: never a run still pending or running,
 //     never one of the keep_last newest of its job), with their shards, output ends and
 //     the misses of that age;
-//   - at most kChunksPerSlice chunks of output (LogStore::PruneOutput): of the runs just
+//   - at most kChunksPerSlice chunks and about kOutputBytesPerSlice bytes of output (the
+//     chunks asked for at a time are sized by the last ones deleted: a deleted chunk's pages
+//     are what a slice pays for) (LogStore::PruneOutput): of the runs just
 //     deleted, then of ended runs last written before logs_for, then of the oldest ended
 //     runs of a job whose output is over logs_max. A run whose output was deleted is marked
 //     pruned with the reason ("logs_for 7d"), which readers show; a deleted run's output
@@ -34,6 +36,7 @@ class Pruner {
  public:
   static constexpr int kRunsPerSlice = 100;
   static constexpr int kChunksPerSlice = 256;
+  static constexpr int64_t kOutputBytesPerSlice = 1LL << 20;
   static constexpr int64_t kReclaimBytesPerSlice = 1LL << 20;
   static constexpr int64_t kCatchUpMs = 50;
 
@@ -73,7 +76,12 @@ class Pruner {
   int64_t last_max_check_ms_ = 0;  // the last look for jobs over logs_max (monotonic)
   std::deque<Pending> queue_;      // runs whose output is to be deleted, oldest first
   bool busy_ = false;              // a slice's commit is outstanding
-  bool reclaim_more_ = false;      // the last slice gave space back: there may be more
+  // The last slice gave space back: there may be more. At start too: a coordinator killed
+  // after a slice's deletes and before the space was given back left free pages, and no
+  // delete might come to free more.
+  bool reclaim_more_ = true;
+  // The size of the chunks the last slice deleted, on average; at first agentd's largest.
+  int64_t chunk_bytes_ = 64 << 10;
 };
 
 }  // namespace jobctl::coordinator

@@ -581,6 +581,11 @@ const RunRecord* RunBook::FindOpen(int64_t run_id) const {
   return it == open_.end() ? nullptr : &it->second.rec;
 }
 
+const Job* RunBook::OpenSpec(int64_t run_id) const {
+  auto it = open_.find(run_id);
+  return it == open_.end() ? nullptr : it->second.spec.get();
+}
+
 std::vector<int64_t> RunBook::OpenRunsOf(int64_t job_id) const {
   std::vector<int64_t> out;
   for (const auto& [id, run] : open_) {

@@ -94,6 +94,8 @@ class RunBook {
   // if the run does not exist.
   void Wait(int64_t run_id, std::function<void(std::optional<RunRecord>)> cb);
   const RunRecord* FindOpen(int64_t run_id) const;
+  // The definition an open run was created with; nullptr when the run is not open.
+  const Job* OpenSpec(int64_t run_id) const;
   size_t open_runs() const { return open_.size(); }
   // The open runs of a job (for overlap = replace).
   std::vector<int64_t> OpenRunsOf(int64_t job_id) const;

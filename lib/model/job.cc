@@ -44,6 +44,17 @@ bool IsValidJobName(std::string_view name) {
   return true;
 }
 
+std::string FormatSize(int64_t bytes) {
+  struct Unit {
+    int64_t size;
+    const char* name;
+  };
+  for (Unit u : {Unit{1LL << 30, "GiB"}, Unit{1LL << 20, "MiB"}, Unit{1LL << 10, "KiB"}}) {
+    if (bytes >= u.size && bytes % u.size == 0) return std::to_string(bytes / u.size) + u.name;
+  }
+  return std::to_string(bytes) + "B";
+}
+
 bool IsValidUserName(std::string_view name) {
   if (name.size() > kMaxUserNameLength) return false;
   if (name.ends_with('$')) name.remove_suffix(1);

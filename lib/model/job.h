@@ -81,6 +81,8 @@ struct Job {
   // kMaxExpectSuccessWithin.
   std::optional<Millis> expect_success_within;
   Millis kill_grace = std::chrono::seconds(10);
+  // Output kept per run, in bytes (0: only the coordinator's log_cap, which applies too).
+  int64_t log_cap_bytes = 0;
   std::string run_as;  // "" = the agent's own user
   std::string cwd;     // "" = run_as user's home (or the agent's state dir)
   std::map<std::string, std::string> env;
@@ -97,6 +99,9 @@ struct Job {
 constexpr Millis kMaxJitter = std::chrono::hours(24);
 constexpr Millis kMinExpectSuccessWithin = std::chrono::minutes(1);
 constexpr Millis kMaxExpectSuccessWithin = std::chrono::hours(24 * 366);
+
+// A size as jobs.toml writes it: "10MiB", "512KiB", "1GiB", else bytes ("1000B").
+std::string FormatSize(int64_t bytes);
 
 // Job names: [a-z0-9][a-z0-9._-]*, at most 128 characters.
 bool IsValidJobName(std::string_view name);

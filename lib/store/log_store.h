@@ -3,9 +3,9 @@
 // SqliteLogStore, its own file: logs.db beside jobctl.db, with its own WAL; with PostgreSQL,
 // PgLogStore, tables of their own in the scheduler's database). A chunk is
 // identified by (run, shard, attempt, seq); a resent chunk is stored once. Each run has a
-// byte cap after which one truncation marker is stored and further bytes are counted, not
-// kept. This header names no database; every backend passes the log tests of store_test.cc.
-// Loop thread only.
+// byte cap (the store's, or the chunk's own when lower) after which one truncation marker is stored
+// and further bytes are counted, not kept. This header names no database; every backend passes the
+// log tests of store_test.cc. Loop thread only.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +31,8 @@ struct LogChunk {
   int64_t at_ms = 0;
   std::string data;
   int64_t job_id = 0;  // the run's job, for per-job accounting (0: unknown)
+  // The run's job's own cap (its log_cap), when lower than the store's; 0: the store's.
+  int64_t cap_bytes = 0;
 };
 
 // The output kept for one run, as the log store counts it.

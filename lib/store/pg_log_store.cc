@@ -120,7 +120,8 @@ Result<LogStore::AppendResult> PgLogStore::Append(const LogChunk& c) {
     // Retention deleted this run's output: a late chunk is not kept.
     return AppendResult::kTruncated;
   }
-  bool over = truncated || bytes + static_cast<int64_t>(c.data.size()) > run_cap_bytes_;
+  int64_t cap = c.cap_bytes > 0 ? std::min(c.cap_bytes, run_cap_bytes_) : run_cap_bytes_;
+  bool over = truncated || bytes + static_cast<int64_t>(c.data.size()) > cap;
   if (over) {
     // Keep the (run, shard, attempt, seq) identity so a resend stays a duplicate, but store a
     // marker instead of the bytes, once per run.
@@ -128,7 +129,7 @@ Result<LogStore::AppendResult> PgLogStore::Append(const LogChunk& c) {
     marker.stream = LogStream::kMarker;
     marker.data = truncated ? std::string()
                             : "[jobctl: output truncated: the run reached its log cap of " +
-                                  std::to_string(run_cap_bytes_) + " bytes]\n";
+                                  std::to_string(cap) + " bytes]\n";
     Result<bool> stored = InsertChunk(marker);
     if (!stored.ok()) return stored.status();
     if (!*stored) return AppendResult::kDuplicate;

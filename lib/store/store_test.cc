@@ -1148,6 +1148,39 @@ TEST_P(LogStoreTest, TheTailOfAnAttemptIsItsLastBytesInOrderWithoutMarkers) {
   EXPECT_EQ(*none, "");
 }
 
+// A job's log_cap comes with each chunk: the lower of it and the store's cap applies.
+TEST_P(LogStoreTest, AChunksOwnCapLowerThanTheStoresTruncatesAtIt) {
+  std::unique_ptr<LogStore> logs = OpenLogs(100);
+  ASSERT_NE(logs, nullptr);
+  LogStore& l = *logs;
+  ASSERT_TRUE(l.Begin().ok());
+  LogChunk c{.run_id = 1, .shard = 0, .attempt = 1, .seq = 1, .data = "hello", .cap_bytes = 8};
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kStored);
+  c.seq = 2;
+  c.data = "world";
+  EXPECT_EQ(*l.Append(c), LogStore::AppendResult::kTruncated);  // 5 + 5 > 8
+  // A larger cap than the store's keeps no more than the store's.
+  LogChunk big{.run_id = 2,
+               .shard = 0,
+               .attempt = 1,
+               .seq = 1,
+               .data = std::string(101, 'x'),
+               .cap_bytes = 1000};
+  EXPECT_EQ(*l.Append(big), LogStore::AppendResult::kTruncated);
+  ASSERT_TRUE(l.Commit().ok());
+  auto chunks = l.Read({.run_id = 1});
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->size(), 2u);
+  EXPECT_EQ((*chunks)[0].data, "hello");
+  EXPECT_EQ((*chunks)[1].stream, LogStream::kMarker);
+  EXPECT_NE((*chunks)[1].data.find("log cap of 8 bytes"), std::string::npos) << (*chunks)[1].data;
+  EXPECT_EQ(*l.RunBytes(1), 5);
+  auto capped = l.Read({.run_id = 2});
+  ASSERT_TRUE(capped.ok());
+  ASSERT_EQ(capped->size(), 1u);
+  EXPECT_NE((*capped)[0].data.find("log cap of 100 bytes"), std::string::npos);
+}
+
 TEST_P(LogStoreTest, TheLastSeqOfEachAttemptCountsChunksOverTheCap) {
   std::unique_ptr<LogStore> logs = OpenLogs(6);
   ASSERT_NE(logs, nullptr);

@@ -44,6 +44,7 @@ json JobToJson(const Job& job) {
       {"expect_success_within_ms",
        job.expect_success_within ? json(job.expect_success_within->count()) : json(nullptr)},
       {"kill_grace_ms", job.kill_grace.count()},
+      {"log_cap_bytes", job.log_cap_bytes ? json(job.log_cap_bytes) : json(nullptr)},
       {"run_as", job.run_as},
       {"cwd", job.cwd},
       {"env", job.env},
@@ -202,6 +203,11 @@ Result<Job> JobFromJson(const json& j) {
     job.expect_success_within = Millis(w);
   }
   if (s.ok()) s = Get(j, "kill_grace_ms", &kill_grace);
+  if (s.ok() && j.contains("log_cap_bytes") && !j["log_cap_bytes"].is_null()) {
+    s = Get(j, "log_cap_bytes", &job.log_cap_bytes);
+    if (s.ok() && job.log_cap_bytes <= 0)
+      s = Status::InvalidArgument("job.log_cap_bytes: out of range");
+  }
   if (s.ok()) s = Get(j, "jitter_ms", &jitter);
   if (s.ok() && (jitter < 0 || Millis(jitter) > kMaxJitter)) {
     s = Status::InvalidArgument("job.jitter_ms: out of range");

@@ -16,6 +16,7 @@ TEST(JobJsonTest, AJobRoundTripsThroughJson) {
   job.timeout = std::chrono::hours(1);
   job.expect_success_within = std::chrono::hours(26);
   job.env = {{"K", "V"}};
+  job.log_cap_bytes = 4096;
   Result<Job> back = JobFromJson(json::parse(JobToJson(job).dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, job);
@@ -27,6 +28,9 @@ TEST(JobJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
   EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","shards":4294967297})")).ok());
   EXPECT_FALSE(JobFromJson(json::parse(R"({"name":"a","timeout_ms":1e19})")).ok());
   EXPECT_TRUE(JobFromJson(json::parse(R"({"name":"a","shards":2.0})")).ok());
+  EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","log_cap_bytes":0})")).status().message(),
+            "job.log_cap_bytes: out of range");
+  EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","log_cap_bytes":null})"))->log_cap_bytes, 0);
 }
 
 TEST(JobJsonTest, ExpectSuccessWithinIsNullWhenUnsetAndBoundedWhenRead) {

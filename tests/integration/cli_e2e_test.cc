@@ -421,5 +421,29 @@ TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
   EXPECT_EQ(again.err, "jobctl: agents rm host-1: no such agent: host-1\n");
 }
 
+// A job's log_cap keeps less of its runs' output than the coordinator's: a job printing 64 KiB
+// under a 1 KiB cap keeps what came before the chunk that passed it, plus one marker that
+// `jobctl logs` prints on standard error; `jobctl show` names the cap.
+TEST_F(CliE2eTest, AJobsLogCapKeepsItsOutputUpToTheCapAndLogsSaysItWasTruncated) {
+  // The pause ends the first chunk (agentd cuts one at 200 ms), so it is kept whole.
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"loud\"\nschedule = \"@yearly\"\nlog_cap = \"1KiB\"\n"
+             "shell = \"echo start; sleep 0.5; head -c 65536 /dev/zero | tr '\\\\0' x\"\n");
+  ProcessResult apply = Jobctl({"apply"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  ProcessResult show = Jobctl({"show", "loud"});
+  EXPECT_NE(show.out.find("Log cap:   1KiB of output kept per run\n"), std::string::npos)
+      << show.out;
+  ProcessResult shown = Jobctl({"show", "loud", "-o", "json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(json::parse(shown.out)["definition"]["log_cap_bytes"], 1024) << shown.out;
+  ProcessResult run = Jobctl({"trigger", "loud", "--wait"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ProcessResult logs = Jobctl({"logs", "loud"});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "start\n");
+  EXPECT_EQ(logs.err, "[jobctl: output truncated: the run reached its log cap of 1024 bytes]\n");
+}
+
 }  // namespace
 }  // namespace jobctl::testing
