@@ -275,11 +275,15 @@ Status Coordinator::Start() {
                                  spec.on_lost == OnLost::kRerun ? "the shard is run again"
                                                                 : "the shard is lost"));
   };
+  // A skip or a miss may come without the job's definition in memory (a miss always does
+  // after a long outage): it is read only when a channel could take the notification.
   book_->on_skipped = [this](JobEntry& job, const RunRecord& skipped) {
+    if (!notifier_->HasChannels()) return;
     Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
     if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kSkipped, skipped.id, skipped.note);
   };
   scheduler_->on_missed = [this](JobEntry& job, const std::string& detail) {
+    if (!notifier_->HasChannels()) return;
     Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
     if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kMissed, 0, detail);
   };
@@ -427,6 +431,7 @@ void Coordinator::RefreshView() {
 }
 
 void Coordinator::CheckOverdue() {
+  if (!notifier_->HasChannels()) return;
   int64_t now = ctx_.NowMs();
   jobs_.ForEach([&](JobEntry& job) {
     bool overdue = job.expect_success_within_ms != 0 && job.Overdue(now);

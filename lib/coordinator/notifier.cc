@@ -139,6 +139,7 @@ void Notifier::Start() {
 
 void Notifier::Close() {
   started_ = false;
+  recording_ = false;
   if (timer_) timer_->Stop();
   if (kick_) kick_->Stop();
   if (overdue_timer_) overdue_timer_->Stop();
@@ -329,7 +330,7 @@ notify::Notification Notifier::Facts(const store::NotificationRow& row) {
 }
 
 void Notifier::Pump() {
-  if (!started_ || in_flight_ != nullptr || !ctx_->store->held()) return;
+  if (!started_ || in_flight_ != nullptr || recording_ || !ctx_->store->held()) return;
   // Rows this turn wrote are not committed yet: deliver only what the store holds.
   if (ctx_->store->in_transaction()) {
     kick_->Once(10, [this] { Pump(); });
@@ -348,8 +349,6 @@ void Notifier::Pump() {
   Result<Channel> channel = ChannelFor(d->row.target);
   if (!channel.ok()) {
     d->result = channel.status();
-    in_flight_ = d.get();
-    d->self = this;
     Finished(*d);
     return;
   }
@@ -387,6 +386,7 @@ void Notifier::AfterWork(uv_work_t* req, int status) {
 }
 
 void Notifier::Finished(Delivery& d) {
+  in_flight_ = nullptr;
   std::string label = d.done ? d.facts.channel : ChannelLabel(d.row.target);
   if (d.result.ok()) {
     ++ctx_->metrics->notifications_sent_total[label];
@@ -394,7 +394,6 @@ void Notifier::Finished(Delivery& d) {
     ++ctx_->metrics->notification_failures_total[label];
   }
   if (d.done) {  // a test: nothing to record
-    in_flight_ = nullptr;
     std::function<void(Status)> done = std::move(d.done);
     done(d.result);
     Kick();
@@ -434,14 +433,10 @@ void Notifier::Finished(Delivery& d) {
     }
   }
   Status s = ctx_->batch->Write([&] { return ctx_->store->UpdateNotification(row); });
-  if (!s.ok()) {
-    in_flight_ = nullptr;
-    return;
-  }
-  // The next delivery reads the outbox after this commit, so that it does not see this row
-  // as still due.
+  if (!s.ok()) return;  // the turn rolls back; the row stays due and is tried again
+  recording_ = true;
   ctx_->batch->OnCommit([this](const Status&) {
-    in_flight_ = nullptr;
+    recording_ = false;
     Kick();
   });
 }

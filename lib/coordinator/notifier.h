@@ -69,6 +69,9 @@ class Notifier {
   // the outbox, and calls `done` with the outcome (on the loop thread).
   void Test(const std::string& channel, std::function<void(Status)> done);
   bool HasChannel(const std::string& name) const;
+  // Whether coordinator.toml has any channel: without one no job can be notified, and the
+  // callers skip reading a job's definition for it.
+  bool HasChannels() const { return !channels_.empty(); }
   // Whether the job's overdue alert is open (so that the check must also see it end).
   bool OverdueAlerted(int64_t job_id) const;
 
@@ -104,7 +107,10 @@ class Notifier {
   std::unique_ptr<uvx::Timer> timer_;
   std::unique_ptr<uvx::Timer> kick_;
   std::unique_ptr<uvx::Timer> overdue_timer_;
-  Delivery* in_flight_ = nullptr;  // owned by its uv_work_t until AfterWork
+  Delivery* in_flight_ = nullptr;  // on the worker; owned by its uv_work_t until AfterWork
+  // A delivery's outcome is written but not yet committed: the next one waits for it, so as
+  // not to read that row as still due.
+  bool recording_ = false;
   bool started_ = false;
 };
 
