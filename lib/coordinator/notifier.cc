@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -27,8 +29,9 @@ Result<std::string> ReadSecret(const std::string& channel, const std::string& pa
     log::Warn(*loose, {{"channel", channel}});
   }
   std::ifstream in(path);
-  if (!in) {
-    return Status::Io(fmt::format("notify channel \"{}\": cannot read {} {}", channel, what, path));
+  if (!in) {  // a configuration error: jobctl serve exits 78
+    return Status::InvalidArgument(fmt::format("notify channel \"{}\": cannot read {} {}: {}",
+                                               channel, what, path, std::strerror(errno)));
   }
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -344,5 +344,24 @@ TEST_F(NotifyTest, EveryCommittedNotificationIsDeliveredThoughTheCoordinatorIsKi
   }
 }
 
+// A channel whose secret file cannot be read is a configuration error: serve stops at once
+// with status 78, naming the channel and the file.
+TEST(NotifyConfigTest, AChannelWhoseSecretFileCannotBeReadStopsServeWithStatus78) {
+  TempDir dir;
+  std::string missing = dir.path() + "/missing-key";
+  std::string config = dir.Write("coordinator.toml",
+                                 "listen = \"127.0.0.1:0\"\n[notify.hook]\ntype = \"webhook\"\n"
+                                 "url = \"http://127.0.0.1:9/x\"\nsecret_file = \"" +
+                                     missing + "\"\n");
+  RunOptions o;
+  o.timeout = seconds(60);
+  ProcessResult r = jobctl::testing::Run(
+      {JOBCTL_BIN, "serve", "--config", config, "--data", dir.path() + "/data"}, o);
+  EXPECT_EQ(r.exit_code, 78) << r.err;
+  EXPECT_NE(r.err.find("notify channel \"hook\": cannot read secret_file " + missing),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace jobctl::testing
