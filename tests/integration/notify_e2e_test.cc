@@ -168,6 +168,9 @@ TEST_F(NotifyTest, AFailureNotifiesOnceWithItsOutputAndTheRecoveryToo) {
                                       seconds(10)));
   EXPECT_EQ(smtp_->Received().size(), 2u);
   EXPECT_EQ(hook_->Received().size(), 2u);
+  EXPECT_EQ(coord_->Metric("jobctl_notifications_queued_total"), 4);
+  EXPECT_EQ(coord_->Metric("jobctl_notifications_sent_total{channel=\"mail\"}"), 2);
+  EXPECT_EQ(coord_->Metric("jobctl_notifications_sent_total{channel=\"hook\"}"), 2);
 }
 
 // The receiver fails the first attempt; the coordinator is killed (SIGKILL) with the row
@@ -193,6 +196,8 @@ TEST_F(NotifyTest, ANotificationSurvivesAKilledCoordinatorAndIsRetriedUntilTaken
   EXPECT_NE(listed.out.find("pending, next"), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("HTTP 503: receiver busy"), std::string::npos) << listed.out;
 
+  EXPECT_EQ(coord_->Metric("jobctl_notification_failures_total{channel=\"hook\"}"), 1);
+  EXPECT_EQ(coord_->Metric("jobctl_notifications_sent_total{channel=\"hook\"}"), -1);
   coord_->Kill9();
   coord_->Start();
   // The retry comes 10 s after the first attempt.
