@@ -123,6 +123,11 @@ bool Pruner::PruneRuns(Next& next) {
   next.wrote = true;
   Result<store::PrunedRuns> pruned = ctx_->batch->Write([&] { return ctx_->store->PruneRuns(r); });
   if (!pruned.ok()) return false;
+  // Notifications delivered or given up before the same bound go too (a slice's worth).
+  Result<int64_t> notes = ctx_->batch->Write(
+      [&] { return ctx_->store->PruneNotifications(r.ended_before_ms, kRunsPerSlice); });
+  if (!notes.ok()) return false;
+  next.rows += static_cast<uint64_t>(*notes);
   next.runs_after = pruned->next_after_id;
   next.runs += pruned->run_ids.size();
   next.rows += static_cast<uint64_t>(pruned->rows);

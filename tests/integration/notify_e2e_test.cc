@@ -286,6 +286,21 @@ TEST_F(NotifyTest, AJobWithoutARecentSuccessNotifiesOverdueOnceAndASuccessEndsIt
   EXPECT_EQ(hook_->Received().size(), 1u);
 }
 
+// Delivered notifications are deleted with the runs (runs_for); a pending one is kept.
+TEST_F(NotifyTest, DeliveredNotificationsArePrunedWithTheRuns) {
+  StartAll({}, "runs_for = \"1s\"\nkeep_last = 0\nprune_every = \"100ms\"\n");
+  if (IsSkipped()) return;
+  coord_->Apply(
+      "[[job]]\nname = \"etl\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "notify = [\"hook\"]\n");
+  TestAgent agent(*coord_, "web-1");
+  RunToEnd(agent, "etl", "boom\n", 1);
+  ASSERT_TRUE(hook_->WaitForRequests(1, seconds(20)));
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] { return Notifications().empty() && coord_->Runs("etl").empty(); }, seconds(20)))
+      << Notifications().dump();
+}
+
 // A job file naming a channel the coordinator lacks is refused at apply, at the line.
 TEST_F(NotifyTest, AnUnknownChannelIsRefusedAtApplyWithTheLine) {
   StartAll();
