@@ -62,11 +62,11 @@ TEST_F(PruneFaultTest, CoordinatorKilledWhilePruningKeepsAllInsideTheBoundsAndFi
   FaultCluster& c = *cluster_;
   for (const char* name : {"a", "b"}) c.StartAgent(name, 6);
   c.WaitForAgents(2);
-  const std::string every = "schedule = \"* * * * * *\"\noverlap = \"allow\"\n";
-  c.coord().Apply("[[job]]\nname = \"once\"\n" + every + "shards = 2\n" + c.ProbeJob({3, 300, 0}) +
-                  "[[job]]\nname = \"skip\"\n" + every + "misfire = \"skip\"\n" +
-                  c.ProbeJob({2, 100, 0}) +
-                  "[[job]]\nname = \"archive\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  // Only the archive job before the fill: its runs are filled with the lowest ids, as the
+  // oldest runs of a store have (Store::PruneRuns relies on ids growing with creation time).
+  const std::string archive =
+      "[[job]]\nname = \"archive\"\nschedule = \"@yearly\"\nshell = \"true\"\n";
+  c.coord().Apply(archive);
   c.coord().Stop();
   // A week of the archive job: a run every 100 s, 8 KiB of output each (48 MiB).
   int64_t filled_at = NowMs();
@@ -78,6 +78,10 @@ TEST_F(PruneFaultTest, CoordinatorKilledWhilePruningKeepsAllInsideTheBoundsAndFi
   ASSERT_TRUE(filled.ok()) << filled.status().ToString();
   filled_ = std::move(*filled);
   c.coord().Start();
+  const std::string every = "schedule = \"* * * * * *\"\noverlap = \"allow\"\n";
+  c.coord().Apply("[[job]]\nname = \"once\"\n" + every + "shards = 2\n" + c.ProbeJob({3, 300, 0}) +
+                  "[[job]]\nname = \"skip\"\n" + every + "misfire = \"skip\"\n" +
+                  c.ProbeJob({2, 100, 0}) + archive);
 
   std::mt19937_64 rng(std::random_device{}());
   int kills = 0, kills_while_pruning = 0;
