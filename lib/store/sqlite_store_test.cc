@@ -1,15 +1,17 @@
 // What only the embedded SQLite backend has, so these are plain tests and not part of the
 // contract every backend meets (store_test.cc): the files on disk and their mode, SQLite's
-// schema version (PRAGMA user_version), a file from an earlier release, and the statement
-// cache of one connection.
+// schema version (PRAGMA user_version), a file from an earlier release, the WAL checkpoint
+// thread, and the statement cache of one connection.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/log_store.h"
@@ -240,4 +242,46 @@ TEST(StatementCacheTest, AStatementThatFailsToPrepareReportsItOnEveryUse) {
 }
 
 }  // namespace
+TEST(WalCheckpointTest, CommitsPastTheMarkReachTheFileFromTheCheckpointThread) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/jobctl.db";
+  const int kCommits = 32;  // 2 MiB: under SQLite's own mark (1000 pages), past this one
+  const std::string blob(64 << 10, 'x');
+  {
+    Database db;
+    ASSERT_TRUE(db.Open(path, SchedulerMigrations()).ok());
+    ASSERT_TRUE(db.CheckpointInBackground(path, 16).ok());
+    ASSERT_TRUE(db.Exec("CREATE TABLE t(b BLOB)").ok());
+    static const Sql kInsert{"INSERT INTO t(b) VALUES(?1)"};
+    for (int i = 0; i < kCommits; ++i) {
+      ASSERT_TRUE(db.Begin().ok());
+      ASSERT_TRUE(db.Use(kInsert).BindBlob(1, blob).Exec().ok());
+      ASSERT_TRUE(db.Commit().ok());
+    }
+    // The rows are copied from the WAL into the file by the thread, while the connection that
+    // wrote them stays open and idle (it no longer checkpoints in its commits).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    auto file_bytes = [&] { return static_cast<int64_t>(std::filesystem::file_size(path)); };
+    while (file_bytes() < kCommits * static_cast<int64_t>(blob.size()) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GE(file_bytes(), kCommits * static_cast<int64_t>(blob.size()));
+  }
+  // Closed: the thread stopped first, the close's own checkpoint emptied the WAL, and every
+  // row is in the file.
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  {
+    Database db;
+    ASSERT_TRUE(db.Open(path, SchedulerMigrations()).ok());
+    static const Sql kCount{"SELECT COUNT(*), SUM(length(b)) FROM t"};
+    auto use = db.Use(kCount);
+    ASSERT_TRUE(use.Step());
+    EXPECT_EQ(use.Int(0), kCommits);
+    EXPECT_EQ(use.Int(1), kCommits * static_cast<int64_t>(blob.size()));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace jobctl::store

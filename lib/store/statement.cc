@@ -6,8 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "base/log.h"
 
@@ -152,7 +156,103 @@ Status RestrictToOwner(const std::string& path) {
   return Status::Ok();
 }
 
+// The checkpoint thread of one database file (Database::CheckpointInBackground). The
+// writer's WAL hook, on the writer's thread, asks for a checkpoint; the thread runs them one
+// at a time, passively (never waiting for the writer, never making it wait), so a
+// checkpoint that could not copy every frame (a reader held an older snapshot) is simply
+// asked for again by a later commit.
+class WalCheckpointer {
+ public:
+  WalCheckpointer(sqlite3* writer, sqlite3* own, std::string path, int64_t pages)
+      : writer_(writer), db_(own), path_(std::move(path)), pages_(pages) {
+    sqlite3_wal_hook(writer_, &WalCheckpointer::OnCommit, this);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~WalCheckpointer() {
+    sqlite3_wal_hook(writer_, nullptr, nullptr);
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+    sqlite3_close_v2(db_);
+  }
+
+ private:
+  static int OnCommit(void* self, sqlite3*, const char*, int frames) {
+    auto* c = static_cast<WalCheckpointer*>(self);
+    if (frames >= c->pages_) {
+      {
+        std::lock_guard lock(c->mu_);
+        c->due_ = true;
+      }
+      c->cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return due_ || stop_; });
+      if (stop_) return;
+      due_ = false;
+      lock.unlock();
+      int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      // BUSY: another checkpoint was running (the close's, or a tool's); the next commit asks
+      // again. Anything else (a full disk) is said, once a minute at most.
+      auto now = std::chrono::steady_clock::now();
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY && now - last_warning_ > std::chrono::minutes(1)) {
+        last_warning_ = now;
+        log::Warn("WAL checkpoint failed; the WAL grows until one succeeds",
+                  {{"path", path_}, {"error", SqliteStatus(rc, db_, "checkpoint").ToString()}});
+      }
+      lock.lock();
+    }
+  }
+
+  sqlite3* writer_;
+  sqlite3* db_;
+  std::string path_;
+  int64_t pages_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool due_ = false;
+  bool stop_ = false;
+  std::chrono::steady_clock::time_point last_warning_{};
+};
+
+Status Database::CheckpointInBackground(const std::string& path, int64_t pages) {
+  if (db_ == nullptr) return Status::Internal("checkpoint: the database is not open");
+  checkpointer_.reset();
+  sqlite3* own = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &own, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Status s = SqliteStatus(rc, own, "open " + path + " to checkpoint it");
+    sqlite3_close_v2(own);
+    return s;
+  }
+  sqlite3_extended_result_codes(own, 1);
+  // FULL: the file is synced after each checkpoint, as the writer's own checkpoints were.
+  char* err = nullptr;
+  rc = sqlite3_exec(own, "PRAGMA synchronous=FULL", nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) {
+    Status s = SqliteStatus(rc, own, path + ": synchronous");
+    sqlite3_close_v2(own);
+    return s;
+  }
+  // The writer no longer checkpoints in its commits: the hook below replaces SQLite's.
+  checkpointer_ = std::make_unique<WalCheckpointer>(db_, own, path, std::max<int64_t>(pages, 1));
+  return Status::Ok();
+}
+
+Database::Database() = default;
+
 Database::~Database() {
+  checkpointer_.reset();
   statements_.clear();
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }

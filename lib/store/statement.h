@@ -3,7 +3,9 @@
 // beside the method that binds it; Database::Use prepares it the first time and keeps it for
 // the connection's life, and a statement is reset (with bindings cleared) when its Use()
 // scope ends, so call sites never reset by hand. It brings in sqlite3.h, so only the SQLite
-// backend's files in lib/store (and their tests) include it. Loop thread only.
+// backend's files in lib/store (and their tests) include it. Loop thread only, but for the
+// checkpoint thread a Database may start (CheckpointInBackground), which has a connection
+// of its own.
 #pragma once
 
 #include <sqlite3.h>
@@ -93,11 +95,13 @@ class Statement::Use {
 // A file that was readable by others is logged (warn) as it is tightened.
 Status RestrictToOwner(const std::string& path);
 
+class WalCheckpointer;
+
 class Database {
  public:
   // VACUUM copies the file through temp_store (memory): a bound on both time and memory.
   static constexpr int64_t kConvertAtOpenBytes = 64LL << 20;
-  Database() = default;
+  Database();
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -138,9 +142,18 @@ class Database {
   void Rollback();
   bool in_transaction() const { return db_ != nullptr && !sqlite3_get_autocommit(db_); }
 
+  // Checkpoints the WAL from a thread of its own, with a connection of its own, once a
+  // commit leaves at least `pages` pages in it, instead of in the commit that passes
+  // SQLite's wal_autocheckpoint: this connection then never copies the WAL into the file
+  // nor waits for that copy's fsync (a passive checkpoint takes no lock a writer needs).
+  // The file and its WAL are what they would be otherwise; closing this Database stops
+  // the thread first, and the close's own checkpoint empties the WAL as before.
+  Status CheckpointInBackground(const std::string& path, int64_t pages);
+
  private:
   Status UseIncrementalVacuum(const std::string& path);
 
+  std::unique_ptr<WalCheckpointer> checkpointer_;  // stopped before db_ closes
   sqlite3* db_ = nullptr;
   // Keyed by the address of each statement's Sql; finalized before the connection closes.
   std::unordered_map<const Sql*, Statement> statements_;
