@@ -580,7 +580,11 @@ void SteadyPhase(int rate, int seconds, const std::string& retention = "",
       (s1.cpu_s - s0.cpu_s) / seconds * 100, s1.rss_mib);
   std::printf("          due -> committed (coordinator histogram, whole run): %s\n",
               HistogramQuantiles(c, "jobctl_fire_lateness_seconds").c_str());
+  std::printf("          group commit (whole run): %s\n",
+              HistogramQuantiles(c, "jobctl_store_commit_seconds").c_str());
   if (!retention.empty()) {
+    std::printf("          retention slice on the loop, its commit apart (whole run): %s\n",
+                HistogramQuantiles(c, "jobctl_prune_slice_seconds").c_str());
     std::printf("          runs pruned %.0f, store rows pruned %.0f\n",
                 c.Metric("jobctl_pruned_runs_total"), c.Metric("jobctl_pruned_rows_total"));
   }

@@ -130,6 +130,8 @@ std::string Metrics::Render(const std::string& version) const {
   out += claim_latency.Render("jobctl_claim_latency_seconds",
                               "Time from a shard becoming pending to its lease being granted.");
   out += commit_latency.Render("jobctl_store_commit_seconds", "Duration of one group commit.");
+  out += prune_slice.Render("jobctl_prune_slice_seconds",
+                            "Time the loop spent on one retention slice, its commit apart.");
   return out;
 }
 

@@ -67,6 +67,7 @@ struct Metrics {
   Histogram fire_lateness;   // run committed - scheduled instant
   Histogram claim_latency;   // shard pending -> granted
   Histogram commit_latency;  // one group commit
+  Histogram prune_slice;     // the loop's time in one retention slice (its commit apart)
   // Filled in at render time by the coordinator.
   uint64_t active_leases = 0;
   uint64_t agents_connected = 0;

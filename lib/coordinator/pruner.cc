@@ -1,6 +1,7 @@
 #include "coordinator/pruner.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/log.h"
 #include "coordinator/metrics.h"
@@ -73,8 +74,11 @@ void Pruner::Slice() {
   if (busy_) return;  // the outstanding commit arms the next slice
   if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
   Next next{runs_after_, output_after_, last_max_check_ms_, queue_};
+  auto began = std::chrono::steady_clock::now();
   bool ok = PruneRuns(next) && FindOldOutput(next) && FindOutputOverMax(next) &&
             PruneQueuedOutput(next) && Reclaim(next);
+  ctx_->metrics->prune_slice.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (!ok) return Arm(More::kNo);  // the turn rolls back; the state stays as it was
   // A slice that used its whole budget, or stopped a scan midway, is followed soon: a store
   // that grows faster than one slice per prune_every is still kept bounded.

@@ -81,6 +81,8 @@ TEST_F(RetentionTest, RunsPastRunsForAreDeletedButNotTheNewestOfTheJobNorAnOpenO
   EXPECT_EQ(coord_->Metric("jobctl_pruned_runs_total"), 2);
   // 2 runs, 2 shards, and their output ends.
   EXPECT_GE(coord_->Metric("jobctl_pruned_rows_total"), 4);
+  // Each slice's time on the loop is on /metrics.
+  EXPECT_GE(coord_->Metric("jobctl_prune_slice_seconds_count"), 1);
   EXPECT_EQ(coord_->Output(open, 0, "stdout"), "still going\n");
   // The open run ends and is the oldest ended one: past keep_last, it goes too.
   ASSERT_EQ(agent.Finish(held[0], 0).status, 200);
