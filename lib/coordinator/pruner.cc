@@ -211,7 +211,7 @@ bool Pruner::PruneQueuedOutput(Next& next) {
     const Pending& p = next.queue.front();
     int ask = static_cast<int>(std::clamp<int64_t>(bytes_left / chunk_bytes, 1, budget));
     next.wrote = true;
-    Result<store::LogStore::Pruned> r = ctx_->batch->WriteLogs(
+    Result<store::LogStore::Pruned> r = ctx_->batch->WriteRedoableLogs(
         [&] { return ctx_->logs->PruneOutput(p.run_id, now, p.reason, ask); });
     if (!r.ok()) return false;
     budget -= static_cast<int>(r->chunks);
@@ -234,8 +234,8 @@ bool Pruner::Reclaim(Next& next) {
   Result<int64_t> store =
       ctx_->batch->Write([&] { return ctx_->store->ReclaimSpace(kReclaimBytesPerSlice); });
   if (!store.ok()) return false;
-  Result<int64_t> logs =
-      ctx_->batch->WriteLogs([&] { return ctx_->logs->ReclaimSpace(kReclaimBytesPerSlice); });
+  Result<int64_t> logs = ctx_->batch->WriteRedoableLogs(
+      [&] { return ctx_->logs->ReclaimSpace(kReclaimBytesPerSlice); });
   if (!logs.ok()) return false;
   next.reclaimed_bytes += static_cast<uint64_t>(*store + *logs);
   reclaim_more_ = *store + *logs > 0;

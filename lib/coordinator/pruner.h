@@ -16,7 +16,12 @@
 //     (ReclaimSpace) in each database.
 // The slice's writes go into the loop turn's group commit (WriteBatch), like every other
 // write, and the Pruner's own state (where its scans resume, which runs' output is still to
-// go) changes only once that commit succeeded. Nothing is done while commits fail.
+// go) changes only once that commit succeeded. Nothing is done while commits fail. Its deletes
+// of output are redoable writes (WriteRedoableLogs): the log database's commit does not wait
+// for the disk for them, so a slice adds no fsync to the turn whose fires wait for it.
+// The output of the runs a slice deleted is queued in memory: after a kill (or a power cut
+// that lost a redoable commit) what was left of it goes when the logs_for scan reaches it, and
+// with logs_for = 0 it stays.
 // Loop thread only; owned by the Coordinator.
 #pragma once
 

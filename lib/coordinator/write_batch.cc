@@ -61,11 +61,23 @@ Status WriteBatch::Open() {
   return s;
 }
 
-Status WriteBatch::OpenLogs() {
+Status WriteBatch::OpenLogs(bool durable) {
   Arm();
-  if (logs_->in_transaction()) return Status::Ok();
+  if (logs_->in_transaction()) {
+    if (!durable || !logs_redoable_) return Status::Ok();
+    // A durable write after redoable ones: they are committed now (a failed turn's are
+    // not: the turn rolls back), and a durable transaction takes over.
+    if (!failed_.ok()) return failed_;
+    if (Status s = logs_->Commit(); !s.ok()) {
+      logs_->Rollback();
+      logs_redoable_ = false;
+      Fail(s);
+      return s;
+    }
+  }
   if (began_ns_ == 0) began_ns_ = MonotonicNs();
-  Status s = logs_->Begin();
+  Status s = durable ? logs_->Begin() : logs_->BeginRedoable();
+  logs_redoable_ = s.ok() && !durable;
   if (!s.ok()) Fail(s);
   return s;
 }
@@ -95,6 +107,7 @@ void WriteBatch::Flush() {
   } else {
     ++commits_;
   }
+  logs_redoable_ = false;
   last_commit_us_ = (uv_hrtime() - start) / 1000;
   last_began_ns_ = began_ns_;
   began_ns_ = 0;

@@ -49,6 +49,15 @@ class WriteBatch {
   // As Write, in the log database's transaction.
   template <typename F>
   auto WriteLogs(F&& write) -> decltype(write());
+  // As WriteLogs, for writes that are done again if a crash loses them (retention's deletes
+  // of output): while the turn's log transaction holds only such writes, its commit does not
+  // wait for the disk (LogStore::BeginRedoable), so a retention slice adds no fsync to the
+  // turn whose fires and claims wait for its commit. A durable write later in the same turn
+  // commits them at once and opens a durable transaction: they may then be committed while
+  // the rest of the turn rolls back, which leaves a run that retention is deleting with part
+  // of its output gone, and retention deletes it again.
+  template <typename F>
+  auto WriteRedoableLogs(F&& write) -> decltype(write());
   // As Write, for a caller with nobody to answer: the turn's rollback, and the reload from
   // the store that follows it, is all the handling the failure needs.
   template <typename F>
@@ -59,7 +68,7 @@ class WriteBatch {
   // Open the transaction of the scheduler (or log) database for this turn, if not yet open.
   // A failure to open is sticky, as in Write.
   Status Open();
-  Status OpenLogs();
+  Status OpenLogs(bool durable = true);
   // Runs after this turn's commit with its outcome. Requires Open() or OpenLogs() first.
   void OnCommit(std::function<void(const Status&)> cb);
   // A write of this turn failed: roll the turn back instead of committing it.
@@ -92,6 +101,7 @@ class WriteBatch {
   std::unique_ptr<uvx::Check> check_;
   std::unique_ptr<uvx::Idle> idle_;
   bool armed_ = false;
+  bool logs_redoable_ = false;  // the turn's log transaction holds only redoable writes
   Status failed_;
   std::vector<std::function<void(const Status&)>> callbacks_;
   uint64_t commits_ = 0;
@@ -114,6 +124,14 @@ auto WriteBatch::Write(F&& write, Status::Code expected) -> decltype(write()) {
 template <typename F>
 auto WriteBatch::WriteLogs(F&& write) -> decltype(write()) {
   if (Status s = OpenLogs(); !s.ok()) return s;
+  auto result = write();
+  if (!result.ok()) Fail(StatusOf(result));
+  return result;
+}
+
+template <typename F>
+auto WriteBatch::WriteRedoableLogs(F&& write) -> decltype(write()) {
+  if (Status s = OpenLogs(/*durable=*/false); !s.ok()) return s;
   auto result = write();
   if (!result.ok()) Fail(StatusOf(result));
   return result;

@@ -155,5 +155,52 @@ TEST_F(WriteBatchWriteTest, AFailedLogWriteRollsBackTheSchedulerWritesOfTheTurn)
   EXPECT_EQ(*store_->GetCounter("token"), 0);
 }
 
+// Retention's deletes of output go in a log transaction of their own kind (its commit does not
+// wait for the disk). A durable log write later in the same turn commits them first and both
+// are kept; a turn that fails keeps neither.
+class WriteBatchRedoableTest : public WriteBatchWriteTest {
+ protected:
+  void SetUp() override {
+    WriteBatchWriteTest::SetUp();
+    ASSERT_TRUE(batch_->WriteLogs([&] { return Append(1); }).ok());
+    ASSERT_TRUE(Commit().ok());
+  }
+  Result<store::LogStore::AppendResult> Append(int64_t run) {
+    return logs_->Append(
+        {.run_id = run, .shard = 0, .attempt = 1, .seq = 1, .at_ms = 1, .data = "out\n"});
+  }
+  Result<store::LogStore::Pruned> Prune(int64_t run) {
+    return batch_->WriteRedoableLogs([&] { return logs_->PruneOutput(run, 2, "", 10); });
+  }
+  int64_t Bytes(int64_t run) { return *logs_->RunBytes(run); }
+};
+
+TEST_F(WriteBatchRedoableTest, ATurnOfRedoableWritesAloneCommitsThem) {
+  ASSERT_TRUE(Prune(1).ok());
+  EXPECT_TRUE(Commit().ok());
+  EXPECT_EQ(Bytes(1), 0);
+}
+
+TEST_F(WriteBatchRedoableTest, ADurableWriteAfterRedoableOnesInTheTurnKeepsBoth) {
+  ASSERT_TRUE(Prune(1).ok());
+  ASSERT_TRUE(batch_->WriteLogs([&] { return Append(2); }).ok());
+  ASSERT_TRUE(Prune(3).ok());  // joins the durable transaction
+  EXPECT_TRUE(Commit().ok());
+  EXPECT_EQ(reloads_, 0);
+  EXPECT_EQ(Bytes(1), 0);
+  EXPECT_EQ(Bytes(2), 4);
+}
+
+TEST_F(WriteBatchRedoableTest, AFailedTurnKeepsNoneOfItsRedoableWrites) {
+  ASSERT_TRUE(Prune(1).ok());
+  batch_->Fail(Status::Io("disk I/O error"));
+  // A durable write after them in the failed turn gets the failure: they are not committed
+  // ahead of it.
+  EXPECT_EQ(batch_->WriteLogs([&] { return Append(2); }).status().code(), Status::Code::kIo);
+  EXPECT_EQ(Commit().code(), Status::Code::kIo);
+  EXPECT_EQ(Bytes(1), 4);
+  EXPECT_EQ(Bytes(2), 0);
+}
+
 }  // namespace
 }  // namespace jobctl::coordinator

@@ -83,6 +83,11 @@ class LogStore {
   virtual ~LogStore() = default;
 
   virtual Status Begin() = 0;
+  // A transaction whose commit need not wait for the disk: for writes that are done again
+  // if a crash loses them (retention's deletes). Its commit is ordered before every later
+  // one, and the next durable commit makes it durable too. Where a backend cannot relax a
+  // commit this is Begin().
+  virtual Status BeginRedoable() { return Begin(); }
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;  // a no-op outside a transaction
   virtual bool in_transaction() const = 0;

@@ -70,6 +70,16 @@ Status PgLogStore::Begin() {
   return Status::Unavailable("this coordinator no longer holds the database");
 }
 
+Status PgLogStore::BeginRedoable() {
+  static const Sql kSql{"SET LOCAL synchronous_commit = off"};
+  if (Status s = Begin(); !s.ok()) return s;
+  if (Status s = db_->Exec(kSql).status(); !s.ok()) {
+    db_->Rollback();
+    return s;
+  }
+  return Status::Ok();
+}
+
 Result<bool> PgLogStore::InsertChunk(const LogChunk& c) {
   static const Sql kSql{
       "INSERT INTO log_chunks(run_id, shard, attempt, seq, stream, at_ms, data) "

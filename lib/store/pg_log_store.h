@@ -27,6 +27,9 @@ class PgLogStore final : public LogStore {
   // (the epoch of the scheduler's store, pg_store.h): output is written only by the
   // coordinator that holds the database.
   Status Begin() override;
+  // SET LOCAL synchronous_commit = off: the commit does not wait for the server's WAL flush
+  // (nor for synchronous standbys); a crash of the server may lose it, never half of it.
+  Status BeginRedoable() override;
   Status Commit() override { return db_->Commit(); }
   void Rollback() override { db_->Rollback(); }
   bool in_transaction() const override { return db_->in_transaction(); }

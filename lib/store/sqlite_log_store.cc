@@ -25,6 +25,38 @@ Result<std::unique_ptr<SqliteLogStore>> SqliteLogStore::Open(const std::string& 
   return store;
 }
 
+Status SqliteLogStore::Begin() {
+  // A durable transaction never begins relaxed: if FULL could not be set again after a
+  // redoable one, it is set here or this one fails.
+  if (Status s = RestoreSync(); !s.ok()) return s;
+  return db_.Begin();
+}
+
+Status SqliteLogStore::BeginRedoable() {
+  // The level can only change outside a transaction.
+  relaxed_ = true;
+  if (Status s = db_.Exec("PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  return db_.Begin();
+}
+
+Status SqliteLogStore::Commit() {
+  Status s = db_.Commit();
+  if (!db_.in_transaction()) (void)RestoreSync();  // else Begin() tries again
+  return s;
+}
+
+void SqliteLogStore::Rollback() {
+  db_.Rollback();
+  (void)RestoreSync();  // if it fails, Begin() tries again
+}
+
+Status SqliteLogStore::RestoreSync() {
+  if (!relaxed_) return Status::Ok();
+  if (Status s = db_.Exec("PRAGMA synchronous=FULL"); !s.ok()) return s;
+  relaxed_ = false;
+  return Status::Ok();
+}
+
 Result<bool> SqliteLogStore::InsertChunk(const LogChunk& chunk) {
   static const Sql kSql{
       "INSERT INTO chunks(run_id, shard, attempt, seq, stream, at_ms, data) "

@@ -17,9 +17,13 @@ class SqliteLogStore final : public LogStore {
   static Result<std::unique_ptr<SqliteLogStore>> Open(const std::string& path,
                                                       int64_t run_cap_bytes);
 
-  Status Begin() override { return db_.Begin(); }
-  Status Commit() override { return db_.Commit(); }
-  void Rollback() override { db_.Rollback(); }
+  Status Begin() override;
+  // synchronous=NORMAL for the one transaction: its commit writes the WAL without an fsync
+  // (a kill loses nothing, a power loss may lose it); FULL again once it ended, and always
+  // before a durable transaction begins.
+  Status BeginRedoable() override;
+  Status Commit() override;
+  void Rollback() override;
   bool in_transaction() const override { return db_.in_transaction(); }
 
   Result<AppendResult> Append(const LogChunk& chunk) override;
@@ -43,8 +47,11 @@ class SqliteLogStore final : public LogStore {
   // Counts `counted` bytes for the chunk's run, of which `stored` were kept.
   Status AddRunBytes(const LogChunk& chunk, int64_t counted, int64_t stored);
 
+  Status RestoreSync();  // synchronous=FULL again after a BeginRedoable
+
   Database db_;
   int64_t run_cap_bytes_ = 0;
+  bool relaxed_ = false;  // synchronous=NORMAL since a BeginRedoable
 };
 
 }  // namespace jobctl::store

@@ -1,12 +1,13 @@
 // What only the embedded SQLite backend has, so these are plain tests and not part of the
 // contract every backend meets (store_test.cc): the files on disk and their mode, SQLite's
 // schema version (PRAGMA user_version), a file from an earlier release, the WAL checkpoint
-// thread, and the statement cache of one connection.
+// thread, the syncs a log store commit waits for, and the statement cache of one connection.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -280,6 +281,154 @@ TEST(WalCheckpointTest, CommitsPastTheMarkReachTheFileFromTheCheckpointThread) {
     ASSERT_TRUE(use.Step());
     EXPECT_EQ(use.Int(0), kCommits);
     EXPECT_EQ(use.Int(1), kCommits * static_cast<int64_t>(blob.size()));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// An SQLite VFS over the default one that counts the syncs of every file it opened, for the
+// tests of what a commit waits for. Registered as the default while a test holds it.
+class SyncCountingVfs {
+ public:
+  SyncCountingVfs() {
+    real_ = sqlite3_vfs_find(nullptr);
+    vfs_ = *real_;
+    vfs_.zName = "sync-counting";
+    vfs_.szOsFile = static_cast<int>(sizeof(File)) + real_->szOsFile;
+    vfs_.xOpen = &Open;
+    self_ = this;
+    sqlite3_vfs_register(&vfs_, /*makeDflt=*/1);
+  }
+  ~SyncCountingVfs() {
+    sqlite3_vfs_unregister(&vfs_);
+    sqlite3_vfs_register(real_, 1);
+    self_ = nullptr;
+  }
+  int syncs() const { return syncs_; }
+
+ private:
+  struct File {
+    sqlite3_file base;
+    sqlite3_file* real;  // the default VFS's file, right after this struct
+  };
+  static sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<File*>(f)->real; }
+  static int Open(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* out) {
+    auto* file = reinterpret_cast<File*>(f);
+    file->real = reinterpret_cast<sqlite3_file*>(file + 1);
+    int rc = self_->real_->xOpen(self_->real_, name, file->real, flags, out);
+    if (file->real->pMethods == nullptr) {
+      f->pMethods = nullptr;
+      return rc;
+    }
+    self_->methods_ = *file->real->pMethods;
+    self_->methods_.xClose = [](sqlite3_file* x) { return Real(x)->pMethods->xClose(Real(x)); };
+    self_->methods_.xRead = [](sqlite3_file* x, void* b, int n, sqlite3_int64 o) {
+      return Real(x)->pMethods->xRead(Real(x), b, n, o);
+    };
+    self_->methods_.xWrite = [](sqlite3_file* x, const void* b, int n, sqlite3_int64 o) {
+      return Real(x)->pMethods->xWrite(Real(x), b, n, o);
+    };
+    self_->methods_.xTruncate = [](sqlite3_file* x, sqlite3_int64 n) {
+      return Real(x)->pMethods->xTruncate(Real(x), n);
+    };
+    self_->methods_.xSync = [](sqlite3_file* x, int how) {
+      ++self_->syncs_;
+      return Real(x)->pMethods->xSync(Real(x), how);
+    };
+    self_->methods_.xFileSize = [](sqlite3_file* x, sqlite3_int64* n) {
+      return Real(x)->pMethods->xFileSize(Real(x), n);
+    };
+    self_->methods_.xLock = [](sqlite3_file* x, int l) {
+      return Real(x)->pMethods->xLock(Real(x), l);
+    };
+    self_->methods_.xUnlock = [](sqlite3_file* x, int l) {
+      return Real(x)->pMethods->xUnlock(Real(x), l);
+    };
+    self_->methods_.xCheckReservedLock = [](sqlite3_file* x, int* r) {
+      return Real(x)->pMethods->xCheckReservedLock(Real(x), r);
+    };
+    self_->methods_.xFileControl = [](sqlite3_file* x, int op, void* a) {
+      return Real(x)->pMethods->xFileControl(Real(x), op, a);
+    };
+    self_->methods_.xSectorSize = [](sqlite3_file* x) {
+      return Real(x)->pMethods->xSectorSize(Real(x));
+    };
+    self_->methods_.xDeviceCharacteristics = [](sqlite3_file* x) {
+      return Real(x)->pMethods->xDeviceCharacteristics(Real(x));
+    };
+    self_->methods_.xShmMap = [](sqlite3_file* x, int i, int n, int w, void volatile** p) {
+      return Real(x)->pMethods->xShmMap(Real(x), i, n, w, p);
+    };
+    self_->methods_.xShmLock = [](sqlite3_file* x, int o, int n, int fl) {
+      return Real(x)->pMethods->xShmLock(Real(x), o, n, fl);
+    };
+    self_->methods_.xShmBarrier = [](sqlite3_file* x) { Real(x)->pMethods->xShmBarrier(Real(x)); };
+    self_->methods_.xShmUnmap = [](sqlite3_file* x, int d) {
+      return Real(x)->pMethods->xShmUnmap(Real(x), d);
+    };
+    self_->methods_.xFetch = [](sqlite3_file* x, sqlite3_int64 o, int n, void** p) {
+      return Real(x)->pMethods->xFetch(Real(x), o, n, p);
+    };
+    self_->methods_.xUnfetch = [](sqlite3_file* x, sqlite3_int64 o, void* p) {
+      return Real(x)->pMethods->xUnfetch(Real(x), o, p);
+    };
+    f->pMethods = &self_->methods_;
+    return rc;
+  }
+
+  static inline SyncCountingVfs* self_ = nullptr;
+  sqlite3_vfs* real_ = nullptr;
+  sqlite3_vfs vfs_{};
+  sqlite3_io_methods methods_{};
+  std::atomic<int> syncs_{0};
+};
+
+// Retention's deletes of output are redone if a crash loses them, so their commit does not
+// wait for the disk; every other commit of the log store still does, also right after one.
+TEST(LogStoreSyncTest, ARedoableCommitWaitsForNoSyncAndADurableOneAfterItDoes) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  {
+    SyncCountingVfs vfs;
+    auto logs = OpenLogStore({.path = dir + "/logs.db", .run_cap_bytes = 1 << 20});
+    ASSERT_TRUE(logs.ok()) << logs.status().ToString();
+    LogStore& l = **logs;
+    auto append = [&](int64_t run) {
+      return l.Append({.run_id = run,
+                       .shard = 0,
+                       .attempt = 1,
+                       .seq = 1,
+                       .at_ms = 1,
+                       .data = "line\n",
+                       .job_id = 1});
+    };
+    int before = vfs.syncs();
+    ASSERT_TRUE(l.Begin().ok());
+    ASSERT_TRUE(append(1).ok());
+    ASSERT_TRUE(l.Commit().ok());
+    EXPECT_GT(vfs.syncs(), before) << "a durable commit syncs the WAL";
+
+    before = vfs.syncs();
+    ASSERT_TRUE(l.BeginRedoable().ok());
+    Result<LogStore::Pruned> pruned = l.PruneOutput(1, 2, "", 10);
+    ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+    EXPECT_EQ(pruned->chunks, 1);
+    ASSERT_TRUE(l.Commit().ok());
+    EXPECT_EQ(vfs.syncs(), before) << "a redoable commit waits for no sync";
+
+    before = vfs.syncs();
+    ASSERT_TRUE(l.Begin().ok());
+    ASSERT_TRUE(append(2).ok());
+    ASSERT_TRUE(l.Commit().ok());
+    EXPECT_GT(vfs.syncs(), before) << "a durable commit after a redoable one syncs again";
+
+    before = vfs.syncs();
+    ASSERT_TRUE(l.BeginRedoable().ok());
+    l.Rollback();
+    ASSERT_TRUE(l.Begin().ok());
+    ASSERT_TRUE(append(3).ok());
+    ASSERT_TRUE(l.Commit().ok());
+    EXPECT_GT(vfs.syncs(), before) << "and so does one after a redoable one rolled back";
+    logs->reset();
   }
   std::filesystem::remove_all(dir);
 }

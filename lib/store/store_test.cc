@@ -1116,6 +1116,34 @@ TEST_P(LogStoreTest, LogChunksAreStoredOnceAndCappedWithAMarker) {
   EXPECT_EQ(*l.RunBytes(1), 5);
 }
 
+// Retention's deletes go in a transaction whose commit need not wait for the disk; it commits
+// and rolls back as any other, and a durable one follows it.
+TEST_P(LogStoreTest, ARedoableTransactionCommitsAndRollsBackAsAnyOther) {
+  std::unique_ptr<LogStore> logs = OpenLogs(1 << 20);
+  ASSERT_NE(logs, nullptr);
+  LogStore& l = *logs;
+  ASSERT_TRUE(l.Begin().ok());
+  for (int64_t run : {1, 2}) {
+    ASSERT_TRUE(l.Append({.run_id = run, .shard = 0, .attempt = 1, .seq = 1, .data = "out"}).ok());
+  }
+  ASSERT_TRUE(l.Commit().ok());
+  ASSERT_TRUE(l.BeginRedoable().ok());
+  ASSERT_TRUE(l.PruneOutput(1, 5, "", 10).ok());
+  l.Rollback();
+  EXPECT_EQ(*l.RunBytes(1), 3);
+  ASSERT_TRUE(l.BeginRedoable().ok());
+  Result<LogStore::Pruned> pruned = l.PruneOutput(1, 5, "", 10);
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(pruned->chunks, 1);
+  ASSERT_TRUE(l.Commit().ok());
+  EXPECT_EQ(*l.RunBytes(1), 0);
+  ASSERT_TRUE(l.Begin().ok());
+  ASSERT_TRUE(l.Append({.run_id = 3, .shard = 0, .attempt = 1, .seq = 1, .data = "more"}).ok());
+  ASSERT_TRUE(l.Commit().ok());
+  EXPECT_EQ(*l.RunBytes(2), 3);
+  EXPECT_EQ(*l.RunBytes(3), 4);
+}
+
 TEST_P(LogStoreTest, TheTailOfAnAttemptIsItsLastBytesInOrderWithoutMarkers) {
   std::unique_ptr<LogStore> logs = OpenLogs(1 << 20);
   ASSERT_NE(logs, nullptr);
