@@ -23,7 +23,8 @@
 //             (embedded store only), both start on a log store filled beforehand with M MiB
 //             of old output (64 KiB chunks, agentd's largest, of runs ended 8 to 15 days
 //             ago): the second deletes all of it while it fires; the figures add the log
-//             store's size on disk before and after, and how fast it was pruned
+//             store's size on disk before and after, and how fast it was pruned. A third
+//             phase, logs-only, prunes that output alone (logs_for 1s, every run kept)
 //
 //   build/release/bench/coordinator_bench [--jobs 1000,100000,1000000] [--burst 100000]
 //       [--rate 2000] [--seconds 20] [--claims 50000] [--claim-batch 16]
@@ -394,6 +395,9 @@ struct Handoff {
 // Retention that deletes every run as soon as it ended, a slice every 100 ms.
 const char* kPruneEverything =
     "runs_for = \"1s\"\nkeep_last = 0\nlogs_for = \"1s\"\nprune_every = \"100ms\"\n";
+// Retention of output only, every run kept: what deleting a big log store alone costs.
+const char* kPruneOutput =
+    "runs_for = \"0s\"\nlogs_for = \"1s\"\nlogs_max = 0\nprune_every = \"100ms\"\n";
 // Retention as good as off: nothing is old enough within a run of the bench.
 const char* kPruneNothing = "runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\n";
 
@@ -592,7 +596,7 @@ void SteadyPhase(int rate, int seconds, const std::string& retention = "",
     double pruned_mib = c.Metric("jobctl_pruned_log_bytes_total") / (1 << 20);
     double window_end_s = Seconds(Clock::now() - started);
     double reclaimed_s = -1;
-    if (std::string(label) == "pruning") {
+    if (std::string(label) != "no-prune") {
       // Until the reclaimed bytes stop growing for 3 s after all output went, at most 15 min.
       double last = -1;
       int still = 0;
@@ -804,6 +808,7 @@ int main(int argc, char** argv) {
     if (prune_mib > 0) MakePrefill(prefill.path(), prune_mib);
     SteadyPhase(rate, seconds, kPruneNothing, "no-prune");
     SteadyPhase(rate, seconds, kPruneEverything, "pruning");
+    if (prune_mib > 0) SteadyPhase(rate, seconds, kPruneOutput, "logs-only");
   }
   return 0;
 }
