@@ -160,7 +160,8 @@ Status RestrictToOwner(const std::string& path) {
 // writer's WAL hook, on the writer's thread, asks for a checkpoint; the thread runs them one
 // at a time, passively (never waiting for the writer, never making it wait), so a
 // checkpoint that could not copy every frame (a reader held an older snapshot) is simply
-// asked for again by a later commit.
+// asked for again by a later commit. The thread never logs (the log is the loop's alone): a
+// failure it met is logged by the hook, on the writer's thread, at a later commit.
 class WalCheckpointer {
  public:
   WalCheckpointer(sqlite3* writer, sqlite3* own, std::string path, int64_t pages)
@@ -182,12 +183,19 @@ class WalCheckpointer {
  private:
   static int OnCommit(void* self, sqlite3*, const char*, int frames) {
     auto* c = static_cast<WalCheckpointer*>(self);
-    if (frames >= c->pages_) {
-      {
-        std::lock_guard lock(c->mu_);
-        c->due_ = true;
-      }
-      c->cv_.notify_one();
+    std::string failure;
+    {
+      std::lock_guard lock(c->mu_);
+      failure.swap(c->failure_);
+      if (frames >= c->pages_) c->due_ = true;
+    }
+    if (frames >= c->pages_) c->cv_.notify_one();
+    // A failed checkpoint (a full disk) is said once a minute at most.
+    auto now = std::chrono::steady_clock::now();
+    if (!failure.empty() && now - c->last_warning_ > std::chrono::minutes(1)) {
+      c->last_warning_ = now;
+      log::Warn("WAL checkpoint failed; the WAL grows until one succeeds",
+                {{"path", c->path_}, {"error", failure}});
     }
     return SQLITE_OK;
   }
@@ -200,14 +208,13 @@ class WalCheckpointer {
       lock.unlock();
       int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       // BUSY: another checkpoint was running (the close's, or a tool's); the next commit asks
-      // again. Anything else (a full disk) is said, once a minute at most.
-      auto now = std::chrono::steady_clock::now();
-      if (rc != SQLITE_OK && rc != SQLITE_BUSY && now - last_warning_ > std::chrono::minutes(1)) {
-        last_warning_ = now;
-        log::Warn("WAL checkpoint failed; the WAL grows until one succeeds",
-                  {{"path", path_}, {"error", SqliteStatus(rc, db_, "checkpoint").ToString()}});
+      // again. Anything else (a full disk) is left for the hook to log.
+      std::string failure;
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        failure = SqliteStatus(rc, db_, "checkpoint").ToString();
       }
       lock.lock();
+      if (!failure.empty()) failure_ = std::move(failure);
     }
   }
 
@@ -220,7 +227,8 @@ class WalCheckpointer {
   std::condition_variable cv_;
   bool due_ = false;
   bool stop_ = false;
-  std::chrono::steady_clock::time_point last_warning_{};
+  std::string failure_;  // the last checkpoint's failure, not logged yet
+  std::chrono::steady_clock::time_point last_warning_{};  // the writer's thread only
 };
 
 Status Database::CheckpointInBackground(const std::string& path, int64_t pages) {
