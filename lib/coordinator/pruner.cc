@@ -14,6 +14,8 @@ struct Pruner::Next {
   int64_t runs_after = 0;
   int64_t output_after = 0;
   int64_t last_max_check_ms = 0;
+  bool sweeping = false;
+  int64_t sweep_after = 0;
   std::deque<Pending> queue;
   bool wrote = false;
   uint64_t runs = 0;
@@ -21,6 +23,7 @@ struct Pruner::Next {
   uint64_t chunks = 0;
   uint64_t bytes = 0;
   uint64_t reclaimed_bytes = 0;
+  uint64_t orphans = 0;     // runs found by the sweep: gone, with output left
   int64_t chunk_bytes = 0;  // the average size of the chunks deleted (0: none deleted)
 };
 
@@ -30,6 +33,8 @@ namespace {
 constexpr int kOutputPage = 64;
 // The queue of runs whose output is to go is filled only while shorter than this.
 constexpr size_t kQueueLow = 64;
+// Runs the sweep looks at per slice: one page of the log store and one lookup per run.
+constexpr int kSweepPage = 256;
 
 }  // namespace
 
@@ -57,6 +62,10 @@ void Pruner::Start() {
   timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
   // Pruning alone must not keep the loop alive.
   timer_->Unref();
+  // Every start (a takeover too) sweeps once for output that runs deleted before it left.
+  sweeping_ = true;
+  sweep_after_ = 0;
+  orphans_ = 0;
   Arm(More::kNo);
 }
 
@@ -73,23 +82,30 @@ void Pruner::Slice() {
   // One slice at a time, and none while commits fail: a failing disk is not made busier.
   if (busy_) return;  // the outstanding commit arms the next slice
   if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
-  Next next{runs_after_, output_after_, last_max_check_ms_, queue_};
+  Next next{runs_after_, output_after_, last_max_check_ms_, sweeping_, sweep_after_, queue_};
   auto began = std::chrono::steady_clock::now();
-  bool ok = PruneRuns(next) && FindOldOutput(next) && FindOutputOverMax(next) &&
-            PruneQueuedOutput(next) && Reclaim(next);
+  bool ok = PruneRuns(next) && SweepOrphans(next) && FindOldOutput(next) &&
+            FindOutputOverMax(next) && PruneQueuedOutput(next) && Reclaim(next);
   ctx_->metrics->prune_slice.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (!ok) return Arm(More::kNo);  // the turn rolls back; the state stays as it was
   // A slice that used its whole budget, or stopped a scan midway, is followed soon: a store
   // that grows faster than one slice per prune_every is still kept bounded.
   More more = next.runs >= static_cast<uint64_t>(kRunsPerSlice) || next.runs_after != 0 ||
-                      next.output_after != 0 || !next.queue.empty()
+                      next.output_after != 0 || !next.queue.empty() || next.sweeping
                   ? More::kYes
                   : More::kNo;
   auto apply = [this](Next&& n) {
     runs_after_ = n.runs_after;
     output_after_ = n.output_after;
     last_max_check_ms_ = n.last_max_check_ms;
+    orphans_ += n.orphans;
+    if (sweeping_ && !n.sweeping && orphans_ > 0) {
+      log::Info("output left by runs deleted before this start was found; it is deleted",
+                {{"runs", static_cast<int64_t>(orphans_)}});
+    }
+    sweeping_ = n.sweeping;
+    sweep_after_ = n.sweep_after;
     queue_ = std::move(n.queue);
     Metrics& m = *ctx_->metrics;
     m.pruned_runs_total += n.runs;
@@ -140,6 +156,30 @@ bool Pruner::PruneRuns(Next& next) {
   for (auto it = pruned->run_ids.rbegin(); it != pruned->run_ids.rend(); ++it) {
     next.queue.push_front({*it, ""});
   }
+  return true;
+}
+
+bool Pruner::SweepOrphans(Next& next) {
+  if (!next.sweeping || next.queue.size() >= kQueueLow) return true;
+  Result<std::vector<store::RunOutput>> page = ctx_->logs->ListOutput(
+      {.after_run_id = next.sweep_after, .limit = kSweepPage, .with_pruned = true});
+  if (!page.ok()) {
+    log::Warn("cannot list output to sweep", {{"error", page.status().ToString()}});
+    return true;
+  }
+  std::vector<int64_t> ids;
+  for (const store::RunOutput& o : *page) ids.push_back(o.run_id);
+  Result<std::vector<int64_t>> gone = ctx_->store->MissingRuns(ids);
+  if (!gone.ok()) {
+    log::Warn("cannot look up runs to sweep", {{"error", gone.status().ToString()}});
+    return true;
+  }
+  // No reason: there is no run left to mark, and the accounting goes with the chunks.
+  for (int64_t id : *gone) next.queue.push_back({id, ""});
+  next.orphans += gone->size();
+  if (!ids.empty()) next.sweep_after = ids.back();
+  // The end of the log store: the sweep is done until the next start.
+  if (page->size() < static_cast<size_t>(kSweepPage)) next.sweeping = false;
   return true;
 }
 

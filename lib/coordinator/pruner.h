@@ -19,9 +19,10 @@
 // go) changes only once that commit succeeded. Nothing is done while commits fail. Its deletes
 // of output are redoable writes (WriteRedoableLogs): the log database's commit does not wait
 // for the disk for them, so a slice adds no fsync to the turn whose fires wait for it.
-// The output of the runs a slice deleted is queued in memory: after a kill (or a power cut
-// that lost a redoable commit) what was left of it goes when the logs_for scan reaches it, and
-// with logs_for = 0 it stays.
+// The output of the runs a slice deleted is queued in memory. What a kill (or a power cut that
+// lost a redoable commit) left of it is found by a sweep after every start: the log store's
+// runs, a page per slice (kSweepPage) in run id order, looked up in the store (MissingRuns);
+// the output of a run that is gone is queued as above, whatever logs_for says.
 // Loop thread only; owned by the Coordinator.
 #pragma once
 
@@ -68,6 +69,7 @@ class Pruner {
   enum class More { kNo, kYes };  // whether the last slice left work for the next
   void Arm(More more);
   bool PruneRuns(Next& next);
+  bool SweepOrphans(Next& next);
   bool FindOldOutput(Next& next);
   bool FindOutputOverMax(Next& next);
   bool PruneQueuedOutput(Next& next);
@@ -80,6 +82,9 @@ class Pruner {
   int64_t output_after_ = 0;       // the logs_for scan resumes after this run id
   int64_t last_max_check_ms_ = 0;  // the last look for jobs over logs_max (monotonic)
   std::deque<Pending> queue_;      // runs whose output is to be deleted, oldest first
+  bool sweeping_ = true;           // the sweep for output of deleted runs is not done yet
+  int64_t sweep_after_ = 0;        // the sweep resumes after this run id
+  uint64_t orphans_ = 0;           // runs the sweep found
   bool busy_ = false;              // a slice's commit is outstanding
   // The last slice gave space back: there may be more. At start too: a coordinator killed
   // after a slice's deletes and before the space was given back left free pages, and no

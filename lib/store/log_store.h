@@ -48,12 +48,15 @@ struct RunOutput {
 };
 
 // Which runs' output ListOutput returns: kept (not pruned), run id above after_run_id, by
-// run id, at most limit; of one job, and last written before a time, when given.
+// run id, at most limit; of one job, and last written before a time, when given. With
+// with_pruned, the runs whose output was pruned come too (their marks): every run the log
+// store still holds something of (not together with job_id).
 struct OutputFilter {
   int64_t after_run_id = 0;
   std::optional<int64_t> job_id;
   std::optional<int64_t> last_before_ms;
   int limit = 100;
+  bool with_pruned = false;
 };
 
 struct JobOutput {

@@ -253,13 +253,19 @@ Result<std::vector<RunOutput>> PgLogStore::ListOutput(const OutputFilter& f) {
   static const Sql kOfJob{std::string(kOutputColumns) +
                           "WHERE job_id = $4 AND pruned_ms IS NULL AND run_id > $1 "
                           "AND ($2::bigint IS NULL OR last_ms < $2) ORDER BY run_id LIMIT $3"};
+  static const Sql kEvery{std::string(kOutputColumns) +
+                          "WHERE run_id > $1 AND ($2::bigint IS NULL OR last_ms < $2) "
+                          "ORDER BY run_id LIMIT $3"};
+  if (f.with_pruned && f.job_id) {
+    return Status::InvalidArgument("with_pruned is not for one job's output");
+  }
   Result<bool> has = HasRetention();
   if (!has.ok()) return has.status();
   if (!*has) return std::vector<RunOutput>();
   Params p;
   p.Add(f.after_run_id).Add(f.last_before_ms).Add(std::max(f.limit, 1));
   if (f.job_id) p.Add(*f.job_id);
-  Result<Rows> rows = db_->Exec(f.job_id ? kOfJob : kAll, p);
+  Result<Rows> rows = db_->Exec(f.with_pruned ? kEvery : f.job_id ? kOfJob : kAll, p);
   if (!rows.ok()) return rows.status();
   std::vector<RunOutput> out;
   for (int i = 0; i < rows->size(); ++i) out.push_back(ReadOutput(*rows, i));

@@ -1129,6 +1129,19 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
   return out;
 }
 
+Result<std::vector<int64_t>> PgStore::MissingRuns(const std::vector<int64_t>& ids) {
+  static const Sql kSql{
+      "SELECT t.id FROM unnest($1::bigint[]) WITH ORDINALITY AS t(id, n) "
+      "WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = t.id) ORDER BY t.n"};
+  std::vector<int64_t> out;
+  if (ids.empty()) return out;
+  std::string list = ArrayOf(ids, [](int64_t id) { return std::to_string(id); });
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(list));
+  if (!rows.ok()) return rows.status();
+  for (int i = 0; i < rows->size(); ++i) out.push_back(rows->Int(i, 0));
+  return out;
+}
+
 Result<StoreStats> PgStore::Stats() {
   // Every table of PgSchedulerMigrations.
   static const Sql kSql{

@@ -124,6 +124,7 @@ class PgStore final : public Store {
   Result<std::vector<EventRow>> ListEvents(const EventFilter& filter) override;
 
   Result<PrunedRuns> PruneRuns(const RunRetention& retention) override;
+  Result<std::vector<int64_t>> MissingRuns(const std::vector<int64_t>& ids) override;
   // The scheduler's tables' size on disk (pg_total_relation_size: heap, TOAST and indexes).
   // Free space inside them is not reported (0): PostgreSQL has no cheap measure of it.
   Result<StoreStats> Stats() override;

@@ -216,7 +216,13 @@ Result<std::vector<RunOutput>> SqliteLogStore::ListOutput(const OutputFilter& f)
   static const Sql kOfJob{std::string(kOutputColumns) +
                           "WHERE job_id = ?4 AND pruned_ms IS NULL AND run_id > ?1 "
                           "AND (?2 IS NULL OR last_ms < ?2) ORDER BY run_id LIMIT ?3"};
-  auto use = db_.Use(f.job_id ? kOfJob : kAll);
+  static const Sql kEvery{std::string(kOutputColumns) +
+                          "WHERE run_id > ?1 AND (?2 IS NULL OR last_ms < ?2) "
+                          "ORDER BY run_id LIMIT ?3"};
+  if (f.with_pruned && f.job_id) {
+    return Status::InvalidArgument("with_pruned is not for one job's output");
+  }
+  auto use = db_.Use(f.with_pruned ? kEvery : f.job_id ? kOfJob : kAll);
   use.Bind(1, f.after_run_id).Bind(2, f.last_before_ms).Bind(3, std::max(f.limit, 1));
   if (f.job_id) use.Bind(4, *f.job_id);
   std::vector<RunOutput> out;

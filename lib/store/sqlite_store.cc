@@ -717,6 +717,19 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
   return out;
 }
 
+Result<std::vector<int64_t>> SqliteStore::MissingRuns(const std::vector<int64_t>& ids) {
+  static const Sql kSql{"SELECT 1 FROM runs WHERE id = ?1"};
+  std::vector<int64_t> out;
+  for (int64_t id : ids) {
+    auto use = db_.Use(kSql);
+    use.Bind(1, id);
+    bool found = use.Step();
+    if (!use.status().ok()) return use.status();
+    if (!found) out.push_back(id);
+  }
+  return out;
+}
+
 Result<StoreStats> SqliteStore::Stats() {
   static const Sql kRuns{"SELECT COUNT(*), MIN(created_ms) FROM runs"};
   Result<Database::Space> space = db_.SpaceUsed();

@@ -73,6 +73,7 @@ class SqliteStore final : public Store {
   Status ForEachToken(const std::function<void(TokenRow&&)>& fn) override;
 
   Result<PrunedRuns> PruneRuns(const RunRetention& retention) override;
+  Result<std::vector<int64_t>> MissingRuns(const std::vector<int64_t>& ids) override;
   Result<StoreStats> Stats() override;
   Result<int64_t> ReclaimSpace(int64_t max_bytes) override { return db_.Reclaim(max_bytes); }
 

@@ -161,6 +161,9 @@ class Store {
   // so that a call stays short however large the store is; a pass over the store is a chain
   // of calls, each resuming at the last one's next_after_id.
   virtual Result<PrunedRuns> PruneRuns(const RunRetention& retention) = 0;
+  // Of `ids`, those that name no run (deleted, or never recorded), in the order given: the
+  // Pruner's sweep for output left by runs deleted before a crash.
+  virtual Result<std::vector<int64_t>> MissingRuns(const std::vector<int64_t>& ids) = 0;
   // The database's size, its free space, its run count and its oldest run.
   virtual Result<StoreStats> Stats() = 0;
   // Gives about max_bytes of unused space (SQLite: pages of the freelist, at least one) back

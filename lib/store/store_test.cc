@@ -883,6 +883,28 @@ TEST_P(StoreTest, PruningDeletesAtMostItsLimitAndResumesWhereItStopped) {
   EXPECT_EQ(RunIds({}), (std::vector<int64_t>{newer}));
 }
 
+TEST_P(StoreTest, MissingRunsNamesTheIdsOfDeletedAndUnknownRunsInTheOrderGiven) {
+  int64_t a = AddJob("a");
+  std::vector<int64_t> runs;
+  for (int i = 1; i <= 4; ++i) runs.push_back(AddRun(NewRun(a, i * 1000)));
+  ASSERT_TRUE(store_->Begin().ok());
+  for (int64_t id : {runs[0], runs[2]}) {
+    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kSucceeded, 9000, "").ok());
+  }
+  // keep_last 0: both ended runs go; the two pending ones stay.
+  Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  ASSERT_EQ(pruned->run_ids, (std::vector<int64_t>{runs[0], runs[2]}));
+  int64_t unknown = runs[3] + 100;
+  Result<std::vector<int64_t>> missing =
+      store_->MissingRuns({unknown, runs[3], runs[2], runs[1], runs[0]});
+  ASSERT_TRUE(missing.ok()) << missing.status().ToString();
+  EXPECT_EQ(*missing, (std::vector<int64_t>{unknown, runs[2], runs[0]}));
+  EXPECT_TRUE(store_->MissingRuns({})->empty());
+  EXPECT_TRUE(store_->MissingRuns({runs[1], runs[3]})->empty());
+}
+
 TEST_P(StoreTest, StatsCountRunsAndTheOldestAndFreedSpaceCanBeReclaimed) {
   Result<StoreStats> empty = store_->Stats();
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
@@ -1318,13 +1340,21 @@ TEST_P(LogStoreTest, OutputIsAccountedPerRunAndJobAndListedByAgeAndJob) {
   EXPECT_EQ(ids({.last_before_ms = 1000}), (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(ids({.job_id = 5}), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(ids({.after_run_id = 1, .limit = 1}), (std::vector<int64_t>{2}));
+  // Pruned output leaves the kept list; with_pruned still names it (its mark), by run id.
+  ASSERT_TRUE(logs->Begin().ok());
+  ASSERT_TRUE(logs->PruneOutput(2, 6000, "logs_for 1s", 10).ok());
+  ASSERT_TRUE(logs->Commit().ok());
+  EXPECT_EQ(ids({}), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(ids({.with_pruned = true}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(ids({.after_run_id = 1, .limit = 1, .with_pruned = true}), (std::vector<int64_t>{2}));
+  EXPECT_FALSE(logs->ListOutput({.job_id = 5, .with_pruned = true}).ok());
   Result<std::vector<JobOutput>> jobs = logs->OutputByJob(10);
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   ASSERT_EQ(jobs->size(), 2u);
   EXPECT_EQ((*jobs)[0].job_id, 6);  // the largest first: its marker
   EXPECT_EQ((*jobs)[1].job_id, 5);
-  EXPECT_EQ((*jobs)[1].stored_bytes, 9);
-  EXPECT_EQ((*jobs)[1].runs, 2);
+  EXPECT_EQ((*jobs)[1].stored_bytes, 6);  // run 2's output was pruned
+  EXPECT_EQ((*jobs)[1].runs, 1);
 }
 
 TEST_P(LogStoreTest, PrunedOutputIsDeletedInSlicesThenMarkedAndLateOutputIsNotKept) {

@@ -214,5 +214,75 @@ TEST_F(RetentionWeekTest, AWeekOfABusyFleetsOutputShrinksToTheBoundsOnDisk) {
   EXPECT_LT(store_after, store_before);
 }
 
+// A coordinator killed between a slice's two commits (the store's, then the log store's) leaves
+// the output of the runs it deleted in the log store. After the next start a sweep deletes it
+// whatever the bounds say: here there are none (runs_for and logs_for 0, logs_max 0), so only
+// the sweep can. The output of the runs that stay is untouched.
+TEST_F(RetentionWeekTest, OutputLeftByRunsDeletedBeforeAStartIsDeletedAfterIt) {
+  ApplyJobs();
+  int64_t now = ToUnixMs(SystemClock().Now());
+  std::vector<RunToFill> plan;
+  for (int i = 0; i < 600; ++i) {
+    plan.push_back({"busy-" + std::to_string(i % 3), now - kDay + i * kMinute, 2, kBusyChunk});
+  }
+  Result<std::vector<FilledRun>> filled = FillStores(coord_->data_dir(), plan);
+  ASSERT_TRUE(filled.ok()) << filled.status().ToString();
+  // What the kill leaves: the 300 oldest runs deleted from the store, their output still in the
+  // log store; one of them with its output already gone and only its mark left.
+  std::string logs_db = coord_->data_dir() + "/logs.db";
+  std::vector<int64_t> deleted;
+  {
+    auto st = store::OpenStore({.path = coord_->data_dir() + "/jobctl.db"});
+    ASSERT_TRUE(st.ok());
+    ASSERT_TRUE((*st)->Begin().ok());
+    Result<store::PrunedRuns> pruned = (*st)->PruneRuns(
+        {.ended_before_ms = now - kDay + 300 * kMinute, .keep_last = 0, .limit = 1000});
+    ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+    ASSERT_TRUE((*st)->Commit().ok());
+    deleted = pruned->run_ids;
+    ASSERT_EQ(deleted.size(), 300u);
+    auto logs = store::OpenLogStore({.path = logs_db, .run_cap_bytes = int64_t{64} << 20});
+    ASSERT_TRUE(logs.ok());
+    ASSERT_TRUE((*logs)->Begin().ok());
+    ASSERT_TRUE((*logs)->PruneOutput(deleted[7], now, "logs_for 1d", 100).ok());
+    ASSERT_TRUE((*logs)->Commit().ok());
+  }
+  int64_t kept_bytes = 0;
+  for (const FilledRun& g : *filled) {
+    if (!std::count(deleted.begin(), deleted.end(), g.run_id)) kept_bytes += g.output_bytes;
+  }
+  ASSERT_GT(kept_bytes, 0);
+
+  coord_ = std::make_unique<Coordinator>(
+      dir_, "runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\nprune_every = \"100ms\"\n");
+  coord_->Start();
+  // Done: the output of the deleted runs is gone and the sweep, at the end of the log store,
+  // said what it found.
+  const std::string said = "output left by runs deleted before this start was found";
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        return Stats()["output_bytes"].get<int64_t>() == kept_bytes &&
+               coord_->Logs().find(said) != std::string::npos;
+      },
+      seconds(30)))
+      << Stats().dump() << " kept " << kept_bytes;
+  EXPECT_NE(coord_->Logs().find("runs=300"), std::string::npos);
+  coord_->Stop();
+
+  auto logs = store::OpenLogStore({.path = logs_db, .run_cap_bytes = int64_t{64} << 20});
+  ASSERT_TRUE(logs.ok());
+  for (const FilledRun& g : *filled) {
+    Result<std::optional<store::RunOutput>> out = (*logs)->OutputOf(g.run_id);
+    ASSERT_TRUE(out.ok());
+    if (std::count(deleted.begin(), deleted.end(), g.run_id)) {
+      EXPECT_FALSE(out->has_value()) << "output or mark of deleted run " << g.run_id << " stayed";
+    } else {
+      ASSERT_TRUE(out->has_value()) << "run " << g.run_id;
+      EXPECT_EQ((*out)->stored_bytes, g.output_bytes) << "run " << g.run_id;
+      EXPECT_FALSE((*out)->pruned_ms) << "run " << g.run_id;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace jobctl::testing
