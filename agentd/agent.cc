@@ -28,6 +28,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random
       enroller_(loop, link_.get(), settings_.state_dir, settings_.token, random_),
       spool_(settings_.state_dir + "/spool", settings_.spool_max_bytes),
       runner_(loop),
+      fence_(loop),
       drain_timer_(loop),
       flush_timer_(loop) {
   shipper_ =
@@ -77,6 +78,11 @@ Status Agent::Start() {
   if (Status s = spool_.Open(); !s.ok()) return s;
   if (Status s = reporter_->Open(); !s.ok()) return s;
   if (Status s = leases_->Init(); !s.ok()) return s;
+  if (Status s = fence_.Start(settings_.exe_path, settings_.event_log, settings_.identity.name);
+      !s.ok()) {
+    log::Warn("cannot start the fence; shards are fenced only while agentd runs",
+              {{"error", s.message()}});
+  }
   log::Info("agentd started", {{"agent", settings_.identity.name},
                                {"coordinator", link_->current_url()},
                                {"slots", settings_.identity.slots},
@@ -197,6 +203,7 @@ void Agent::Launch(RunningShard& shard) {
               {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard}, {"error", s.message()}});
     return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
   }
+  ArmFence(shard);
   events_.Write("started", {{"run", a.key.run},
                             {"shard", a.key.shard},
                             {"attempt", a.key.attempt},
@@ -237,6 +244,7 @@ void Agent::OnShardDone(ShardResult result) {
                            {"pid", it->second->pid()},
                            {"outcome", OutcomeName(result.outcome)},
                            {"exit", result.exit_code.value_or(-1)}});
+  if (it->second->pid() > 0) fence_.Disarm(it->second->pid());
   // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
   shards_.erase(it);
   if (stale_.erase(result.key) > 0) {
@@ -264,8 +272,15 @@ RunningShard* Agent::Find(ShardKey key, int64_t token) {
   return nullptr;
 }
 
+void Agent::ArmFence(RunningShard& shard) {
+  const Assignment& a = shard.assignment();
+  std::optional<int64_t> deadline = leases_->DeadlineOf(a.key.shard_key(), a.token);
+  if (deadline && shard.pid() > 0) fence_.Arm(shard.pid(), *deadline + kFenceSlackMs, a.key);
+}
+
 void Agent::OnLeaseRenewed(ShardKey key, int64_t token) {
   RunningShard* shard = Find(key, token);
+  if (shard != nullptr && shard->started()) ArmFence(*shard);
   if (shard != nullptr && !shard->started() && !stopping_ && leases_->MayRun(key, token)) {
     Launch(*shard);
   }
@@ -286,6 +301,12 @@ void Agent::OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss) {
       "lease lost; stopping the shard",
       {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"reason", LeaseLossName(loss)}});
   if (!shard->started()) return EndUnstarted(shard->assignment().key, outcome, why);
+  // A canceled run is not handed to anyone else: its shard gets its whole kill_grace, and the
+  // fence waits for that (and a second more) instead of the lease's last deadline.
+  if (loss == LeaseLoss::kCanceled && shard->pid() > 0) {
+    fence_.Arm(shard->pid(), clock_->MonotonicMs() + shard->grace().count() + 1000,
+               shard->assignment().key);
+  }
   shard->Stop(loss == LeaseLoss::kCanceled ? StopReason::kCanceled : StopReason::kLeaseLost, why);
 }
 
@@ -366,6 +387,7 @@ void Agent::Shutdown() {
   reporter_->Close();
   leases_->Close();
   claimer_->Close();
+  fence_.Close();
   runner_.Close([this] {
     link_->Close([this] {
       log::Info("agentd stopped");

@@ -25,6 +25,7 @@
 #include "claimer.h"
 #include "coordinator_link.h"
 #include "enroller.h"
+#include "fence.h"
 #include "job_runner.h"
 #include "lease_keeper.h"
 #include "log_shipper.h"
@@ -76,6 +77,8 @@ class Agent {
   void OnShardDone(ShardResult result);
   void Report(const ShardResult& result);
   void OnLeaseRenewed(ShardKey key, int64_t token);
+  // Arms the fence with the shard's lease deadline (fence.h).
+  void ArmFence(RunningShard& shard);
   void OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss);
   void OnLogsStale(AttemptKey key);
   void OnResultSettled(const ShardResult& result, bool accepted);
@@ -99,6 +102,7 @@ class Agent {
   Enroller enroller_;
   Spool spool_;
   UvRunner runner_;
+  Fence fence_;
   std::unique_ptr<LogShipper> shipper_;
   std::unique_ptr<RunReporter> reporter_;
   std::unique_ptr<LeaseKeeper> leases_;

@@ -51,6 +51,12 @@ bool LeaseKeeper::MayRun(ShardKey key, int64_t token) const {
   return l && l->token == token && l->confirmed && l->deadline_ms > clock_->MonotonicMs();
 }
 
+std::optional<int64_t> LeaseKeeper::DeadlineOf(ShardKey key, int64_t token) const {
+  std::optional<HeldLease> l = table_.Find(key);
+  if (!l || l->token != token || !l->confirmed) return std::nullopt;
+  return l->deadline_ms;
+}
+
 void LeaseKeeper::RenewSoon() {
   if (in_flight_) {
     again_ = true;

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/clock.h"
@@ -44,6 +45,8 @@ class LeaseKeeper {
   void Remove(ShardKey key, int64_t token);
   // Held, confirmed and before its deadline: its shard may run.
   bool MayRun(ShardKey key, int64_t token) const;
+  // The local deadline of `token`'s lease (monotonic), while it is held and confirmed.
+  std::optional<int64_t> DeadlineOf(ShardKey key, int64_t token) const;
   // Sends a heartbeat now (or right after the one in flight).
   void RenewSoon();
   void Close();

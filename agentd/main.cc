@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "exec_as.h"
+#include "fence.h"
 #include "settings.h"
 #include "uvx/handles.h"
 
@@ -116,6 +117,7 @@ int Run(const Flags& flags) {
 
 int Main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--exec-as") return ExecAsMain(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--fence") return FenceMain(argc, argv);
 
   CLI::App app{
       "agentd: the jobctl agent. Runs the shards the coordinator assigns to this host "

@@ -42,6 +42,7 @@ class RunningShard {
   const Assignment& assignment() const { return a_; }
   bool started() const { return child_.has_value(); }
   int pid() const { return pid_; }
+  std::chrono::milliseconds grace() const { return grace_; }
   StopReason stop_reason() const { return reason_; }
 
   // How an ended attempt is reported (pure).

@@ -1,6 +1,6 @@
 // I6 (nothing acknowledged is lost) from the agents' acknowledgements, the coordinator's fire
-// events and the probes' records against the store; and the overlap of attempts (I9: allowed
-// for a paused agent, but measured).
+// events and the probes' records against the store; and I9, no two attempts of a shard alive at
+// once (measured too).
 #include <climits>
 #include <map>
 
@@ -153,7 +153,10 @@ void MeasureOverlaps(const History& h, Report* r) {
   for (const auto& [agent, events] : h.agents) {
     for (const Event& e : events) {
       last_ns = std::max(last_ns, e.mono_ns);
-      if (e.ev == "exited" && life(e).start >= 0) life(e).end = std::min(life(e).end, e.mono_ns);
+      // agentd saw the process end, or its fence killed it (SIGKILL: dead when written).
+      if ((e.ev == "exited" || e.ev == "fenced") && life(e).start >= 0) {
+        life(e).end = std::min(life(e).end, e.mono_ns);
+      }
     }
   }
   for (const auto& [key, attempts] : lives) {
@@ -165,6 +168,13 @@ void MeasureOverlaps(const History& h, Report* r) {
         if (to <= from) continue;
         r->overlaps.push_back({key.run, key.shard, a->first, b->first, (to - from) / 1'000'000,
                                a->second.end != LLONG_MAX});
+        r->Fail("I9", "run " + std::to_string(key.run) + " shard " + std::to_string(key.shard) +
+                          ": attempt " + std::to_string(b->first) + " started while attempt " +
+                          std::to_string(a->first) + " was alive (" +
+                          std::to_string((to - from) / 1'000'000) + " ms at once" +
+                          (a->second.end == LLONG_MAX
+                               ? ", attempt " + std::to_string(a->first) + " never seen ending)"
+                               : ")"));
       }
     }
   }

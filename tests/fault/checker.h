@@ -14,6 +14,8 @@
 //   I6 nothing acknowledged is lost: every log chunk and result an agent saw acknowledged is
 //      in the store, and each probe's output is stored byte for byte (a prefix while it ran,
 //      all of it once its result was acknowledged);
+//   I9 never twice at once: no attempt of a shard starts while an earlier one is alive (from
+//      its probe's start to its probe's end, agentd's "exited" or the fence's "fenced");
 //   I8 bounded failover: a lease held by a killed agent ends, and its shard is granted again
 //      (on_lost = "rerun"), within TTL + heartbeat + 1 s of the kill;
 //   I10 one holder at a time (several coordinators on one database): no commit of an epoch
@@ -22,9 +24,9 @@
 //   I11 (when asked) a leader change ends no healthy agent's shard: no lease of an agent the
 //      test did not kill expires, and no such agent stops a shard for a lost lease.
 //
-// It also measures what is allowed but must be bounded: failover times, overlaps between
-// two attempts of one shard (the old process still alive while the new holder runs), and how
-// long each leader change took.
+// It also measures what is allowed but must be bounded: failover times, the overlaps I9 found
+// (the old process still alive while the new holder runs), and how long each leader change
+// took.
 // Every violation names the job, instant, run, shard and token it is about. Pure; any thread.
 #pragma once
 

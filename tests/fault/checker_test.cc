@@ -439,7 +439,7 @@ TEST(CheckerTest, AKilledAgentsShardGrantedAgainInTimeIsAFailoverFigure) {
   EXPECT_EQ(r.failovers[0].regranted_ms, 3060);
 }
 
-TEST(CheckerTest, TwoAttemptsAliveAtOnceAreMeasuredAsAnOverlap) {
+TEST(CheckerTest, TwoAttemptsAliveAtOnceAreAnOverlapAndViolateI9) {
   Scenario s;
   s.Probe("start", 250,
           {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
@@ -448,6 +448,25 @@ TEST(CheckerTest, TwoAttemptsAliveAtOnceAreMeasuredAsAnOverlap) {
   EXPECT_EQ(r.overlaps[0].old_attempt, 1);
   EXPECT_EQ(r.overlaps[0].new_attempt, 2);
   EXPECT_EQ(r.overlaps[0].ms, 50);  // attempt 1's probe ended at 300
+  EXPECT_TRUE(r.Has("I9")) << r.ToString();
+}
+
+TEST(CheckerTest, AnAttemptTheFenceKilledEndsThereAndTheNextOneMayStartAfter) {
+  Scenario s;
+  // Attempt 1's probe and agentd saw it end at 300; the fence's line says it was killed at 240.
+  s.Agent("a", "fenced", 240, {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"pid", 99}});
+  s.Probe("start", 250,
+          {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
+  Report r = s.Run();
+  EXPECT_TRUE(r.overlaps.empty()) << r.ToString();
+  EXPECT_FALSE(r.Has("I9")) << r.ToString();
+  // Fenced after the new start: I9.
+  Scenario late;
+  late.Agent("a", "fenced", 260, {{"run", 1}, {"shard", 0}, {"attempt", 1}, {"pid", 99}});
+  late.Probe("start", 250,
+             {{"run", 1}, {"shard", 0}, {"attempt", 2}, {"token", 14}, {"lines", kLines}});
+  Report bad = late.Run();
+  EXPECT_TRUE(bad.Has("I9")) << bad.ToString();
 }
 
 // Several coordinators' logs: merged by monotonic time, each log's order kept.

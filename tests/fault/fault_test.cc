@@ -134,8 +134,16 @@ TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSeco
         [&](const Event& e) { return Is(e, "grant", run, attempt + 1); }, seconds(10));
     ASSERT_TRUE(again) << "attempt " << attempt + 1 << " was never granted";
     EXPECT_NE(again->Str("agent"), holder);
-    std::cout << "agent " << holder << " killed; shard granted again to " << again->Str("agent")
-              << " after " << Ms(again->mono_ns - options.kills.back().mono_ns) << " ms\n";
+    // The dead agent's shard was killed by its fence before the shard was granted again.
+    std::optional<Event> fenced = c.WaitFor(
+        [&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
+        [&](const Event& e) { return Is(e, "fenced", run, attempt); }, seconds(1));
+    ASSERT_TRUE(fenced) << "agent " << holder << "'s shard was not fenced";
+    EXPECT_LT(fenced->mono_ns, again->mono_ns);
+    std::cout << "agent " << holder << " killed; its fence killed the shard after "
+              << Ms(fenced->mono_ns - options.kills.back().mono_ns)
+              << " ms; shard granted again to " << again->Str("agent") << " after "
+              << Ms(again->mono_ns - options.kills.back().mono_ns) << " ms\n";
   }
   // What the dead agents' attempts send with their old tokens is refused: by hand, and by
   // the first killed agent itself, restarted on its state dir with its spool and results.
@@ -165,7 +173,7 @@ TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSeco
   }
 }
 
-TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
+TEST_F(FaultTest, StoppedAgentPastItsTtlHasItsShardKilledByItsFenceBeforeTheShardRunsElsewhere) {
   cluster_ = std::make_unique<FaultCluster>(kShortLeases);
   FaultCluster& c = *cluster_;
   for (const char* name : {"a", "b"}) c.StartAgent(name, 1);
@@ -180,38 +188,39 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlIsFencedAndItsOverlapWindowIsBounded) {
   std::string holder = first->Str("agent");
   c.agent(holder).process().Signal(SIGSTOP);
   auto stopped_at = std::chrono::steady_clock::now();
+  int64_t stop_ns = MonotonicNs();
   CheckOptions options;
-  options.kills.push_back({holder, MonotonicNs()});
-  // Past its TTL the shard runs elsewhere while the old process, whose agent cannot stop it,
-  // still runs: the overlap window opens.
+  options.kills.push_back({holder, stop_ns});
+  auto holder_events = [&](const History& h) -> const std::vector<Event>& {
+    return h.agents.at(holder);
+  };
+  // agentd cannot stop its shard; its fence does, at the lease's deadline, and only then may
+  // the shard run elsewhere.
+  std::optional<Event> fenced = c.WaitFor(
+      holder_events, [&](const Event& e) { return Is(e, "fenced", run, 1); }, seconds(15));
+  ASSERT_TRUE(fenced) << "the stopped agent's shard was not fenced";
   std::optional<Event> second =
       c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, 2); }, seconds(15));
   ASSERT_TRUE(second) << "the shard never ran elsewhere";
+  EXPECT_LT(fenced->mono_ns, second->mono_ns);
   // The agent stays stopped for two TTLs in all (the fault's length), then resumes.
   std::this_thread::sleep_until(stopped_at + 2 * kTtl);
   c.agent(holder).process().Signal(SIGCONT);
-  int64_t cont_ns = MonotonicNs();
-  // The resumed agent finds its lease's deadline passed and kills its shard.
-  std::optional<Event> exited =
-      c.WaitFor([&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
-                [&](const Event& e) { return Is(e, "exited", run, 1); }, seconds(15));
-  ASSERT_TRUE(exited) << "attempt 1 still running after SIGCONT";
+  // The resumed agent finds its shard ended and its lease's deadline passed.
+  std::optional<Event> exited = c.WaitFor(
+      holder_events, [&](const Event& e) { return Is(e, "exited", run, 1); }, seconds(15));
+  ASSERT_TRUE(exited) << "the resumed agent never saw attempt 1 end";
   c.coord().PostJson("/v1/runs/" + std::to_string(run) + "/cancel", nlohmann::json::object());
   ASSERT_TRUE(c.Quiesce({"ticker"}, seconds(30)));
   c.StopAll();
   Report r = c.Check(options);
   std::cout << r.ToString();
+  std::cout << "SIGSTOP: the fence killed the shard " << Ms(fenced->mono_ns - stop_ns)
+            << " ms after the stop, " << Ms(second->mono_ns - fenced->mono_ns)
+            << " ms before the replacement started\n";
+  // I9 among the rest: no moment with both attempts alive.
   EXPECT_TRUE(r.ok()) << r.ToString();
-  ASSERT_EQ(r.overlaps.size(), 1u) << r.ToString();
-  const AttemptOverlap& o = r.overlaps[0];
-  int64_t stopped_after_new_start = Ms(cont_ns - second->mono_ns);
-  std::cout << "SIGSTOP overlap window: " << o.ms << " ms (the new holder ran "
-            << stopped_after_new_start << " ms before SIGCONT; the old process ended "
-            << Ms(exited->mono_ns - cont_ns) << " ms after it)\n";
-  EXPECT_TRUE(o.old_end_known);
-  // Bounded: the old process ends within a second of its agent running again.
-  EXPECT_LE(o.ms, stopped_after_new_start + 1000);
-  EXPECT_LE(Ms(exited->mono_ns - cont_ns), 1000);
+  EXPECT_TRUE(r.overlaps.empty()) << r.ToString();
 }
 
 // Several coordinators on one PostgreSQL database: three of them (one serves, two wait as

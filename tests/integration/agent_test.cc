@@ -258,6 +258,34 @@ TEST_F(AgentTest, TimeoutKillsTheProcessTreeEvenWhenAGrandchildHoldsThePipes) {
   if (escaped > 0) kill(escaped, SIGKILL);  // left its process group on purpose; clean up
 }
 
+// A canceled run is handed to nobody else, so its shard gets its whole kill_grace even past
+// its lease's last deadline (the fence waits for it): here 5 s of grace against a 3 s lease.
+TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLease) {
+  StartCoordinator("lease_ttl = \"3s\"\nheartbeat = \"1s\"\n");
+  AddAgent("a");
+  WaitForAgents(1);
+  std::string pidfile = dir_.path() + "/pid";
+  coord_->Apply(
+      "[[job]]\nname = \"stubborn\"\nschedule = \"@yearly\"\nkill_grace = \"5s\"\n"
+      "shell = \"echo $$ > " +
+      pidfile + "; trap '' TERM; echo up; while :; do sleep 0.1; done\"\n");
+  int64_t id = Trigger("stubborn")["id"];
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return Output(id, 0, "stdout") == "up\n"; }, seconds(20)));
+  pid_t pid = std::stoi(ReadFile(pidfile));
+  ASSERT_GT(pid, 1);
+  auto canceled = std::chrono::steady_clock::now();
+  coord_->PostJson("/v1/runs/" + std::to_string(id) + "/cancel", json::object());
+  // agentd reaps the shell once it is killed: then the pid is gone.
+  ASSERT_TRUE(Coordinator::Eventually([&] { return kill(pid, 0) != 0; }, seconds(20)))
+      << "the canceled shard never ended";
+  auto took = std::chrono::steady_clock::now() - canceled;
+  // SIGKILL at kill_grace, not at the lease's last deadline (at most 3 s after the cancel).
+  EXPECT_GE(took, std::chrono::milliseconds(4500));
+  EXPECT_LE(took, seconds(10));
+  EXPECT_EQ(WaitRun(id, seconds(10))["state"], "canceled");
+}
+
 TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
   const char* user = "jobctl-test";

@@ -1,0 +1,194 @@
+// The fence (fence.h): its commands, and the real `agentd --fence` process killing real process
+// groups at their deadlines, after agentd's end closed too. Every wait is on a pidfd with a
+// deadline, never a sleep.
+#include "fence.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "process_spawn.h"
+
+extern char** environ;
+
+namespace jobctl::agentd {
+namespace {
+
+int64_t BootMs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
+  FenceCommand arm{FenceCommand::Kind::kArm, 4242, 123456789, {7, 2, 3}};
+  EXPECT_EQ(FormatFenceCommand(arm), "arm 4242 123456789 7 2 3\n");
+  EXPECT_EQ(ParseFenceCommand("arm 4242 123456789 7 2 3"), arm);
+  FenceCommand disarm{FenceCommand::Kind::kDisarm, 4242, 0, {}};
+  EXPECT_EQ(FormatFenceCommand(disarm), "disarm 4242\n");
+  EXPECT_EQ(ParseFenceCommand("disarm 4242"), disarm);
+  for (const char* bad : {"",
+                          "arm",
+                          "disarm",
+                          "disarm 1",
+                          "disarm 0",
+                          "disarm -5",
+                          "disarm +5",
+                          "disarm 2147483648",
+                          "disarm 42 ",
+                          " disarm 42",
+                          "disarm  42",
+                          "arm 42 1 1 0",
+                          "arm 42 1 0 0 1",
+                          "arm 42 1 1 0 0",
+                          "arm 42 -1 1 0 1",
+                          "arm 42 1 1 0 1 9",
+                          "arm 42 1 1 0 1 ",
+                          "kill 42",
+                          "arm 42 x 1 0 1",
+                          "arm 42 99999999999999999999 1 0 1",
+                          "disarm 42\r"}) {
+    EXPECT_EQ(ParseFenceCommand(bad), std::nullopt) << "'" << bad << "'";
+  }
+  EXPECT_EQ(ParseFenceCommand("arm 42 " + std::string(300, '1') + " 1 0 1"), std::nullopt);
+}
+
+// A process in its own session and process group, as agentd starts a shard.
+pid_t StartSleeper() {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  char sh[] = "/bin/sh", c[] = "-c", cmd[] = "sleep 30 & wait";
+  char* argv[] = {sh, c, cmd, nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, &attr, argv, environ), 0);
+  posix_spawnattr_destroy(&attr);
+  return pid;
+}
+
+// Waits (on a pidfd, up to `ms`) for the child to end; its wait status, or -1.
+int WaitEnd(pid_t pid, int ms) {
+  Result<int> fd = OpenPidfd(pid);
+  if (!fd.ok() || *fd < 0) return -1;
+  struct pollfd p {
+    *fd, POLLIN, 0
+  };
+  int n = poll(&p, 1, ms);
+  close(*fd);
+  if (n != 1) return -1;
+  int status = 0;
+  return waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
+bool Alive(pid_t pid) {
+  int status = 0;
+  return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+class FenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { uv_loop_init(&loop_); }
+  void TearDown() override {
+    if (fence_pid_ > 0) {
+      kill(fence_pid_, SIGKILL);
+      waitpid(fence_pid_, nullptr, 0);
+    }
+    for (pid_t p : started_) {
+      kill(-p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+    fence_.reset();
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    uv_loop_close(&loop_);
+  }
+  pid_t Sleeper() {
+    pid_t p = StartSleeper();
+    started_.push_back(p);
+    return p;
+  }
+  void Forget(pid_t p) { std::erase(started_, p); }
+  void StartFence() {
+    ASSERT_TRUE(fence_->Start(AGENTD_PATH, "", "a").ok());
+    fence_pid_ = fence_->pid();
+    ASSERT_GT(fence_pid_, 0);
+  }
+
+  uv_loop_t loop_;
+  std::unique_ptr<Fence> fence_ = std::make_unique<Fence>(&loop_);
+  std::vector<pid_t> started_;
+  pid_t fence_pid_ = 0;  // until reaped
+};
+
+TEST_F(FenceTest, AnArmedGroupIsKilledAtItsDeadlineAndADisarmedOneIsNot) {
+  StartFence();
+  pid_t kept = Sleeper(), fenced = Sleeper(), renewed = Sleeper();
+  int64_t now = BootMs();
+  fence_->Arm(kept, now + 200, {1, 0, 1});
+  fence_->Disarm(kept);
+  // Armed again later: the later deadline holds.
+  fence_->Arm(renewed, now + 200, {3, 0, 1});
+  fence_->Arm(renewed, now + 60'000, {3, 0, 1});
+  fence_->Arm(fenced, now + 400, {2, 0, 1});
+  int status = WaitEnd(fenced, 10'000);
+  ASSERT_NE(status, -1) << "the fence did not kill the armed group";
+  Forget(fenced);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  int64_t at = BootMs();
+  EXPECT_GE(at, now + 400);
+  // The commands are read in order and the later deadline has passed: the disarmed group
+  // and the one armed again would have gone first.
+  EXPECT_TRUE(Alive(kept));
+  EXPECT_TRUE(Alive(renewed));
+}
+
+TEST_F(FenceTest, DeadlinesHoldAfterAgentdsEndClosedAndSigtermDoesNotStopTheFence) {
+  StartFence();
+  pid_t fence = fence_pid_;
+  // A first kill: the fence is up (and ignores SIGTERM from then on).
+  pid_t first = Sleeper();
+  fence_->Arm(first, BootMs() + 100, {4, 0, 1});
+  ASSERT_NE(WaitEnd(first, 10'000), -1);
+  Forget(first);
+  pid_t shard = Sleeper();
+  fence_->Arm(shard, BootMs() + 500, {4, 1, 2});
+  // agentd is gone (its end closed) and someone sends the fence SIGTERM.
+  fence_->Close();
+  kill(fence, SIGTERM);
+  int status = WaitEnd(shard, 10'000);
+  ASSERT_NE(status, -1) << "the shard outlived its deadline";
+  Forget(shard);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  // Nothing armed and nobody to listen to: the fence ends.
+  int fence_status = WaitEnd(fence, 10'000);
+  ASSERT_NE(fence_status, -1) << "the fence did not end";
+  fence_pid_ = 0;
+  EXPECT_TRUE(WIFEXITED(fence_status) && WEXITSTATUS(fence_status) == 0) << fence_status;
+}
+
+TEST_F(FenceTest, AStoppedFenceDoesNotBlockAgentdAndKillsOnceItRunsAgain) {
+  StartFence();
+  pid_t shard = Sleeper();
+  kill(fence_->pid(), SIGSTOP);
+  // Far more commands than the socket holds: none of them blocks.
+  for (int i = 0; i < 20'000; ++i) fence_->Arm(shard, BootMs() + 3'600'000, {5, 0, 1});
+  fence_->Arm(shard, BootMs() + 100, {5, 0, 1});
+  kill(fence_->pid(), SIGCONT);
+  // The backlog goes out as the loop finds the socket writable.
+  int64_t until = BootMs() + 10'000;
+  int status = -1;
+  while (status == -1 && BootMs() < until) {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    status = WaitEnd(shard, 50);
+  }
+  ASSERT_NE(status, -1) << "the shard outlived its deadline";
+  Forget(shard);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+}  // namespace
+}  // namespace jobctl::agentd
