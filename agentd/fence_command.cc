@@ -8,7 +8,10 @@ namespace jobctl::agentd {
 namespace {
 
 std::optional<int64_t> Number(std::string_view s, int64_t min, int64_t max) {
-  if (s.empty() || s.size() > 19 || s[0] == '+' || s[0] == '-') return std::nullopt;
+  // Digits only, no sign and no leading zero: one way to write each number.
+  if (s.empty() || s.size() > 19 || s[0] < '0' || s[0] > '9' || (s[0] == '0' && s.size() > 1)) {
+    return std::nullopt;
+  }
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) return std::nullopt;

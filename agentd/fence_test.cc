@@ -52,7 +52,10 @@ TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
                           "kill 42",
                           "arm 42 x 1 0 1",
                           "arm 42 99999999999999999999 1 0 1",
-                          "disarm 42\r"}) {
+                          "disarm 42\r",
+                          "disarm 042",
+                          "arm 42 1 1 00 1",
+                          "arm 2 -0 1 5 1"}) {
     EXPECT_EQ(ParseFenceCommand(bad), std::nullopt) << "'" << bad << "'";
   }
   EXPECT_EQ(ParseFenceCommand("arm 42 " + std::string(300, '1') + " 1 0 1"), std::nullopt);
