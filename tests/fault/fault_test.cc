@@ -202,7 +202,11 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlHasItsShardKilledByItsFenceBeforeTheShar
   std::optional<Event> second =
       c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, 2); }, seconds(15));
   ASSERT_TRUE(second) << "the shard never ran elsewhere";
-  EXPECT_LT(fenced->mono_ns, second->mono_ns);
+  std::optional<Event> regrant =
+      c.WaitForCoord([&](const Event& e) { return Is(e, "grant", run, 2); }, seconds(1));
+  ASSERT_TRUE(regrant);
+  EXPECT_LT(fenced->mono_ns, regrant->mono_ns)
+      << "the shard was granted again before it was fenced";
   // The agent stays stopped for two TTLs in all (the fault's length), then resumes.
   std::this_thread::sleep_until(stopped_at + 2 * kTtl);
   c.agent(holder).process().Signal(SIGCONT);
@@ -216,8 +220,8 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlHasItsShardKilledByItsFenceBeforeTheShar
   Report r = c.Check(options);
   std::cout << r.ToString();
   std::cout << "SIGSTOP: the fence killed the shard " << Ms(fenced->mono_ns - stop_ns)
-            << " ms after the stop, " << Ms(second->mono_ns - fenced->mono_ns)
-            << " ms before the replacement started\n";
+            << " ms after the stop, " << Ms(regrant->mono_ns - fenced->mono_ns)
+            << " ms before the shard was granted again\n";
   // I9 among the rest: no moment with both attempts alive.
   EXPECT_TRUE(r.ok()) << r.ToString();
   EXPECT_TRUE(r.overlaps.empty()) << r.ToString();
