@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "coordinator/api.h"
+#include "coordinator/request_json.h"
 #include "model/time_format.h"
 
 namespace jobctl::coordinator {
@@ -77,11 +78,9 @@ void Api::ListNotifications(Call& c) {
 void Api::TestNotify(Call& c) {
   Result<json> body = Body(c);
   if (!body.ok()) return Fail(c, body.status());
-  auto it = body->find("channel");
-  if (it == body->end() || !it->is_string() || it->get<std::string>().size() > 64) {
-    return FailWith(c, 400, "bad_request", "expected {\"channel\": \"NAME\"}");
-  }
-  std::string channel = it->get<std::string>();
+  Result<std::string> name = NotifyTestChannelFromJson(*body);
+  if (!name.ok()) return FailWith(c, 400, "bad_request", name.status().message());
+  std::string channel = *name;
   if (p_.notifier == nullptr) return FailWith(c, 404, "not_found", "no notification channels");
   Audit(c, "notify_test", channel, "");
   std::shared_ptr<http::Responder> res = c.res;

@@ -47,6 +47,15 @@ Result<DrainRequest> DrainRequestFromJson(const json& body) {
   return req;
 }
 
+Result<std::string> NotifyTestChannelFromJson(const json& body) {
+  auto it = body.find("channel");
+  if (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty() ||
+      it->get_ref<const std::string&>().size() > 64) {
+    return Status::InvalidArgument("expected {\"channel\": \"NAME\"}, NAME of 1 to 64 bytes");
+  }
+  return it->get<std::string>();
+}
+
 Result<TokenRequest> TokenRequestFromJson(const json& body) {
   TokenRequest req;
   int64_t expires_in_ms = 0;

@@ -53,5 +53,7 @@ Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body,
 Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
 Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);
 Result<EnrolRequest> EnrolRequestFromJson(const nlohmann::json& body);
+// POST /v1/notify/test {"channel": "NAME"}: the channel's name, 1 to 64 bytes.
+Result<std::string> NotifyTestChannelFromJson(const nlohmann::json& body);
 
 }  // namespace jobctl::coordinator

@@ -97,6 +97,14 @@ TEST(RequestJsonTest, BooleansAndFractionsAreNotIntegers) {
               R"({"agent":"a","run":1,"shard":0,"attempt":1,"token":1,"outcome":"exited","exit_code":false})"))
           .ok());
   EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":1})")).ok());
+  for (const char* bad : {"{}", R"({"channel":null})", R"({"channel":7})", R"({"channel":""})",
+                          R"({"channel":["ops"]})"}) {
+    EXPECT_FALSE(NotifyTestChannelFromJson(Parse(bad)).ok()) << bad;
+  }
+  EXPECT_FALSE(NotifyTestChannelFromJson(json{{"channel", std::string(65, 'x')}}).ok());
+  EXPECT_EQ(*NotifyTestChannelFromJson(json{{"channel", std::string(64, 'x')}}),
+            std::string(64, 'x'));
+  EXPECT_EQ(*NotifyTestChannelFromJson(Parse(R"({"channel":"ops-mail"})")), "ops-mail");
 }
 
 TEST(RequestJsonTest, DeeplyNestedLeasesAreRejectedWithoutRecursing) {

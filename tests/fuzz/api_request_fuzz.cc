@@ -113,6 +113,13 @@ void CheckToken(const json& body) {
   Check(r->jobs.empty() || r->role == coord::Role::kTrigger || r->role == coord::Role::kRead);
 }
 
+void CheckNotifyTest(const json& body) {
+  Result<std::string> r = coord::NotifyTestChannelFromJson(body);
+  if (!r.ok()) return;
+  Check(!r->empty() && r->size() <= 64);
+  Check(body.contains("channel") && body["channel"] == *r);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -127,5 +134,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckTrigger(body);
   CheckDrain(body);
   CheckToken(body);
+  CheckNotifyTest(body);
   return 0;
 }
