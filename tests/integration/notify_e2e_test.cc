@@ -383,5 +383,26 @@ TEST(NotifyConfigTest, AChannelWhoseSecretFileCannotBeReadStopsServeWithStatus78
       << r.err;
 }
 
+// A channel's secret file that others may read is still used, and the coordinator says so at
+// start, naming the channel, the file, its mode and the command that fixes it.
+TEST(NotifyConfigTest, ASecretFileOpenToOthersIsUsedAndWarnedAbout) {
+  TempDir dir;
+  std::string key = dir.path() + "/webhook-key";
+  { std::ofstream(key) << "k\n"; }
+  ASSERT_EQ(chmod(key.c_str(), 0644), 0);
+  Coordinator coord(dir,
+                    "[notify.hook]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\n"
+                    "secret_file = \"" +
+                        key + "\"\n");
+  coord.Start();
+  coord.Stop();
+  std::string log = coord.Logs();
+  EXPECT_NE(log.find("secret_file " + key + " is accessible to group and others (mode 0644); " +
+                     "make it private: chmod 600 " + key),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("channel=hook"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace jobctl::testing
