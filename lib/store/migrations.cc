@@ -128,6 +128,11 @@ CREATE TABLE alert_states(
   missed_sent_ms INTEGER NOT NULL, skipped_sent_ms INTEGER NOT NULL,
   agent_lost_sent_ms INTEGER NOT NULL);
 )sql"},
+      // Retention keeps each job's newest success (its health's "last success"): found in
+      // one index step per run looked at.
+      {9, R"sql(
+CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
+)sql"},
   };
   return kMigrations;
 }

@@ -92,6 +92,10 @@ CREATE TABLE alert_states(
   last_sent_ms BIGINT NOT NULL, overdue_sent_ms BIGINT NOT NULL, missed_sent_ms BIGINT NOT NULL,
   skipped_sent_ms BIGINT NOT NULL, agent_lost_sent_ms BIGINT NOT NULL);
 )sql"},
+      // As the SQLite file's version 9: each job's newest success, for retention.
+      {4, R"sql(
+CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
+)sql"},
   };
   return kMigrations;
 }

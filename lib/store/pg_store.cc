@@ -1080,7 +1080,9 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
   static const Sql kScan{
       "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
       "$2::integer > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
-      "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0) "
+      "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0), "
+      "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
+      "WHERE n.job_id = r.job_id AND n.state = 'succeeded') "
       "FROM runs r WHERE r.id > $1 ORDER BY r.id LIMIT $3"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ANY($1::bigint[])"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ANY($1::bigint[])"};
@@ -1108,7 +1110,10 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
     std::string_view state = rows->View(i, 1);
     std::optional<int64_t> finished = rows->OptInt(i, 3);
     bool open = state == "pending" || state == "running";
-    if (open || rows->Bool(i, 4) || !finished || *finished >= r.ended_before_ms) continue;
+    if (open || rows->Bool(i, 4) || rows->Bool(i, 5) || !finished ||
+        *finished >= r.ended_before_ms) {
+      continue;
+    }
     out.run_ids.push_back(last);
   }
   if (!out.run_ids.empty()) {

@@ -667,7 +667,9 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
   static const Sql kScan{
       "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
       "?2 > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
-      "ORDER BY n.id DESC LIMIT 1 OFFSET ?2 - 1), 0) "
+      "ORDER BY n.id DESC LIMIT 1 OFFSET ?2 - 1), 0), "
+      "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
+      "WHERE n.job_id = r.job_id AND n.state = 'succeeded') "
       "FROM runs r WHERE r.id > ?1 ORDER BY r.id LIMIT ?3"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ?1"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ?1"};
@@ -696,7 +698,10 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
       std::string state = use.Text(1);
       std::optional<int64_t> finished = use.OptInt(3);
       bool open = state == "pending" || state == "running";
-      if (open || use.Int(4) != 0 || !finished || *finished >= r.ended_before_ms) continue;
+      if (open || use.Int(4) != 0 || use.Int(5) != 0 || !finished ||
+          *finished >= r.ended_before_ms) {
+        continue;
+      }
       out.run_ids.push_back(last);
     }
     if (!use.status().ok()) return use.status();

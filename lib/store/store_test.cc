@@ -849,12 +849,43 @@ TEST_P(StoreTest, PruningDeletesRunsEndedBeforeTheBoundButNotOpenOnesNorTheNewes
   pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 3});
   ASSERT_TRUE(store_->Commit().ok());
   EXPECT_TRUE(pruned->run_ids.empty());
-  // keep_last 0 keeps none for their count; the open run still stays.
+  // keep_last 0 keeps none for their count; the open run still stays, and so does a's newest
+  // success.
   ASSERT_TRUE(store_->Begin().ok());
   pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
   ASSERT_TRUE(store_->Commit().ok());
-  EXPECT_EQ(pruned->run_ids, (std::vector<int64_t>{a_runs[3], a_runs[4], b_old}));
-  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a_open}));
+  EXPECT_EQ(pruned->run_ids, (std::vector<int64_t>{a_runs[3], b_old}));
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a_open, a_runs[4]}));
+}
+
+TEST_P(StoreTest, PruningKeepsAJobsNewestSuccessBehindAnyNumberOfFailures) {
+  int64_t a = AddJob("a");
+  int64_t ok1 = AddRun(NewRun(a, 1000));
+  int64_t ok2 = AddRun(NewRun(a, 2000));
+  std::vector<int64_t> failed;
+  for (int i = 3; i <= 8; ++i) failed.push_back(AddRun(NewRun(a, i * 1000)));
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateRunState(ok1, RunState::kSucceeded, 8000, "").ok());
+  ASSERT_TRUE(store_->UpdateRunState(ok2, RunState::kSucceeded, 8500, "").ok());
+  for (int64_t id : failed)
+    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kFailed, 9000, "").ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 2});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  // The older success and the four oldest failures go; the newest success stays behind the
+  // two newest runs keep_last keeps.
+  EXPECT_EQ(pruned->run_ids,
+            (std::vector<int64_t>{ok1, failed[0], failed[1], failed[2], failed[3]}));
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{failed[5], failed[4], ok2}));
+  std::optional<int64_t> last_success;
+  ASSERT_TRUE(store_
+                  ->ForEachLastResult([&](const LastResult& r) {
+                    if (r.job_id == a) last_success = r.last_success_ms;
+                  })
+                  .ok());
+  EXPECT_EQ(last_success, 8500);
 }
 
 TEST_P(StoreTest, PruningDeletesAtMostItsLimitAndResumesWhereItStopped) {
@@ -889,7 +920,7 @@ TEST_P(StoreTest, MissingRunsNamesTheIdsOfDeletedAndUnknownRunsInTheOrderGiven) 
   for (int i = 1; i <= 4; ++i) runs.push_back(AddRun(NewRun(a, i * 1000)));
   ASSERT_TRUE(store_->Begin().ok());
   for (int64_t id : {runs[0], runs[2]}) {
-    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kSucceeded, 9000, "").ok());
+    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kFailed, 9000, "").ok());
   }
   // keep_last 0: both ended runs go; the two pending ones stay.
   Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
