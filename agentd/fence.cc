@@ -6,7 +6,6 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/event_log.h"
 #include "base/log.h"
 
@@ -23,11 +23,8 @@ extern char** environ;
 namespace jobctl::agentd {
 namespace {
 
-int64_t BootMs() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
+// CLOCK_BOOTTIME, as agentd's lease deadlines are measured.
+int64_t BootMs() { return SystemClock().MonotonicMs(); }
 
 std::string ErrnoText(int e) { return std::strerror(e); }
 

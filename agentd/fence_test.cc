@@ -9,9 +9,9 @@
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "process_spawn.h"
 
 extern char** environ;
@@ -19,11 +19,8 @@ extern char** environ;
 namespace jobctl::agentd {
 namespace {
 
-int64_t BootMs() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
+// CLOCK_BOOTTIME, as agentd's lease deadlines are measured.
+int64_t BootMs() { return SystemClock().MonotonicMs(); }
 
 TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
   FenceCommand arm{FenceCommand::Kind::kArm, 4242, 123456789, {7, 2, 3}};

@@ -63,6 +63,7 @@
 #include "store/log_store.h"
 #include "testlib/cluster.h"
 #include "testlib/postgres.h"
+#include "testlib/store_fill.h"
 
 namespace {
 
@@ -401,9 +402,12 @@ const char* kPruneOutput =
 // Retention as good as off: nothing is old enough within a run of the bench.
 const char* kPruneNothing = "runs_for = \"0s\"\nlogs_for = \"0s\"\nlogs_max = 0\n";
 
-// A log store of `mib` MiB of output, ended long ago, made once and copied into each phase's
-// data directory (prefill_path: where it is; prefill_bytes: its output bytes).
-std::string g_prefill_path;
+// A coordinator's data directory holding `mib` MiB of output of runs that ended long ago (100
+// jobs, 16 chunks of 64 KiB per run, 8 to 15 days old), written through the store API as the
+// coordinator would have, made once and copied into each phase's data directory
+// (prefill_dir: where it is; prefill_bytes: its output bytes). The runs are real, so that only
+// retention deletes their output.
+std::string g_prefill_dir;
 int64_t g_prefill_bytes = 0;
 
 int64_t FileBytes(const std::string& path) {
@@ -416,46 +420,41 @@ int64_t FileBytes(const std::string& path) {
   return n;
 }
 
-void MakePrefill(const std::string& dir, int mib) {
-  g_prefill_path = dir + "/logs.db";
-  auto logs = jobctl::store::OpenLogStore({.path = g_prefill_path, .run_cap_bytes = 1LL << 40});
-  if (!logs.ok()) {
-    std::fprintf(stderr, "--prune-mib: %s\n", logs.status().ToString().c_str());
+void MakePrefill(const TempDir& dir, int mib) {
+  auto t0 = Clock::now();
+  const int kJobs = 100, kChunk = 64 * 1024, kChunksPerRun = 16;
+  {
+    Coordinator c(dir, PhaseConfig());
+    c.Start();
+    std::string toml;
+    for (int j = 0; j < kJobs; ++j) {
+      toml += "[[job]]\nname = \"old-" + std::to_string(j) +
+              "\"\nschedule = \"@yearly\"\ncommand = [\"/bin/true\"]\n";
+    }
+    c.Apply(toml);
+    c.Stop();
+    g_prefill_dir = c.data_dir();
+  }
+  int64_t runs = static_cast<int64_t>(mib) * (1 << 20) / (int64_t{kChunk} * kChunksPerRun);
+  int64_t now = NowMs(), day = 86400000;
+  std::vector<jobctl::testing::RunToFill> plan;
+  for (int64_t r = 0; r < runs; ++r) {
+    // Spread over a week, 15 to 8 days ago, oldest first: all of it past logs_for 1s.
+    plan.push_back({"old-" + std::to_string(r % kJobs), now - 15 * day + r * 7 * day / runs,
+                    kChunksPerRun, kChunk});
+  }
+  auto filled = jobctl::testing::FillStores(g_prefill_dir, plan);
+  if (!filled.ok()) {
+    std::fprintf(stderr, "--prune-mib: %s\n", filled.status().ToString().c_str());
     std::exit(70);
   }
-  auto t0 = Clock::now();
-  const int kChunk = 64 * 1024, kChunksPerRun = 16;
-  std::string data(kChunk, 'x');
-  for (int i = 63; i < kChunk; i += 64) data[i] = '\n';
-  int64_t chunks = static_cast<int64_t>(mib) * (1 << 20) / kChunk;
-  int64_t now = NowMs(), day = 86400000;
-  for (int64_t i = 0; i < chunks;) {
-    if (!(*logs)->Begin().ok()) std::exit(70);
-    for (int k = 0; k < 256 && i < chunks; ++k, ++i) {
-      int64_t run = 1'000'000'000 + i / kChunksPerRun;
-      // Spread over a week, 8 to 15 days ago: all of it past logs_for 1s.
-      int64_t at = now - 15 * day + (run % 1000) * 7 * day / 1000;
-      jobctl::store::LogChunk c{.run_id = run,
-                                .shard = 0,
-                                .attempt = 1,
-                                .seq = i % kChunksPerRun + 1,
-                                .at_ms = at,
-                                .data = data,
-                                .job_id = 1 + run % 100};
-      auto r = (*logs)->Append(c);
-      if (!r.ok()) {
-        std::fprintf(stderr, "--prune-mib: %s\n", r.status().ToString().c_str());
-        std::exit(70);
-      }
-    }
-    if (!(*logs)->Commit().ok()) std::exit(70);
-  }
-  g_prefill_bytes = chunks * kChunk;
-  logs->reset();
-  std::printf("prefill   %lld MiB of output in %lld chunks of 64 KiB (%.1f s); logs.db %.0f MiB\n",
-              static_cast<long long>(g_prefill_bytes >> 20), static_cast<long long>(chunks),
-              Seconds(Clock::now() - t0),
-              static_cast<double>(FileBytes(g_prefill_path)) / (1 << 20));
+  g_prefill_bytes = 0;
+  for (const auto& f : *filled) g_prefill_bytes += f.output_bytes;
+  std::printf(
+      "prefill   %lld MiB of output of %lld runs, in chunks of 64 KiB (%.1f s); logs.db %.0f MiB\n",
+      static_cast<long long>(g_prefill_bytes >> 20), static_cast<long long>(runs),
+      Seconds(Clock::now() - t0),
+      static_cast<double>(FileBytes(g_prefill_dir + "/logs.db")) / (1 << 20));
   std::fflush(stdout);
 }
 
@@ -465,24 +464,27 @@ void SteadyPhase(int rate, int seconds, const std::string& retention = "",
   Coordinator c(dir, PhaseConfig() + retention);
   std::string logs_db = c.data_dir() + "/logs.db";
   int64_t logs_before = 0;
-  if (!g_prefill_path.empty()) {
+  if (!g_prefill_dir.empty()) {
     std::filesystem::create_directories(c.data_dir());
     std::filesystem::permissions(c.data_dir(), std::filesystem::perms::owner_all);
-    std::filesystem::copy_file(g_prefill_path, logs_db);
-    // On disk before the phase, as a store at rest is: otherwise the coordinator's first
-    // fsync of the file writes the whole copy out, and the phase measures the copy.
-    int fd = ::open(logs_db.c_str(), O_RDONLY);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      std::perror(logs_db.c_str());
-      std::exit(70);
+    for (const auto& f : std::filesystem::directory_iterator(g_prefill_dir)) {
+      std::string to = c.data_dir() + "/" + f.path().filename().string();
+      std::filesystem::copy_file(f.path(), to);
+      // On disk before the phase, as a store at rest is: otherwise the coordinator's first
+      // fsync of the file writes the whole copy out, and the phase measures the copy.
+      int fd = ::open(to.c_str(), O_RDONLY);
+      if (fd < 0 || ::fsync(fd) != 0) {
+        std::perror(to.c_str());
+        std::exit(70);
+      }
+      ::close(fd);
     }
-    ::close(fd);
     logs_before = FileBytes(logs_db);
   }
   auto started = Clock::now();
   c.Start();
   // Pruning's progress, sampled every 100 ms: when all the prefilled output was deleted.
-  std::atomic<bool> sampling{!g_prefill_path.empty()};
+  std::atomic<bool> sampling{!g_prefill_dir.empty()};
   std::atomic<double> pruned_s{-1};
   std::thread sampler([&] {
     while (sampling) {
@@ -592,7 +594,7 @@ void SteadyPhase(int rate, int seconds, const std::string& retention = "",
     std::printf("          runs pruned %.0f, store rows pruned %.0f\n",
                 c.Metric("jobctl_pruned_runs_total"), c.Metric("jobctl_pruned_rows_total"));
   }
-  if (!g_prefill_path.empty()) {
+  if (!g_prefill_dir.empty()) {
     double pruned_mib = c.Metric("jobctl_pruned_log_bytes_total") / (1 << 20);
     double window_end_s = Seconds(Clock::now() - started);
     double reclaimed_s = -1;
@@ -805,7 +807,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--prune-mib: the embedded store only\n");
       return 64;
     }
-    if (prune_mib > 0) MakePrefill(prefill.path(), prune_mib);
+    if (prune_mib > 0) MakePrefill(prefill, prune_mib);
     SteadyPhase(rate, seconds, kPruneNothing, "no-prune");
     SteadyPhase(rate, seconds, kPruneEverything, "pruning");
     if (prune_mib > 0) SteadyPhase(rate, seconds, kPruneOutput, "logs-only");
