@@ -244,7 +244,7 @@ void Agent::OnShardDone(ShardResult result) {
                            {"pid", it->second->pid()},
                            {"outcome", OutcomeName(result.outcome)},
                            {"exit", result.exit_code.value_or(-1)}});
-  if (it->second->pid() > 0) fence_.Disarm(it->second->pid());
+  if (it->second->pid() > 0) fence_.Disarm(it->second->pid(), result.key);
   // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
   shards_.erase(it);
   if (stale_.erase(result.key) > 0) {

@@ -37,7 +37,8 @@ void Kill(const FenceCommand& c, const EventLog& events) {
                           {"shard", c.key.shard},
                           {"attempt", c.key.attempt},
                           {"pid", c.pgid},
-                          {"gone", rc != 0 && err == ESRCH}});
+                          {"gone", rc != 0 && err == ESRCH},
+                          {"error", rc != 0 && err != ESRCH ? ErrnoText(err) : std::string()}});
   if (rc != 0 && err == ESRCH) return;  // it had ended already
   if (rc != 0) {
     log::Error(
@@ -100,7 +101,8 @@ int FenceMain(int argc, char** argv) {
       if (!c) {
         log::Warn("fence command not understood", {{"line", std::string(line.substr(0, 80))}});
       } else if (c->kind == FenceCommand::Kind::kDisarm) {
-        armed.erase(c->pgid);
+        auto it = armed.find(c->pgid);
+        if (it != armed.end() && it->second.key == c->key) armed.erase(it);
       } else {
         armed[c->pgid] = *c;
       }
@@ -183,26 +185,42 @@ void Fence::Arm(pid_t pgid, int64_t deadline_ms, AttemptKey key) {
   Send(c);
 }
 
-void Fence::Disarm(pid_t pgid) {
-  if (armed_.erase(pgid) == 0) return;
-  Send({FenceCommand::Kind::kDisarm, pgid, 0, {}});
+void Fence::Disarm(pid_t pgid, AttemptKey key) {
+  auto it = armed_.find(pgid);
+  if (it == armed_.end() || !(it->second.key == key)) return;
+  armed_.erase(it);
+  Send({FenceCommand::Kind::kDisarm, pgid, 0, key});
 }
 
 void Fence::Send(const FenceCommand& c) {
   if (closed_ || exe_.empty()) return;
-  if (fd_ < 0) {
-    // The fence is gone: a new one, at most every few seconds, armed with all there is.
-    if (BootMs() - last_spawn_ms_ < 5000) return;
-    if (Status s = Spawn(); !s.ok()) {
-      log::Warn("cannot start a new fence; shards are fenced only while agentd runs",
-                {{"error", s.message()}});
-    } else {
-      log::Info("fence started again", {{"pid", static_cast<int64_t>(pid_)}});
-    }
-    return;  // Spawn sent every armed command, this one with them
-  }
+  Reap();
+  // The fence is gone: a new one is on its way, armed with all there is (this command too).
+  if (fd_ < 0) return;
   backlog_ += FormatFenceCommand(c);
   Flush();
+}
+
+void Fence::Respawn() {
+  if (closed_ || fd_ >= 0) return;
+  int64_t wait = last_spawn_ms_ + 5000 - BootMs();
+  if (wait > 0) {
+    if (!respawn_) {
+      respawn_ = std::make_unique<uvx::Timer>(loop_);
+    }
+    respawn_->Once(static_cast<uint64_t>(wait), [this] { Respawn(); });
+    return;
+  }
+  if (Status s = Spawn(); !s.ok()) {
+    log::Warn("cannot start a new fence; shards are fenced only while agentd runs",
+              {{"error", s.message()}});
+    return Respawn();  // again in 5 s
+  }
+  log::Info("fence started again", {{"pid", static_cast<int64_t>(pid_)}});
+}
+
+void Fence::Reap() {
+  std::erase_if(unreaped_, [](pid_t p) { return waitpid(p, nullptr, WNOHANG) != 0; });
 }
 
 void Fence::Flush() {
@@ -227,18 +245,21 @@ void Fence::Flush() {
 }
 
 void Fence::Lost(const std::string& why) {
-  log::Warn("the fence is gone; a new one starts with the next lease renewal",
+  log::Warn("the fence is gone; a new one is started, armed with every shard's deadline",
             {{"pid", static_cast<int64_t>(pid_)}, {"error", why}});
   writable_.reset();
   close(fd_);
   fd_ = -1;
   backlog_.clear();
-  if (pid_ > 0) waitpid(pid_, nullptr, WNOHANG);
+  if (pid_ > 0) unreaped_.push_back(pid_);
   pid_ = 0;
+  Reap();
+  Respawn();
 }
 
 void Fence::Close() {
   closed_ = true;
+  respawn_.reset();
   if (fd_ < 0) return;
   // What is still unsent is sent while agentd closes; a disarm lost here only leaves the
   // fence a deadline that kills nothing (the shard has ended).

@@ -15,7 +15,8 @@
 //   arm PGID DEADLINE_MS RUN SHARD ATTEMPT    kill process group PGID at DEADLINE_MS
 //                                             (CLOCK_BOOTTIME, as Clock::MonotonicMs), unless
 //                                             armed again or disarmed before
-//   disarm PGID                               the process group ended: forget it
+//   disarm PGID RUN SHARD ATTEMPT             that attempt's process group ended: forget it
+//                                             (unless PGID is armed for another attempt)
 // The fence ignores SIGTERM, SIGINT and SIGHUP (a `pkill agentd` must not disarm it) and ends
 // once agentd has closed its end and no armed deadline is left. It runs in its own session, so
 // a terminal's signals to agentd's process group do not reach it.
@@ -33,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "assignment.h"
 #include "base/status.h"
@@ -48,8 +50,9 @@ inline constexpr int64_t kFenceSlackMs = 500;
 int FenceMain(int argc, char** argv);
 
 // agentd's side: spawns the fence and sends it commands without ever blocking the loop. When
-// the fence is gone (killed), the next command starts a new one, which is armed again with
-// every deadline still armed. Loop thread only.
+// the fence is gone (killed), the next command finds it out and a new one is started, armed
+// with every deadline still armed: at once, or once 5 s have passed since the last start.
+// Loop thread only.
 class Fence {
  public:
   explicit Fence(uv_loop_t* loop);
@@ -60,7 +63,7 @@ class Fence {
   // Spawns `exe --fence` (with the event log and agent name when there is an event log).
   Status Start(std::string exe, std::string event_log, std::string agent);
   void Arm(pid_t pgid, int64_t deadline_ms, AttemptKey key);
-  void Disarm(pid_t pgid);
+  void Disarm(pid_t pgid, AttemptKey key);
   // Closes agentd's end: the fence ends once nothing is armed.
   void Close();
   bool running() const { return fd_ >= 0; }
@@ -68,15 +71,20 @@ class Fence {
 
  private:
   Status Spawn();
+  // A new fence now, or at the end of the 5 s since the last start (a timer).
+  void Respawn();
   void Send(const FenceCommand& c);
   void Flush();
   void Lost(const std::string& why);
+  void Reap();
 
   uv_loop_t* loop_;
   std::string exe_, event_log_, agent_;
   int fd_ = -1;
   pid_t pid_ = 0;
   std::unique_ptr<uvx::Poll> writable_;
+  std::unique_ptr<uvx::Timer> respawn_;
+  std::vector<pid_t> unreaped_;  // fences gone whose exit status is not collected yet
   std::string backlog_;
   std::map<int64_t, FenceCommand> armed_;  // by pgid: what a new fence is armed with
   int64_t last_spawn_ms_ = 0;

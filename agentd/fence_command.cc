@@ -33,10 +33,10 @@ std::vector<std::string_view> Words(std::string_view line) {
 }  // namespace
 
 std::string FormatFenceCommand(const FenceCommand& c) {
-  if (c.kind == FenceCommand::Kind::kDisarm) return "disarm " + std::to_string(c.pgid) + "\n";
-  return "arm " + std::to_string(c.pgid) + " " + std::to_string(c.deadline_ms) + " " +
-         std::to_string(c.key.run) + " " + std::to_string(c.key.shard) + " " +
-         std::to_string(c.key.attempt) + "\n";
+  std::string key = std::to_string(c.key.run) + " " + std::to_string(c.key.shard) + " " +
+                    std::to_string(c.key.attempt) + "\n";
+  if (c.kind == FenceCommand::Kind::kDisarm) return "disarm " + std::to_string(c.pgid) + " " + key;
+  return "arm " + std::to_string(c.pgid) + " " + std::to_string(c.deadline_ms) + " " + key;
 }
 
 std::optional<FenceCommand> ParseFenceCommand(std::string_view line) {
@@ -48,17 +48,15 @@ std::optional<FenceCommand> ParseFenceCommand(std::string_view line) {
   std::optional<int64_t> pgid = w.size() > 1 ? Number(w[1], 2, INT_MAX) : std::nullopt;
   if (!pgid) return std::nullopt;
   c.pgid = *pgid;
-  if (w[0] == "disarm" && w.size() == 2) {
-    c.kind = FenceCommand::Kind::kDisarm;
-    return c;
-  }
-  if (w[0] != "arm" || w.size() != 6) return std::nullopt;
-  std::optional<int64_t> deadline = Number(w[2], 0, INT64_MAX);
-  std::optional<int64_t> run = Number(w[3], 1, INT64_MAX);
-  std::optional<int64_t> shard = Number(w[4], 0, INT_MAX);
-  std::optional<int64_t> attempt = Number(w[5], 1, INT_MAX);
+  bool arm = w[0] == "arm";
+  if ((!arm && w[0] != "disarm") || w.size() != (arm ? 6u : 5u)) return std::nullopt;
+  size_t k = arm ? 3 : 2;  // where the attempt's key begins
+  std::optional<int64_t> deadline = arm ? Number(w[2], 0, INT64_MAX) : 0;
+  std::optional<int64_t> run = Number(w[k], 1, INT64_MAX);
+  std::optional<int64_t> shard = Number(w[k + 1], 0, INT_MAX);
+  std::optional<int64_t> attempt = Number(w[k + 2], 1, INT_MAX);
   if (!deadline || !run || !shard || !attempt) return std::nullopt;
-  c.kind = FenceCommand::Kind::kArm;
+  c.kind = arm ? FenceCommand::Kind::kArm : FenceCommand::Kind::kDisarm;
   c.deadline_ms = *deadline;
   c.key = {*run, static_cast<int>(*shard), static_cast<int>(*attempt)};
   return c;

@@ -1,6 +1,6 @@
 // The commands agentd sends its fence (fence.h), one per line:
 //   arm PGID DEADLINE_MS RUN SHARD ATTEMPT
-//   disarm PGID
+//   disarm PGID RUN SHARD ATTEMPT
 // Pure; any thread.
 #pragma once
 
@@ -21,7 +21,9 @@ struct FenceCommand {
   Kind kind = Kind::kArm;
   int64_t pgid = 0;
   int64_t deadline_ms = 0;  // arm only
-  AttemptKey key;           // arm only: for the log and the event log
+  // Whose group it is: a disarm forgets PGID only while it is armed for this attempt (the
+  // number may have been reused by a newer shard by then). Also for the log and the event log.
+  AttemptKey key;
   bool operator==(const FenceCommand&) const = default;
 };
 

@@ -26,9 +26,9 @@ TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
   FenceCommand arm{FenceCommand::Kind::kArm, 4242, 123456789, {7, 2, 3}};
   EXPECT_EQ(FormatFenceCommand(arm), "arm 4242 123456789 7 2 3\n");
   EXPECT_EQ(ParseFenceCommand("arm 4242 123456789 7 2 3"), arm);
-  FenceCommand disarm{FenceCommand::Kind::kDisarm, 4242, 0, {}};
-  EXPECT_EQ(FormatFenceCommand(disarm), "disarm 4242\n");
-  EXPECT_EQ(ParseFenceCommand("disarm 4242"), disarm);
+  FenceCommand disarm{FenceCommand::Kind::kDisarm, 4242, 0, {7, 2, 3}};
+  EXPECT_EQ(FormatFenceCommand(disarm), "disarm 4242 7 2 3\n");
+  EXPECT_EQ(ParseFenceCommand("disarm 4242 7 2 3"), disarm);
   for (const char* bad : {"",
                           "arm",
                           "disarm",
@@ -38,8 +38,8 @@ TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
                           "disarm +5",
                           "disarm 2147483648",
                           "disarm 42 ",
-                          " disarm 42",
-                          "disarm  42",
+                          " disarm 42 1 0 1",
+                          "disarm  42 1 0 1",
                           "arm 42 1 1 0",
                           "arm 42 1 0 0 1",
                           "arm 42 1 1 0 0",
@@ -49,8 +49,10 @@ TEST(FenceCommandTest, CommandsRoundTripAndAnythingElseIsRefused) {
                           "kill 42",
                           "arm 42 x 1 0 1",
                           "arm 42 99999999999999999999 1 0 1",
-                          "disarm 42\r",
-                          "disarm 042",
+                          "disarm 42",
+                          "disarm 42 1 0 1\r",
+                          "disarm 042 1 0 1",
+                          "disarm 42 1 0 0",
                           "arm 42 1 1 00 1",
                           "arm 2 -0 1 5 1"}) {
     EXPECT_EQ(ParseFenceCommand(bad), std::nullopt) << "'" << bad << "'";
@@ -129,7 +131,7 @@ TEST_F(FenceTest, AnArmedGroupIsKilledAtItsDeadlineAndADisarmedOneIsNot) {
   pid_t kept = Sleeper(), fenced = Sleeper(), renewed = Sleeper();
   int64_t now = BootMs();
   fence_->Arm(kept, now + 200, {1, 0, 1});
-  fence_->Disarm(kept);
+  fence_->Disarm(kept, {1, 0, 1});
   // Armed again later: the later deadline holds.
   fence_->Arm(renewed, now + 200, {3, 0, 1});
   fence_->Arm(renewed, now + 60'000, {3, 0, 1});
@@ -188,6 +190,42 @@ TEST_F(FenceTest, AStoppedFenceDoesNotBlockAgentdAndKillsOnceItRunsAgain) {
   ASSERT_NE(status, -1) << "the shard outlived its deadline";
   Forget(shard);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+TEST_F(FenceTest, ADisarmForAnEarlierAttemptLeavesTheGroupArmedForTheNewerOne) {
+  StartFence();
+  pid_t shard = Sleeper();
+  // The same number armed for a newer attempt (the pid was reused) before the older attempt's
+  // end was told: that disarm must not take the newer shard's deadline away.
+  fence_->Arm(shard, BootMs() + 60'000, {6, 0, 1});
+  fence_->Arm(shard, BootMs() + 300, {7, 0, 1});
+  fence_->Disarm(shard, {6, 0, 1});
+  int status = WaitEnd(shard, 10'000);
+  ASSERT_NE(status, -1) << "the newer attempt's deadline was forgotten";
+  Forget(shard);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+}
+
+TEST_F(FenceTest, AKilledFenceIsReplacedArmedWithEveryDeadlineStillArmed) {
+  StartFence();
+  pid_t shard = Sleeper();
+  fence_->Arm(shard, BootMs() + 60'000, {8, 0, 1});
+  kill(fence_pid_, SIGKILL);
+  ASSERT_NE(WaitEnd(fence_pid_, 10'000), -1);
+  fence_pid_ = 0;
+  // The next renewal finds the fence gone; a new one (within 5 s of the first) is armed with
+  // the renewed deadline, and kills at it.
+  fence_->Arm(shard, BootMs() + 200, {8, 0, 1});
+  int64_t until = BootMs() + 20'000;
+  int status = -1;
+  while (status == -1 && BootMs() < until) {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    status = WaitEnd(shard, 50);
+  }
+  ASSERT_NE(status, -1) << "no new fence killed the shard";
+  Forget(shard);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  fence_pid_ = fence_->pid();  // the new one, for TearDown
 }
 
 }  // namespace

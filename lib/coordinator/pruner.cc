@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 
 #include "base/log.h"
 #include "coordinator/metrics.h"
@@ -84,7 +85,8 @@ void Pruner::Slice() {
   if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
   Next next{runs_after_, output_after_, last_max_check_ms_, sweeping_, sweep_after_, queue_};
   auto began = std::chrono::steady_clock::now();
-  bool ok = PruneRuns(next) && SweepOrphans(next) && FindOldOutput(next) &&
+  // The sweep first: it must not take the runs this slice deletes for ones deleted before.
+  bool ok = SweepOrphans(next) && PruneRuns(next) && FindOldOutput(next) &&
             FindOutputOverMax(next) && PruneQueuedOutput(next) && Reclaim(next);
   ctx_->metrics->prune_slice.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
@@ -164,19 +166,28 @@ bool Pruner::SweepOrphans(Next& next) {
   Result<std::vector<store::RunOutput>> page = ctx_->logs->ListOutput(
       {.after_run_id = next.sweep_after, .limit = kSweepPage, .with_pruned = true});
   if (!page.ok()) {
-    log::Warn("cannot list output to sweep", {{"error", page.status().ToString()}});
+    log::Warn("cannot list output to sweep; the sweep ends", {{"error", page.status().ToString()}});
+    next.sweeping = false;
     return true;
   }
   std::vector<int64_t> ids;
   for (const store::RunOutput& o : *page) ids.push_back(o.run_id);
   Result<std::vector<int64_t>> gone = ctx_->store->MissingRuns(ids);
   if (!gone.ok()) {
-    log::Warn("cannot look up runs to sweep", {{"error", gone.status().ToString()}});
+    log::Warn("cannot look up runs to sweep; the sweep ends",
+              {{"error", gone.status().ToString()}});
+    next.sweeping = false;
     return true;
   }
-  // No reason: there is no run left to mark, and the accounting goes with the chunks.
-  for (int64_t id : *gone) next.queue.push_back({id, ""});
-  next.orphans += gone->size();
+  // Runs deleted by earlier slices whose output is still queued are not news.
+  std::unordered_set<int64_t> queued;
+  for (const Pending& p : next.queue) queued.insert(p.run_id);
+  for (int64_t id : *gone) {
+    if (queued.contains(id)) continue;
+    // No reason: there is no run left to mark, and the accounting goes with the chunks.
+    next.queue.push_back({id, ""});
+    ++next.orphans;
+  }
   if (!ids.empty()) next.sweep_after = ids.back();
   // The end of the log store: the sweep is done until the next start.
   if (page->size() < static_cast<size_t>(kSweepPage)) next.sweeping = false;

@@ -1083,7 +1083,7 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
       "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0), "
       "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
       "WHERE n.job_id = r.job_id AND n.state = 'succeeded') "
-      "FROM runs r WHERE r.id > $1 ORDER BY r.id LIMIT $3"};
+      "FROM runs r WHERE r.id > $1 AND r.id < (SELECT MAX(id) FROM runs) ORDER BY r.id LIMIT $3"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ANY($1::bigint[])"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ANY($1::bigint[])"};
   static const Sql kRuns{"DELETE FROM runs WHERE id = ANY($1::bigint[])"};

@@ -192,7 +192,8 @@ struct RunFilter {
 
 // Which runs Store::PruneRuns may delete: those that ended before ended_before_ms and are
 // not among the newest keep_last runs of their job; never a run still pending or running,
-// nor a job's newest succeeded run (its last success stays known).
+// nor a job's newest succeeded run (its last success stays known), nor the store's newest run
+// (SQLite would hand its id out again, and output left of it would become a new run's).
 struct RunRetention {
   int64_t ended_before_ms = 0;
   int keep_last = 20;

@@ -153,8 +153,10 @@ void MeasureOverlaps(const History& h, Report* r) {
   for (const auto& [agent, events] : h.agents) {
     for (const Event& e : events) {
       last_ns = std::max(last_ns, e.mono_ns);
-      // agentd saw the process end, or its fence killed it (SIGKILL: dead when written).
-      if ((e.ev == "exited" || e.ev == "fenced") && life(e).start >= 0) {
+      // agentd saw the process end, or its fence killed it (SIGKILL: dead when written; not
+      // when the kill failed).
+      bool fenced = e.ev == "fenced" && e.Str("error").empty();
+      if ((e.ev == "exited" || fenced) && life(e).start >= 0) {
         life(e).end = std::min(life(e).end, e.mono_ns);
       }
     }

@@ -286,7 +286,8 @@ TEST_F(NotifyTest, AJobWithoutARecentSuccessNotifiesOverdueOnceAndASuccessEndsIt
   EXPECT_EQ(hook_->Received().size(), 1u);
 }
 
-// Delivered notifications are deleted with the runs (runs_for); a pending one is kept.
+// Delivered notifications are deleted with the runs (runs_for); a pending one is kept. (The
+// store's newest run is never deleted: a second run stays.)
 TEST_F(NotifyTest, DeliveredNotificationsArePrunedWithTheRuns) {
   StartAll({}, "runs_for = \"1s\"\nkeep_last = 0\nprune_every = \"100ms\"\n");
   if (IsSkipped()) return;
@@ -296,9 +297,15 @@ TEST_F(NotifyTest, DeliveredNotificationsArePrunedWithTheRuns) {
   TestAgent agent(*coord_, "web-1");
   RunToEnd(agent, "etl", "boom\n", 1);
   ASSERT_TRUE(hook_->WaitForRequests(1, seconds(20)));
+  // The store's newest run is never deleted: a second run follows, and the first goes.
+  int64_t last = RunToEnd(agent, "etl", "", 0);
   ASSERT_TRUE(Coordinator::Eventually(
-      [&] { return Notifications().empty() && coord_->Runs("etl").empty(); }, seconds(20)))
-      << Notifications().dump();
+      [&] {
+        json runs = coord_->Runs("etl");
+        return Notifications().empty() && runs.size() == 1 && runs[0]["id"].get<int64_t>() == last;
+      },
+      seconds(20)))
+      << Notifications().dump() << coord_->Runs("etl").dump();
 }
 
 // A job file naming a channel the coordinator lacks is refused at apply, at the line.
