@@ -370,8 +370,11 @@ TEST_F(PgFaultTest, ServingCoordinatorStoppedPastHoldTtlIsReplacedAndCommitsNoth
   EXPECT_TRUE(r.ok()) << r.ToString();
   EXPECT_GE(r.leader_changes.size(), static_cast<size_t>(kCycles));
   for (const LeaderChange& l : r.leader_changes) {
-    // hold_ttl after the last renewal, which came up to a second before the stop.
-    EXPECT_GE(l.fault_ms, 3000 - 1000) << "epoch " << l.epoch << ": taken over before hold_ttl";
+    // hold_ttl after the last renewal, which came about a second before the stop at most: the
+    // holder renews every second, each renewal up to a loop turn and a round trip late (one
+    // CI run saw 1,003 ms), hence 250 ms of slack.
+    EXPECT_GE(l.fault_ms, 3000 - 1000 - 250)
+        << "epoch " << l.epoch << ": taken over before hold_ttl";
     EXPECT_LE(l.fault_ms, 3000 + 2000) << "epoch " << l.epoch;
   }
   // What the resumed coordinators wrote after SIGCONT: only lines of commits that began
