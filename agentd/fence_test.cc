@@ -148,7 +148,7 @@ TEST_F(FenceTest, AnArmedGroupIsKilledAtItsDeadlineAndADisarmedOneIsNot) {
   EXPECT_TRUE(Alive(renewed));
 }
 
-TEST_F(FenceTest, DeadlinesHoldAfterAgentdsEndClosedAndSigtermDoesNotStopTheFence) {
+TEST_F(FenceTest, DeadlinesHoldAfterAgentdsEndClosedAndTerminalSignalsDoNotStopTheFence) {
   StartFence();
   pid_t fence = fence_pid_;
   // A first kill: the fence is up (and ignores SIGTERM from then on).
@@ -158,9 +158,11 @@ TEST_F(FenceTest, DeadlinesHoldAfterAgentdsEndClosedAndSigtermDoesNotStopTheFenc
   Forget(first);
   pid_t shard = Sleeper();
   fence_->Arm(shard, BootMs() + 500, {4, 1, 2});
-  // agentd is gone (its end closed) and someone sends the fence SIGTERM.
+  // In a session of its own: a signal to agentd's process group does not reach it.
+  EXPECT_EQ(getsid(fence), fence);
+  // agentd is gone (its end closed) and someone sends the fence SIGTERM, SIGINT and SIGHUP.
   fence_->Close();
-  kill(fence, SIGTERM);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) kill(fence, sig);
   int status = WaitEnd(shard, 10'000);
   ASSERT_NE(status, -1) << "the shard outlived its deadline";
   Forget(shard);
