@@ -8,6 +8,12 @@ WallTime SystemClock::Now() const {
   return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
 }
 
+int64_t SystemClock::NowUs() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 int64_t SystemClock::MonotonicMs() const {
   struct timespec ts {};
   clock_gettime(CLOCK_BOOTTIME, &ts);

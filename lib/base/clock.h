@@ -14,6 +14,9 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual WallTime Now() const = 0;  // CLOCK_REALTIME
+  // The same in microseconds since the epoch, where the clock has them (a FakeClock's
+  // whole milliseconds otherwise).
+  virtual int64_t NowUs() const { return Now().time_since_epoch().count() * 1000; }
   // CLOCK_BOOTTIME in ms: keeps counting while the machine is suspended, never jumps.
   virtual int64_t MonotonicMs() const = 0;
 };
@@ -21,6 +24,7 @@ class Clock {
 class SystemClock final : public Clock {
  public:
   WallTime Now() const override;
+  int64_t NowUs() const override;
   int64_t MonotonicMs() const override;
 };
 

@@ -256,8 +256,11 @@ Status Coordinator::Start() {
   scheduler_ = std::make_unique<Scheduler>(&ctx_, &jobs_, book_.get());
   applier_ = std::make_unique<Applier>(&ctx_, &jobs_, scheduler_.get());
   log_hub_ = std::make_unique<LogHub>(&ctx_);
+  Scheduler* scheduler = scheduler_.get();
   pruner_ = std::make_unique<Pruner>(
-      &ctx_, [book](int64_t run) { return book->FindOpen(run) != nullptr; });
+      &ctx_, [book](int64_t run) { return book->FindOpen(run) != nullptr; },
+      [scheduler] { return scheduler->NextDueMs(); },
+      [scheduler] { return scheduler->FiredInTurn(); });
   notifier_ = std::make_unique<Notifier>(&ctx_, &jobs_);
   if (Status s = notifier_->Configure(); !s.ok()) return s;
   Notifier* notifier = notifier_.get();

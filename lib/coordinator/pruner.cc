@@ -36,6 +36,18 @@ constexpr int kOutputPage = 64;
 constexpr size_t kQueueLow = 64;
 // Runs the sweep looks at per slice: one page of the log store and one lookup per run.
 constexpr int kSweepPage = 256;
+constexpr int64_t kMiB = 1 << 20;
+// The fewest runs a slice asks PruneRuns for, whatever the time left.
+constexpr int kMinRuns = 8;
+
+// A moving average of a step's cost, from one more measurement.
+void Learn(double& average, double sample) {
+  if (sample > 0) average = 0.75 * average + 0.25 * sample;
+}
+
+double MicrosSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -56,13 +68,42 @@ std::string Pruner::SizeReason(const char* key, int64_t bytes) {
   return std::string(key) + " " + std::to_string(bytes) + "B";
 }
 
-Pruner::Pruner(Context* ctx, std::function<bool(int64_t)> is_open)
-    : ctx_(ctx), is_open_(std::move(is_open)) {}
+Pruner::Pruner(Context* ctx, std::function<bool(int64_t)> is_open,
+               std::function<std::optional<int64_t>()> next_fire,
+               std::function<bool()> fired_in_turn)
+    : ctx_(ctx),
+      is_open_(std::move(is_open)),
+      next_fire_(std::move(next_fire)),
+      fired_in_turn_(std::move(fired_in_turn)) {}
+
+Pruner::Window Pruner::Plan(int64_t now_us, std::optional<int64_t> next_fire_ms, bool turn_fired,
+                            int64_t waited_ms) {
+  const bool waited_enough = waited_ms >= kMaxWaitMs;
+  // This turn's commit holds fires: a slice would make them wait for its work.
+  if (turn_fired) return waited_enough ? Window{kMinWorkUs, 0} : Window{0, 1};
+  if (!next_fire_ms) return {kSliceWorkUs, 0};
+  // Half of the gap is the slice's work, the other half is for its commit (about as long) and
+  // the loop.
+  int64_t gap_us = std::max<int64_t>(*next_fire_ms * 1000 - now_us, 0);
+  int64_t work_us = std::min(kSliceWorkUs, gap_us / 2);
+  if (work_us >= kMinWorkUs) return {work_us, 0};
+  if (waited_enough) return {kMinWorkUs, 0};
+  // Just after the fire (the timer's milliseconds are whole): its turn is then over.
+  return {0, (gap_us + 999) / 1000 + 1};
+}
+
+int64_t Pruner::LeftUs() const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(deadline_ -
+                                                               std::chrono::steady_clock::now())
+      .count();
+}
 
 void Pruner::Start() {
   timer_ = std::make_unique<uvx::Timer>(ctx_->loop);
+  gap_ = std::make_unique<uvx::Check>(ctx_->loop);
   // Pruning alone must not keep the loop alive.
   timer_->Unref();
+  gap_->Unref();
   // Every start (a takeover too) sweeps once for output that runs deleted before it left.
   sweeping_ = true;
   sweep_after_ = 0;
@@ -74,27 +115,74 @@ void Pruner::Arm(More more) {
   if (!timer_) return;  // closed
   int64_t every = ctx_->config.prune_every.count();
   int64_t ms = more == More::kYes ? std::min<int64_t>(every, kCatchUpMs) : every;
-  timer_->Once(static_cast<uint64_t>(ms), [this] { Slice(); });
+  timer_->Once(static_cast<uint64_t>(ms), [this] { Due(); });
 }
 
-void Pruner::Close() { timer_.reset(); }
+void Pruner::Due() {
+  // Started after the WriteBatch's check handle, this one runs before it in the check phase
+  // (libuv runs the last started first): at the end of the turn, just before its commit.
+  if (gap_ && !gap_->active()) gap_->Start([this] { Slice(); });
+}
+
+void Pruner::Close() {
+  timer_.reset();
+  gap_.reset();
+}
 
 void Pruner::Slice() {
   // One slice at a time, and none while commits fail: a failing disk is not made busier.
+  gap_->Stop();
   if (busy_) return;  // the outstanding commit arms the next slice
   if (ctx_->batch->RetryDelayMs() > 0) return Arm(More::kNo);
+  const int64_t mono = ctx_->MonoMs();
+  Window w =
+      Plan(ctx_->clock->NowUs(), next_fire_ ? next_fire_() : std::nullopt,
+           fired_in_turn_ && fired_in_turn_(), waiting_since_ < 0 ? 0 : mono - waiting_since_);
+  if (w.work_us == 0) {
+    // Looked at again at the end of every turn, and the timer makes sure there is one.
+    if (waiting_since_ < 0) waiting_since_ = mono;
+    Due();
+    timer_->Once(static_cast<uint64_t>(w.defer_ms), [this] { Due(); });
+    return;
+  }
+  waiting_since_ = -1;
   Next next{runs_after_, output_after_, last_max_check_ms_, sweeping_, sweep_after_, queue_};
   auto began = std::chrono::steady_clock::now();
-  // The sweep first: it must not take the runs this slice deletes for ones deleted before.
-  bool ok = SweepOrphans(next) && PruneRuns(next) && FindOldOutput(next) &&
-            FindOutputOverMax(next) && PruneQueuedOutput(next) && Reclaim(next);
+  deadline_ = began + std::chrono::microseconds(w.work_us);
+  // The steps in this order, from the one the last slice did not reach; a step is begun only
+  // while time is left (the first always). The sweep skips the runs already queued, so it
+  // never takes those deleted by an earlier step of the same slice (uncommitted, so gone to
+  // its reads) for ones deleted before.
+  constexpr int kNumSteps = 6;
+  auto run_step = [this, &next](int step) {
+    switch (step) {
+      case 0: return SweepOrphans(next);
+      case 1: return PruneRuns(next);
+      case 2: return FindOldOutput(next);
+      case 3: return FindOutputOverMax(next);
+      case 4: return PruneQueuedOutput(next);
+      default: return Reclaim(next);
+    }
+  };
+  bool ok = true;
+  int not_reached = -1;
+  for (int i = 0; i < kNumSteps && ok; ++i) {
+    int step = (first_step_ + i) % kNumSteps;
+    if (i > 0 && LeftUs() <= 0) {
+      not_reached = step;
+      break;
+    }
+    ok = run_step(step);
+  }
+  first_step_ = not_reached < 0 ? 0 : not_reached;
   ctx_->metrics->prune_slice.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
   if (!ok) return Arm(More::kNo);  // the turn rolls back; the state stays as it was
-  // A slice that used its whole budget, or stopped a scan midway, is followed soon: a store
-  // that grows faster than one slice per prune_every is still kept bounded.
+  // A slice that used its whole budget or time, or stopped a scan midway, is followed soon: a
+  // store that grows faster than one slice per prune_every is still kept bounded.
   More more = next.runs >= static_cast<uint64_t>(kRunsPerSlice) || next.runs_after != 0 ||
-                      next.output_after != 0 || !next.queue.empty() || next.sweeping
+                      next.output_after != 0 || !next.queue.empty() || next.sweeping ||
+                      not_reached >= 0
                   ? More::kYes
                   : More::kNo;
   auto apply = [this](Next&& n) {
@@ -116,6 +204,8 @@ void Pruner::Slice() {
     m.pruned_log_bytes_total += n.bytes;
     m.reclaimed_bytes_total += n.reclaimed_bytes;
     if (n.chunk_bytes > 0) chunk_bytes_ = n.chunk_bytes;
+    // Deletes free pages, which a later slice gives back (a slice may run out of time first).
+    if (n.rows > 0 || n.chunks > 0) reclaim_more_ = true;
     if (n.runs > 0 || n.chunks > 0) {
       log::Debug("pruned", {{"runs", static_cast<int64_t>(n.runs)},
                             {"rows", static_cast<int64_t>(n.rows)},
@@ -138,17 +228,22 @@ void Pruner::Slice() {
 bool Pruner::PruneRuns(Next& next) {
   const CoordinatorConfig& c = ctx_->config;
   if (c.runs_for.count() == 0) return true;
+  // As many runs as the time left allows, from what a run asked for cost lately.
+  int limit = static_cast<int>(
+      std::clamp<double>(static_cast<double>(LeftUs()) / run_us_, kMinRuns, kRunsPerSlice));
   store::RunRetention r{.ended_before_ms = ctx_->NowMs() - c.runs_for.count(),
                         .keep_last = static_cast<int>(c.keep_last),
-                        .limit = kRunsPerSlice,
+                        .limit = limit,
                         .after_id = next.runs_after};
   next.wrote = true;
+  auto began = std::chrono::steady_clock::now();
   Result<store::PrunedRuns> pruned = ctx_->batch->Write([&] { return ctx_->store->PruneRuns(r); });
   if (!pruned.ok()) return false;
   // Notifications delivered or given up before the same bound go too (a slice's worth).
-  Result<int64_t> notes = ctx_->batch->Write(
-      [&] { return ctx_->store->PruneNotifications(r.ended_before_ms, kRunsPerSlice); });
+  Result<int64_t> notes =
+      ctx_->batch->Write([&] { return ctx_->store->PruneNotifications(r.ended_before_ms, limit); });
   if (!notes.ok()) return false;
+  Learn(run_us_, MicrosSince(began) / limit);
   next.rows += static_cast<uint64_t>(*notes);
   next.runs_after = pruned->next_after_id;
   next.runs += pruned->run_ids.size();
@@ -259,12 +354,23 @@ bool Pruner::PruneQueuedOutput(Next& next) {
   int64_t chunk_bytes = std::max<int64_t>(chunk_bytes_, 1);
   int64_t now = ctx_->NowMs();
   while (!next.queue.empty() && budget > 0 && bytes_left > 0) {
+    // The first chunk of a slice goes whatever the time (the slice makes progress); after it,
+    // as many as the time left deletes at the cost of the last ones.
+    int64_t left_us = LeftUs();
+    if (next.chunks > 0 && left_us <= 0) break;
+    int64_t in_time = static_cast<int64_t>(static_cast<double>(std::max<int64_t>(left_us, 0)) /
+                                           output_us_per_mib_ * kMiB);
     const Pending& p = next.queue.front();
-    int ask = static_cast<int>(std::clamp<int64_t>(bytes_left / chunk_bytes, 1, budget));
+    int ask = static_cast<int>(
+        std::clamp<int64_t>(std::min(bytes_left, in_time) / chunk_bytes, 1, budget));
     next.wrote = true;
+    auto began = std::chrono::steady_clock::now();
     Result<store::LogStore::Pruned> r = ctx_->batch->WriteRedoableLogs(
         [&] { return ctx_->logs->PruneOutput(p.run_id, now, p.reason, ask); });
     if (!r.ok()) return false;
+    if (r->bytes > 0) {
+      Learn(output_us_per_mib_, MicrosSince(began) * kMiB / static_cast<double>(r->bytes));
+    }
     budget -= static_cast<int>(r->chunks);
     bytes_left -= r->bytes;
     next.chunks += static_cast<uint64_t>(r->chunks);
@@ -282,12 +388,20 @@ bool Pruner::Reclaim(Next& next) {
   // back (there may be more).
   if (next.rows == 0 && next.chunks == 0 && !reclaim_more_) return true;
   next.wrote = true;
-  Result<int64_t> store =
-      ctx_->batch->Write([&] { return ctx_->store->ReclaimSpace(kReclaimBytesPerSlice); });
+  // What the time left gives back at the cost of the last slices, at least a page or so.
+  int64_t bytes =
+      std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(std::max<int64_t>(LeftUs(), 0)) /
+                                               reclaim_us_per_mib_ * kMiB),
+                          64 << 10, kReclaimBytesPerSlice);
+  auto began = std::chrono::steady_clock::now();
+  Result<int64_t> store = ctx_->batch->Write([&] { return ctx_->store->ReclaimSpace(bytes); });
   if (!store.ok()) return false;
   Result<int64_t> logs = ctx_->batch->WriteRedoableLogs(
-      [&] { return ctx_->logs->ReclaimSpace(kReclaimBytesPerSlice); });
+      [&] { return ctx_->logs->ReclaimSpace(std::max<int64_t>(bytes - *store, 64 << 10)); });
   if (!logs.ok()) return false;
+  if (*store + *logs > 0) {
+    Learn(reclaim_us_per_mib_, MicrosSince(began) * kMiB / static_cast<double>(*store + *logs));
+  }
   next.reclaimed_bytes += static_cast<uint64_t>(*store + *logs);
   reclaim_more_ = *store + *logs > 0;
   return true;

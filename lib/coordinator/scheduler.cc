@@ -260,6 +260,10 @@ void Scheduler::Fired(int64_t instant) {
   ++ctx_->metrics->fires_total;
   Metrics* metrics = ctx_->metrics;
   const Clock* clock = ctx_->clock;
+  if (!fired_in_turn_) {
+    fired_in_turn_ = true;
+    ctx_->batch->OnCommit([this](const Status&) { fired_in_turn_ = false; });
+  }
   ctx_->batch->OnCommit([metrics, clock, instant](const Status& s) {
     if (s.ok()) {
       metrics->fire_lateness.Observe(static_cast<double>(ToUnixMs(clock->Now()) - instant) / 1000);
@@ -316,6 +320,13 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now, bool batche
   }
   Fired(instant);
   (void)now;
+}
+
+std::optional<int64_t> Scheduler::NextDueMs() const {
+  if (!due_.empty()) return ctx_->NowMs();
+  std::optional<int64_t> next = wheel_.NextWakeup();
+  if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
+  return next;
 }
 
 void Scheduler::Arm() {

@@ -59,6 +59,12 @@ class Scheduler {
   void RunDue();
   size_t tracked() const { return wheel_.size() + early_.size() + due_.size(); }
   static constexpr size_t kSlice = 512;
+  // When the next fire may be due (wall clock, ms): now while a burst is still being fired,
+  // nullopt when nothing is scheduled. Never later than the instant itself (the wheel's
+  // coarser levels answer with their slot's start).
+  std::optional<int64_t> NextDueMs() const;
+  // This turn fired something, not committed yet.
+  bool FiredInTurn() const { return fired_in_turn_; }
 
   // Called in the write batch that recorded missed instants: how many, from when, why.
   std::function<void(JobEntry& job, const std::string& detail)> on_missed;
@@ -103,6 +109,7 @@ class Scheduler {
   std::unordered_set<int64_t> firing_;  // the jobs of fires_
   std::vector<std::pair<int64_t, std::optional<int64_t>>> next_fires_;
   bool started_ = false;
+  bool fired_in_turn_ = false;
 };
 
 }  // namespace jobctl::coordinator
