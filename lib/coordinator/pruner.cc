@@ -113,6 +113,7 @@ void Pruner::Start() {
 
 void Pruner::Arm(More more) {
   if (!timer_) return;  // closed
+  waiting_since_ = -1;  // a new slice is due later: it waits afresh
   int64_t every = ctx_->config.prune_every.count();
   int64_t ms = more == More::kYes ? std::min<int64_t>(every, kCatchUpMs) : every;
   timer_->Once(static_cast<uint64_t>(ms), [this] { Due(); });
@@ -130,6 +131,7 @@ void Pruner::Close() {
 }
 
 void Pruner::Slice() {
+  if (!gap_) return;  // not started, or closed
   // One slice at a time, and none while commits fail: a failing disk is not made busier.
   gap_->Stop();
   if (busy_) return;  // the outstanding commit arms the next slice
@@ -243,7 +245,10 @@ bool Pruner::PruneRuns(Next& next) {
   Result<int64_t> notes =
       ctx_->batch->Write([&] { return ctx_->store->PruneNotifications(r.ended_before_ms, limit); });
   if (!notes.ok()) return false;
-  Learn(run_us_, MicrosSince(began) / limit);
+  // Per run deleted, and a scan that deleted none costs as if it had deleted a quarter of
+  // what it was asked for (it read four times that).
+  Learn(run_us_, MicrosSince(began) / static_cast<double>(std::max<size_t>(
+                                          pruned->run_ids.size(), static_cast<size_t>(limit / 4))));
   next.rows += static_cast<uint64_t>(*notes);
   next.runs_after = pruned->next_after_id;
   next.runs += pruned->run_ids.size();
@@ -353,13 +358,17 @@ bool Pruner::PruneQueuedOutput(Next& next) {
   int64_t bytes_left = kOutputBytesPerSlice;
   int64_t chunk_bytes = std::max<int64_t>(chunk_bytes_, 1);
   int64_t now = ctx_->NowMs();
+  int calls = 0;
   while (!next.queue.empty() && budget > 0 && bytes_left > 0) {
-    // The first chunk of a slice goes whatever the time (the slice makes progress); after it,
-    // as many as the time left deletes at the cost of the last ones.
+    // The first call goes whatever the time (the slice makes progress); after it, only while
+    // time is left (a run with no output costs a call and deletes no chunk), each asking for
+    // what the time left deletes at the cost of the last ones.
     int64_t left_us = LeftUs();
-    if (next.chunks > 0 && left_us <= 0) break;
-    int64_t in_time = static_cast<int64_t>(static_cast<double>(std::max<int64_t>(left_us, 0)) /
-                                           output_us_per_mib_ * kMiB);
+    if (calls > 0 && left_us <= 0) break;
+    ++calls;
+    int64_t in_time = static_cast<int64_t>(
+        std::min(static_cast<double>(std::max<int64_t>(left_us, 0)) / output_us_per_mib_ * kMiB,
+                 static_cast<double>(kOutputBytesPerSlice)));
     const Pending& p = next.queue.front();
     int ask = static_cast<int>(
         std::clamp<int64_t>(std::min(bytes_left, in_time) / chunk_bytes, 1, budget));
@@ -389,10 +398,11 @@ bool Pruner::Reclaim(Next& next) {
   if (next.rows == 0 && next.chunks == 0 && !reclaim_more_) return true;
   next.wrote = true;
   // What the time left gives back at the cost of the last slices, at least a page or so.
-  int64_t bytes =
-      std::clamp<int64_t>(static_cast<int64_t>(static_cast<double>(std::max<int64_t>(LeftUs(), 0)) /
-                                               reclaim_us_per_mib_ * kMiB),
-                          64 << 10, kReclaimBytesPerSlice);
+  int64_t bytes = std::clamp<int64_t>(
+      static_cast<int64_t>(
+          std::min(static_cast<double>(std::max<int64_t>(LeftUs(), 0)) / reclaim_us_per_mib_ * kMiB,
+                   static_cast<double>(kReclaimBytesPerSlice))),
+      64 << 10, kReclaimBytesPerSlice);
   auto began = std::chrono::steady_clock::now();
   Result<int64_t> store = ctx_->batch->Write([&] { return ctx_->store->ReclaimSpace(bytes); });
   if (!store.ok()) return false;

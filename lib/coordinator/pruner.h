@@ -4,25 +4,29 @@
 // that it keeps up with a busy store). A slice runs at the end of a loop turn, right before
 // the turn's commit, and between fires (Plan): never in a turn that fired (its fires would
 // wait for the slice), and only when the next fire is far enough away for the slice and its
-// commit to end before it, with at most half of that gap (and kSliceWorkUs) for its work;
+// commit to end before it, with half of that gap (at most kSliceWorkUs) as its work's budget;
 // otherwise it looks again at the end of the next turn (a timer makes sure there is one just
 // after the next fire). Where fires leave no such gap for kMaxWaitMs (hundreds of durable fires
 // a second keep the loop busy most of the time) a slice of kMinWorkUs runs anyway, so that the
-// store stays bounded: such a slice may hold up a fire by about that and its commit. Each
-// step sizes its work to the time left, from what the same work cost lately, and a slice that
-// ran out of time resumes at the step it did not reach:
+// store stays bounded: such a slice may hold up a fire by about that and its commit. The budget
+// is kept by estimate, not enforced: a step once begun runs to its end, the slice's first step
+// runs whatever the time, and PruneRuns, PruneQueuedOutput and Reclaim size their work to the
+// time left from what the same work cost lately (with floors: kMinRuns runs, one call, 64 KiB),
+// while the sweep, the logs_for scan and the logs_max check are bounded lookups that are not
+// sized. A slice that ran out of time resumes at the step it did not reach:
 //   - at most kRunsPerSlice runs (Store::PruneRuns: never a run still pending or running,
 //     never one of the keep_last newest of its job), with their shards, output ends and
 //     the misses of that age;
-//   - at most kChunksPerSlice chunks and kOutputBytesPerSlice bytes of output (the chunks
+//   - at most kChunksPerSlice chunks and about kOutputBytesPerSlice bytes of output (the chunks
 //     asked for at a time are sized by the last ones deleted: a deleted chunk's pages
 //     are what a slice pays for) (LogStore::PruneOutput): of the runs just
 //     deleted, then of ended runs last written before logs_for, then of the oldest ended
 //     runs of a job whose output is over logs_max. A run whose output was deleted is marked
 //     pruned with the reason ("logs_for 7d"), which readers show; a deleted run's output
 //     goes with its accounting, leaving nothing;
-//   - then gives at most kReclaimBytesPerSlice of freed space back to the file system
-//     (ReclaimSpace) in each database.
+//   - then gives about kReclaimBytesPerSlice of freed space back to the file system
+//     (ReclaimSpace): the scheduler database's first, the log database's with what is left
+//     of it (at least 64 KiB).
 // The slice's writes go into the loop turn's group commit (WriteBatch), like every other
 // write, and the Pruner's own state (where its scans resume, which runs' output is still to
 // go) changes only once that commit succeeded. Nothing is done while commits fail. Its deletes
