@@ -114,6 +114,16 @@ class FenceTest : public ::testing::Test {
     return p;
   }
   void Forget(pid_t p) { std::erase(started_, p); }
+  // The shard ended (`status` from WaitEnd; -1: it did not, `why` says what that means) and by
+  // SIGKILL, the fence's kill. A shard still running is left for TearDown to kill.
+  void ExpectKilled(pid_t shard, int status, const char* why) {
+    if (status == -1) {
+      ADD_FAILURE() << why;
+      return;
+    }
+    Forget(shard);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  }
   void StartFence() {
     ASSERT_TRUE(fence_->Start(AGENTD_PATH, "", "a").ok());
     fence_pid_ = fence_->pid();
@@ -164,9 +174,7 @@ TEST_F(FenceTest, DeadlinesHoldAfterAgentdsEndClosedAndTerminalSignalsDoNotStopT
   fence_->Close();
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) kill(fence, sig);
   int status = WaitEnd(shard, 10'000);
-  ASSERT_NE(status, -1) << "the shard outlived its deadline";
-  Forget(shard);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ExpectKilled(shard, status, "the shard outlived its deadline");
   // Nothing armed and nobody to listen to: the fence ends.
   int fence_status = WaitEnd(fence, 10'000);
   ASSERT_NE(fence_status, -1) << "the fence did not end";
@@ -189,9 +197,7 @@ TEST_F(FenceTest, AStoppedFenceDoesNotBlockAgentdAndKillsOnceItRunsAgain) {
     uv_run(&loop_, UV_RUN_NOWAIT);
     status = WaitEnd(shard, 50);
   }
-  ASSERT_NE(status, -1) << "the shard outlived its deadline";
-  Forget(shard);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ExpectKilled(shard, status, "the shard outlived its deadline");
 }
 
 TEST_F(FenceTest, ADisarmForAnEarlierAttemptLeavesTheGroupArmedForTheNewerOne) {
@@ -203,9 +209,7 @@ TEST_F(FenceTest, ADisarmForAnEarlierAttemptLeavesTheGroupArmedForTheNewerOne) {
   fence_->Arm(shard, BootMs() + 300, {7, 0, 1});
   fence_->Disarm(shard, {6, 0, 1});
   int status = WaitEnd(shard, 10'000);
-  ASSERT_NE(status, -1) << "the newer attempt's deadline was forgotten";
-  Forget(shard);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ExpectKilled(shard, status, "the newer attempt's deadline was forgotten");
 }
 
 TEST_F(FenceTest, AKilledFenceIsReplacedArmedWithEveryDeadlineStillArmed) {
@@ -224,9 +228,7 @@ TEST_F(FenceTest, AKilledFenceIsReplacedArmedWithEveryDeadlineStillArmed) {
     uv_run(&loop_, UV_RUN_NOWAIT);
     status = WaitEnd(shard, 50);
   }
-  ASSERT_NE(status, -1) << "no new fence killed the shard";
-  Forget(shard);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ExpectKilled(shard, status, "no new fence killed the shard");
   fence_pid_ = fence_->pid();  // the new one, for TearDown
 }
 
