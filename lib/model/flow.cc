@@ -41,6 +41,20 @@ std::string_view StepStateName(StepState s) {
   return "waiting";
 }
 
+StepState StepStateOf(RunState run) {
+  switch (run) {
+    case RunState::kPending:
+    case RunState::kRunning: return StepState::kRunning;
+    case RunState::kSucceeded: return StepState::kSucceeded;
+    case RunState::kSkipped: return StepState::kSkipped;
+    case RunState::kFailed:
+    case RunState::kTimedOut:
+    case RunState::kCanceled:
+    case RunState::kLost: return StepState::kFailed;
+  }
+  return StepState::kFailed;
+}
+
 namespace {
 
 using Kind = FlowGraphProblem::Kind;
@@ -266,6 +280,47 @@ FlowAdvance AdvanceFlow(std::span<const FlowNode> steps, std::span<const StepSta
   });
   out.succeeded = out.ended && std::none_of(now.begin(), now.end(),
                                             [](StepState s) { return s == StepState::kFailed; });
+  return out;
+}
+
+Result<std::vector<StepState>> RerunFrom(std::span<const FlowNode> steps,
+                                         std::span<const StepState> ended,
+                                         std::span<const int> from) {
+  const int n = static_cast<int>(steps.size());
+  if (from.empty()) return Status::InvalidArgument("no step to rerun from");
+  if (static_cast<int>(ended.size()) != n) {
+    return Status::InvalidArgument("one state per step is needed");
+  }
+  for (StepState s : ended) {
+    if (s == StepState::kWaiting || s == StepState::kRunning) {
+      return Status::Conflict("the flow run has not ended");
+    }
+  }
+  std::vector<std::vector<int>> needs = NeedIndices(steps);
+  std::vector<StepState> out(ended.begin(), ended.end());
+  std::vector<bool> rerun(n, false);
+  for (int f : from) {
+    if (f < 0 || f >= n) return Status::InvalidArgument("no such step: " + std::to_string(f));
+    rerun[f] = true;
+  }
+  // Needs first: a step is rerun when one of the steps it needs is.
+  for (const std::vector<int>& component : Components(needs)) {
+    for (int v : component) {
+      for (int w : needs[v]) rerun[v] = rerun[v] || rerun[w];
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    if (rerun[v]) out[v] = StepState::kWaiting;
+  }
+  FlowAdvance next = AdvanceFlow(steps, out);
+  for (int f : from) {
+    for (const StepSkip& skip : next.skip) {
+      if (skip.step == f) {
+        return Status::Conflict(
+            fmt::format("step \"{}\" would be skipped again: {}", steps[f].name, skip.reason));
+      }
+    }
+  }
   return out;
 }
 

@@ -27,6 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+#include "model/run.h"
+
 namespace jobctl {
 
 enum class StepWhen { kSuccess, kFailure, kAlways };
@@ -66,6 +69,10 @@ std::vector<FlowGraphProblem> CheckFlowGraph(std::span<const FlowNode> steps);
 enum class StepState { kWaiting, kRunning, kSucceeded, kFailed, kSkipped };
 std::string_view StepStateName(StepState s);
 
+// A step's state from its run's: pending and running are running; failed, timed out, lost and
+// canceled are failed (so a person who cancels a step lets the "failure" steps run).
+StepState StepStateOf(RunState run);
+
 struct StepSkip {
   int step = 0;
   std::string reason;  // "needs \"extract\", which failed"
@@ -84,5 +91,14 @@ struct FlowAdvance {
 // A waiting step whose needs have not all ended stays waiting; one whose needs have ended
 // starts or is skipped. Steps already running or ended are left as they are.
 FlowAdvance AdvanceFlow(std::span<const FlowNode> steps, std::span<const StepState> states);
+
+// The states a retry of an ended flow run starts from, when it reruns the steps `from` (indexes)
+// and every step that needs one of them, directly or not: those are waiting again; every other
+// step keeps how it ended. Refused (kConflict) when the run has not ended, and when a `from`
+// step would at once be skipped again, with AdvanceFlow's reason; InvalidArgument for an index
+// out of range or no step at all.
+Result<std::vector<StepState>> RerunFrom(std::span<const FlowNode> steps,
+                                         std::span<const StepState> ended,
+                                         std::span<const int> from);
 
 }  // namespace jobctl

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <ostream>
+#include <random>
 
 namespace jobctl {
 namespace {
@@ -238,6 +241,143 @@ TEST(FlowAdvanceTest, ADiamondRunsToTheEnd) {
     for (int s : got.start) states[s] = S::kSucceeded;
   }
   EXPECT_EQ(waves, (std::vector<std::vector<int>>{{0}, {1, 2}, {3}}));
+}
+
+// ---- StepStateOf and RerunFrom ------------------------------------------------------------
+
+TEST(FlowStepStateTest, FollowsTheStepsRun) {
+  const std::pair<RunState, S> kRows[] = {
+      {RunState::kPending, S::kRunning},     {RunState::kRunning, S::kRunning},
+      {RunState::kSucceeded, S::kSucceeded}, {RunState::kSkipped, S::kSkipped},
+      {RunState::kFailed, S::kFailed},       {RunState::kTimedOut, S::kFailed},
+      {RunState::kCanceled, S::kFailed},     {RunState::kLost, S::kFailed}};
+  for (auto [run, step] : kRows) EXPECT_EQ(StepStateOf(run), step) << RunStateName(run);
+}
+
+// extract -> transform -> load -> report, lookup -> load, cleanup (always, after load).
+std::vector<FlowNode> Etl() {
+  return {Step("extract"),          Step("transform", {"extract"}),
+          Step("lookup"),           Step("load", {"transform", "lookup"}),
+          Step("report", {"load"}), Step("cleanup", {"load"}, W::kAlways)};
+}
+
+TEST(FlowRerunTest, RerunsTheStepAndEverythingAfterItAndKeepsTheRest) {
+  // load failed: report was skipped, cleanup ran.
+  std::vector<S> ended = {S::kSucceeded, S::kSucceeded, S::kSucceeded,
+                          S::kFailed,    S::kSkipped,   S::kSucceeded};
+  Result<std::vector<S>> got = RerunFrom(Etl(), ended, std::vector<int>{3});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::vector<S>{S::kSucceeded, S::kSucceeded, S::kSucceeded, S::kWaiting,
+                                  S::kWaiting, S::kWaiting}));
+  // The retry starts with load alone.
+  EXPECT_EQ(AdvanceFlow(Etl(), *got).start, (std::vector<int>{3}));
+}
+
+TEST(FlowRerunTest, FollowsNeedsTransitively) {
+  std::vector<S> ended = {S::kFailed,  S::kSkipped, S::kSucceeded,
+                          S::kSkipped, S::kSkipped, S::kSucceeded};
+  Result<std::vector<S>> got = RerunFrom(Etl(), ended, std::vector<int>{0});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, (std::vector<S>{S::kWaiting, S::kWaiting, S::kSucceeded, S::kWaiting, S::kWaiting,
+                                  S::kWaiting}));
+}
+
+TEST(FlowRerunTest, RefusesAStepThatWouldBeSkippedAgain) {
+  // extract failed: rerunning load alone would skip it again.
+  std::vector<S> ended = {S::kFailed,  S::kSkipped, S::kSucceeded,
+                          S::kSkipped, S::kSkipped, S::kSucceeded};
+  Result<std::vector<S>> got = RerunFrom(Etl(), ended, std::vector<int>{3});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), Status::Code::kConflict);
+  EXPECT_EQ(got.status().message(),
+            "step \"load\" would be skipped again: needs \"transform\", which was skipped");
+  // From both transform's cause and load: load waits for the rerun steps, and is not refused.
+  got = RerunFrom(Etl(), ended, std::vector<int>{0, 3});
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+}
+
+TEST(FlowRerunTest, RefusesARunThatHasNotEndedAndBadSteps) {
+  std::vector<S> open = {S::kSucceeded, S::kRunning, S::kSucceeded,
+                         S::kWaiting,   S::kWaiting, S::kWaiting};
+  EXPECT_EQ(RerunFrom(Etl(), open, std::vector<int>{1}).status().code(), Status::Code::kConflict);
+  std::vector<S> ended(6, S::kSucceeded);
+  EXPECT_EQ(RerunFrom(Etl(), ended, std::vector<int>{6}).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(RerunFrom(Etl(), ended, std::vector<int>{}).status().code(),
+            Status::Code::kInvalidArgument);
+}
+
+// ---- AdvanceFlow over random graphs -------------------------------------------------------
+
+// Random DAGs of up to 12 steps (a step needs only earlier ones, then the order is shuffled),
+// random whens, and random outcomes of every step that starts, with AdvanceFlow called after
+// each step's end as the coordinator does: no step starts twice, none is left waiting with all
+// its needs ended, every step is decided, and the run ends exactly when nothing waits or runs.
+TEST(FlowPropertyTest, RandomFlowsRunToTheirEnd) {
+  std::mt19937 rng(20261127);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 12);
+    std::vector<FlowNode> flow;
+    for (int i = 0; i < n; ++i) {
+      FlowNode step = Step("s" + std::to_string(i));
+      for (int j = 0; j < i; ++j) {
+        if (rng() % 3 == 0) step.needs.push_back("s" + std::to_string(j));
+      }
+      int when = static_cast<int>(rng() % 4);  // success twice as often
+      step.when = when == 2 ? W::kFailure : when == 3 ? W::kAlways : W::kSuccess;
+      if (step.when == W::kFailure && step.needs.empty()) step.when = W::kAlways;
+      flow.push_back(std::move(step));
+    }
+    std::shuffle(flow.begin(), flow.end(), rng);
+    ASSERT_TRUE(CheckFlowGraph(flow).empty());
+    std::map<std::string, int> index;
+    for (int i = 0; i < n; ++i) index[flow[i].name] = i;
+
+    std::vector<S> states(n, S::kWaiting);
+    std::vector<int> starts(n, 0);
+    std::vector<int> running;
+    bool ended = false;
+    // Each round ends one step: n of them, and one more to see the end.
+    for (int round = 0; round <= n && !ended; ++round) {
+      FlowAdvance a = AdvanceFlow(flow, states);
+      for (int s : a.start) {
+        ASSERT_EQ(states[s], S::kWaiting) << "trial " << trial;
+        states[s] = S::kRunning;
+        ++starts[s];
+        running.push_back(s);
+      }
+      for (const StepSkip& k : a.skip) {
+        ASSERT_EQ(states[k.step], S::kWaiting) << "trial " << trial;
+        states[k.step] = S::kSkipped;
+      }
+      // Nothing waits whose needs have all ended.
+      for (int i = 0; i < n; ++i) {
+        if (states[i] != S::kWaiting) continue;
+        bool all_ended = std::all_of(flow[i].needs.begin(), flow[i].needs.end(), [&](auto& w) {
+          S st = states[index[w]];
+          return st != S::kWaiting && st != S::kRunning;
+        });
+        ASSERT_FALSE(all_ended) << "trial " << trial << ": step " << i << " forgotten";
+      }
+      bool open = std::any_of(states.begin(), states.end(),
+                              [](S st) { return st == S::kWaiting || st == S::kRunning; });
+      ASSERT_EQ(a.ended, !open) << "trial " << trial;
+      ended = a.ended;
+      if (ended) {
+        bool failed = std::count(states.begin(), states.end(), S::kFailed) > 0;
+        EXPECT_EQ(a.succeeded, !failed);
+        break;
+      }
+      ASSERT_FALSE(running.empty()) << "trial " << trial << ": open, but nothing runs";
+      // One running step ends, picked at random.
+      size_t pick = rng() % running.size();
+      int s = running[pick];
+      running.erase(running.begin() + static_cast<long>(pick));
+      states[s] = rng() % 3 == 0 ? S::kFailed : S::kSucceeded;
+    }
+    ASSERT_TRUE(ended) << "trial " << trial;
+    for (int i = 0; i < n; ++i) EXPECT_LE(starts[i], 1);
+  }
 }
 
 // ---- CheckFlowGraph -----------------------------------------------------------------------
