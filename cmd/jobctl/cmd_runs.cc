@@ -289,10 +289,13 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   return g_interrupted ? kExitInterrupted : kExitOk;
 }
 
-int RunAction(const std::string& verb, const std::string& run, const GlobalOptions& g) {
+int RunAction(const std::string& verb, const std::string& run, bool failed_shards,
+              const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail(verb, run, client.status(), kExitConfig);
-  Result<json> r = (*client)->Post("/v1/runs/" + UrlEncode(run) + "/" + verb, json::object());
+  json body = json::object();
+  if (failed_shards) body["failed_shards"] = true;
+  Result<json> r = (*client)->Post("/v1/runs/" + UrlEncode(run) + "/" + verb, body);
   if (!r.ok()) return Fail(verb, run, r.status());
   // A retry answers with the new run; a cancel with the run as it ended, or only its id.
   Result<wire::RunView> retried = verb == "retry" ? ReplyAs<wire::RunView>(*r) : wire::RunView{};
@@ -379,13 +382,24 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
 
   for (const char* verb : {"cancel", "retry"}) {
     auto run = std::make_shared<std::string>();
-    auto* sub = app.add_subcommand(verb, std::string(verb) == "cancel"
-                                             ? "Cancel a run: its shards' processes are killed"
-                                             : "Run a failed run again (a new run, reason retry)");
+    auto failed_shards = std::make_shared<bool>(false);
+    const bool retry = std::string(verb) == "retry";
+    auto* sub = app.add_subcommand(verb, retry ? "Run a failed run again (a new run, reason retry)"
+                                               : "Cancel a run: its shards' processes are killed");
     sub->add_option("run", *run, "Run id")->required();
-    sub->footer(std::string("Example:\n  jobctl ") + verb + " 1234");
+    if (retry) {
+      sub->add_flag("--failed-shards", *failed_shards,
+                    "Run only the shards that did not succeed; the new run keeps the others as "
+                    "they ended (outcome \"kept\")");
+      sub->footer(
+          "Examples:\n  jobctl retry 1234\n  jobctl retry 1234 --failed-shards\n"
+          "Prints the new run's id (-o json: the run). The new run uses the job's definition\n"
+          "as it is now; with --failed-shards the job must still have the run's shard count.");
+    } else {
+      sub->footer("Example:\n  jobctl cancel 1234");
+    }
     std::string v = verb;
-    sub->callback([run, v, &g, rc] { *rc = RunAction(v, *run, g); });
+    sub->callback([run, v, failed_shards, &g, rc] { *rc = RunAction(v, *run, *failed_shards, g); });
   }
 }
 

@@ -114,6 +114,10 @@ void Api::CancelRun(Call& c) {
 void Api::RetryRun(Call& c) {
   std::optional<int64_t> id = ParseId(c.params["id"]);
   if (!id) return FailWith(c, 400, "bad_request", "run ids are numbers");
+  Result<json> body = Body(c);
+  if (!body.ok()) return Fail(c, body.status());
+  Result<RetryRequest> req = RetryRequestFromJson(*body);
+  if (!req.ok()) return Fail(c, req.status());
   if (p_.book->FindOpen(*id))
     return FailWith(c, 409, "conflict", "run " + c.params["id"] + " is still active");
   Result<std::optional<RunRecord>> old = ctx_->store->GetRun(*id);
@@ -127,9 +131,12 @@ void Api::RetryRun(Call& c) {
   JobEntry* job = p_.jobs->Find((*old)->job_id);
   if (job == nullptr || !job->active) return FailWith(c, 404, "not_found", "its job was removed");
   Result<RunRecord> run =
-      p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
+      req->failed_shards
+          ? p_.book->RetryFailedShards(*job, **old)
+          : p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
   if (!run.ok()) return Fail(c, run.status());
-  Audit(c, "retry", "run " + c.params["id"], "run " + std::to_string(run->id));
+  Audit(c, "retry", "run " + c.params["id"],
+        "run " + std::to_string(run->id) + (req->failed_shards ? ", failed shards" : ""));
   JsonAfterCommit(c, 201, RunViewOf(run.value(), c.who).ToJson());
 }
 

@@ -47,6 +47,18 @@ Result<DrainRequest> DrainRequestFromJson(const json& body) {
   return req;
 }
 
+Result<RetryRequest> RetryRequestFromJson(const json& body) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "failed_shards") {
+      return Status::InvalidArgument(
+          "a retry takes no field but \"failed_shards\" (true or false)");
+    }
+  }
+  RetryRequest req;
+  if (Status s = Opt(body, "failed_shards", &req.failed_shards); !s.ok()) return s;
+  return req;
+}
+
 Result<std::string> NotifyTestChannelFromJson(const json& body) {
   auto it = body.find("channel");
   if (it == body.end() || !it->is_string() || it->get_ref<const std::string&>().empty() ||

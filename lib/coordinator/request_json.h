@@ -26,6 +26,11 @@ struct DrainRequest {
   bool draining = true;
 };
 
+// POST /v1/runs/{id}/retry: the whole run again, or only its shards that did not succeed.
+struct RetryRequest {
+  bool failed_shards = false;
+};
+
 struct TokenRequest {
   std::string role_name = "read";  // as sent; parses to `role`
   Role role = Role::kRead;
@@ -51,6 +56,8 @@ Result<ClaimRequest> ClaimRequestFromJson(const nlohmann::json& body);
 Result<ApplyRequest> ApplyRequestFromJson(const nlohmann::json& body,
                                           const std::string& token_name);
 Result<DrainRequest> DrainRequestFromJson(const nlohmann::json& body);
+// Any other field is refused: a misspelt "failed_shards" must not rerun every shard.
+Result<RetryRequest> RetryRequestFromJson(const nlohmann::json& body);
 Result<TokenRequest> TokenRequestFromJson(const nlohmann::json& body);
 Result<EnrolRequest> EnrolRequestFromJson(const nlohmann::json& body);
 // POST /v1/notify/test {"channel": "NAME"}: the channel's name, 1 to 64 bytes.

@@ -150,5 +150,16 @@ TEST(RequestJsonTest, DrainingIsTheDefault) {
   EXPECT_FALSE(DrainRequestFromJson(Parse(R"({"draining":"no"})")).ok());
 }
 
+TEST(RequestJsonTest, ARetryTakesOnlyFailedShards) {
+  EXPECT_FALSE(RetryRequestFromJson(Parse("{}"))->failed_shards);
+  EXPECT_FALSE(RetryRequestFromJson(Parse(R"({"failed_shards":null})"))->failed_shards);
+  EXPECT_FALSE(RetryRequestFromJson(Parse(R"({"failed_shards":false})"))->failed_shards);
+  EXPECT_TRUE(RetryRequestFromJson(Parse(R"({"failed_shards":true})"))->failed_shards);
+  for (const char* bad : {R"({"failed_shards":1})", R"({"failed_shards":"true"})",
+                          R"({"failed_shard":true})", R"({"failed_shards":true,"x":1})"}) {
+    EXPECT_FALSE(RetryRequestFromJson(Parse(bad)).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace jobctl::coordinator

@@ -177,7 +177,9 @@ void RunBook::Open(Prepared& run) {
   open.rec = rec;
   open.spec = run.spec;
   ++run.job->open_runs;
-  for (ShardRecord& shard : open.rec.shards) EnqueueShard(open, shard);
+  for (ShardRecord& shard : open.rec.shards) {
+    if (!IsTerminal(shard.state)) EnqueueShard(open, shard);  // a retry's kept shards are not
+  }
 }
 
 Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
@@ -193,6 +195,58 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
   }
   Open(*run);
   return std::move(run->rec);
+}
+
+Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old) {
+  Result<Prepared> run = Prepare(job, RunReason::kRetry, old.scheduled_ms, old.env_json, "");
+  if (!run.ok()) return run.status();
+  RunRecord& rec = run->rec;
+  const std::string of_run = "run " + std::to_string(old.id);
+  const bool broadcast = run->spec->route == Route::kBroadcast;
+  if (!broadcast && rec.shard_total != old.shard_total) {
+    return Status::Conflict(of_run + " had " + std::to_string(old.shard_total) +
+                            " shards and job \"" + std::string(job.name) + "\" has " +
+                            std::to_string(rec.shard_total) + " now; retry the whole run instead");
+  }
+  if (static_cast<int>(old.shards.size()) != old.shard_total) {
+    return Status::Internal(of_run + " has " + std::to_string(old.shards.size()) + " shards of " +
+                            std::to_string(old.shard_total));
+  }
+  // A broadcast run is retried on the agents it was bound to, not on those connected now.
+  rec.shard_total = old.shard_total;
+  rec.state = RunState::kPending;
+  rec.finished_ms.reset();
+  rec.note.clear();
+  rec.shards.resize(static_cast<size_t>(old.shard_total));
+  int kept = 0;
+  for (size_t i = 0; i < rec.shards.size(); ++i) {
+    const ShardRecord& was = old.shards[i];
+    ShardRecord& shard = rec.shards[i];
+    shard.index = static_cast<int>(i);
+    shard.not_before_ms = rec.not_before_ms;
+    shard.agent = broadcast ? was.agent : "";
+    if (was.state != RunState::kSucceeded) continue;
+    ++kept;
+    shard.state = RunState::kSucceeded;
+    shard.agent = was.agent;
+    shard.attempt = was.attempt;
+    shard.exit_code = was.exit_code;
+    shard.outcome = "kept";
+    shard.message = "succeeded in " + of_run;
+    shard.started_ms = was.started_ms;
+    shard.finished_ms = was.finished_ms;
+  }
+  if (kept == rec.shard_total) return Status::Conflict("every shard of " + of_run + " succeeded");
+  if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(rec); }); !s.ok()) {
+    return s;
+  }
+  // InsertRun writes new shards; the kept ones get the rest of their columns in the same
+  // commit.
+  for (ShardRecord& shard : rec.shards) {
+    if (shard.state == RunState::kSucceeded) Save(shard);
+  }
+  Open(*run);
+  return std::move(rec);
 }
 
 Status RunBook::CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created) {

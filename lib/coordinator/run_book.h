@@ -63,6 +63,12 @@ class RunBook {
                            const std::string& env_json, const std::string& idempotency_key,
                            int64_t not_before_ms = 0);
   Status CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created);
+  // A retry of `old` (ended) that runs only its shards that did not succeed: a new run (reason
+  // retry) with all of old's shards and indexes, those that succeeded in `old` copied as
+  // succeeded (outcome "kept", "succeeded in run N") and never handed out. A broadcast run's
+  // shards keep their agents. kConflict when every shard succeeded, or when the job's shard
+  // count is no longer old's (a retry of the whole run is what fits then).
+  Result<RunRecord> RetryFailedShards(JobEntry& job, const RunRecord& old);
   // Loads the definitions of those `jobs` that hold none, in one read (SpecOf would load
   // each). A definition that does not read is left to SpecOf, which says why.
   Status LoadSpecs(const std::vector<JobEntry*>& jobs);

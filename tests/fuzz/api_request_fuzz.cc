@@ -103,6 +103,16 @@ void CheckDrain(const json& body) {
   Check(given ? it->is_boolean() && r->draining == it->get<bool>() : r->draining);
 }
 
+void CheckRetry(const json& body) {
+  Result<coord::RetryRequest> r = coord::RetryRequestFromJson(body);
+  if (!r.ok()) return;
+  // Only failed_shards is read, and only a boolean true asks for the failed shards alone.
+  Check(body.size() <= 1 && (body.empty() || body.contains("failed_shards")));
+  auto it = body.find("failed_shards");
+  bool given = it != body.end() && !it->is_null();
+  Check(given ? it->is_boolean() && r->failed_shards == it->get<bool>() : !r->failed_shards);
+}
+
 void CheckToken(const json& body) {
   Result<coord::TokenRequest> r = coord::TokenRequestFromJson(body);
   if (!r.ok()) return;
@@ -133,6 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckApply(body);
   CheckTrigger(body);
   CheckDrain(body);
+  CheckRetry(body);
   CheckToken(body);
   CheckNotifyTest(body);
   return 0;

@@ -1,6 +1,7 @@
 // jobctl against a real coordinator and agent, as sysadmins and CI use it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <nlohmann/json.hpp>
 
@@ -94,6 +95,48 @@ TEST_F(CliE2eTest, TriggerWaitExitsWithTheJobsResultAndFollowPrintsItsOutput) {
   ProcessResult id = Jobctl({"trigger", "ok"});
   EXPECT_EQ(id.exit_code, 0);
   EXPECT_NO_THROW((void)std::stoll(id.out));
+}
+
+// retry --failed-shards runs again only the shards that failed, with the real agent: each
+// shard notes in a file that it ran, and shard 1 fails until a file says it is fixed.
+TEST_F(CliE2eTest, RetryOfTheFailedShardsRunsOnlyThose) {
+  std::string ran = dir_.path() + "/ran", fixed = dir_.path() + "/fixed";
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"parts\"\nschedule = \"@yearly\"\nshards = 3\n"
+             "shell = \"echo $JOB_SHARD_INDEX >> " +
+                 ran + "; [ $JOB_SHARD_INDEX != 1 ] || [ -e " + fixed + " ]\"\n");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  ProcessResult id = Jobctl({"trigger", "parts"});
+  ASSERT_EQ(id.exit_code, 0) << id.err;
+  int64_t first = std::stoll(id.out);
+  ASSERT_EQ(coord_->WaitRun(first, seconds(30))["state"], "failed");
+  auto count = [&](char shard) {
+    std::string text = dir_.Read("ran");
+    return std::count(text.begin(), text.end(), shard);
+  };
+  ASSERT_EQ(count('0') + count('1') + count('2'), 3);
+
+  dir_.Write("fixed", "");
+  ProcessResult retry = Jobctl({"retry", std::to_string(first), "--failed-shards"});
+  ASSERT_EQ(retry.exit_code, 0) << retry.err;
+  int64_t second = std::stoll(retry.out);
+  json done = coord_->WaitRun(second, seconds(30));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["reason"], "retry");
+  // Shard 1 ran twice, the others once: they were kept, not run again.
+  EXPECT_EQ(count('0'), 1);
+  EXPECT_EQ(count('1'), 2);
+  EXPECT_EQ(count('2'), 1);
+  ASSERT_EQ(done["shards"].size(), 3u);
+  for (int i : {0, 2}) {
+    EXPECT_EQ(done["shards"][i]["outcome"], "kept") << done.dump();
+    EXPECT_EQ(done["shards"][i]["message"], "succeeded in run " + std::to_string(first));
+  }
+  EXPECT_EQ(done["shards"][1]["outcome"], "exited");
+  // A run that succeeded has no shard to retry: refused, and said why.
+  ProcessResult again = Jobctl({"retry", std::to_string(second), "--failed-shards"});
+  EXPECT_EQ(again.exit_code, 75);
+  EXPECT_NE(again.err.find("only failed runs are retried"), std::string::npos) << again.err;
 }
 
 TEST_F(CliE2eTest, LogsFollowOfARunningJobEndsWhenTheRunEnds) {

@@ -114,6 +114,40 @@ TEST_F(PostgresStoreTest, RunsAndOutputLiveInTheDatabaseAndAnotherCoordinatorCar
       << "tokens exist already: a second coordinator writes none";
 }
 
+// A retry of the failed shards on PostgreSQL: the kept shard is stored with the new run, so
+// another coordinator reading the database shows it as the first did.
+TEST_F(PostgresStoreTest, ARetryOfTheFailedShardsKeepsTheOthersInTheDatabase) {
+  TempDir da;
+  Coordinator a(da, Config());
+  a.Start();
+  AgentProcess agent(a, da, "h1");
+  std::string fixed = da.path() + "/fixed";
+  a.Apply(
+      "[[job]]\nname = \"pair\"\nschedule = \"@yearly\"\nshards = 2\n"
+      "shell = \"[ $JOB_SHARD_INDEX = 0 ] || [ -e " +
+      fixed + " ]\"\n");
+  int64_t id = a.PostJson("/v1/jobs/pair/trigger", json::object())["id"];
+  ASSERT_EQ(a.WaitRun(id, seconds(60))["state"], "failed") << a.Logs();
+  da.Write("fixed", "");
+  json retry = a.PostJson("/v1/runs/" + std::to_string(id) + "/retry", {{"failed_shards", true}});
+  int64_t second = retry["id"];
+  json done = a.WaitRun(second, seconds(60));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump() << a.Logs();
+
+  a.Kill9();
+  TempDir db;
+  CopyAdminToken(a, db);
+  Coordinator b(db, Config());
+  b.Start();
+  json run = b.GetJson("/v1/runs/" + std::to_string(second));
+  EXPECT_EQ(run["state"], "succeeded") << run.dump();
+  ASSERT_EQ(run["shards"].size(), 2u);
+  EXPECT_EQ(run["shards"][0]["outcome"], "kept") << run.dump();
+  EXPECT_EQ(run["shards"][0]["message"], "succeeded in run " + std::to_string(id));
+  EXPECT_EQ(run["shards"][0]["agent"], "h1");
+  EXPECT_EQ(run["shards"][1]["outcome"], "exited");
+}
+
 TEST_F(PostgresStoreTest, ASecondCoordinatorWaitsThenTakesOverWithoutEndingARunningShard) {
   Pair p(Config("lease_ttl = \"8s\"\nheartbeat = \"2s\"\n"));
   Coordinator& a = p.a;

@@ -448,6 +448,46 @@ TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
   EXPECT_EQ(coord_->WaitRun(run, seconds(5))["state"], "succeeded");
 }
 
+// A retry of a broadcast run's failed shards runs each on the agent it failed on: not on the
+// agent whose shard succeeded, nor on one that joined since (the run keeps its shard count).
+TEST_F(RoutingTest, RetryOfTheFailedShardsOfABroadcastRunRunsThemOnTheirAgents) {
+  Start();
+  coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"));
+  Member& a = Add("a");
+  Member& b = Add("b");
+  int64_t run = 0;
+  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
+  ASSERT_EQ(got["a"].size(), 1u);
+  ASSERT_EQ(got["b"].size(), 1u);
+  int shard_of_a = got["a"][0]["shard"].get<int>();
+  ASSERT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
+  ASSERT_EQ(a.agent.Finish(got["a"][0], 1).status, 200);
+  ASSERT_EQ(coord_->WaitRun(run, seconds(5))["state"], "failed");
+
+  Member& c = Add("c");
+  ASSERT_TRUE(c.agent.Claim(1, 0).empty());
+  json retry =
+      coord_->PostJson("/v1/runs/" + std::to_string(run) + "/retry", {{"failed_shards", true}});
+  int64_t second = retry["id"];
+  EXPECT_EQ(retry["shard_total"], 2) << retry.dump();
+  {
+    OpenClaims others(*coord_, {&b, &c}, 1000);
+    Grants none = others.Join();
+    EXPECT_TRUE(none["b"].empty()) << "a's shard went to b: " << none["b"][0].dump();
+    EXPECT_TRUE(none["c"].empty()) << "a's shard went to c: " << none["c"][0].dump();
+  }
+  std::vector<json> again = a.agent.Claim(1, 5000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]["run"], second);
+  EXPECT_EQ(again[0]["shard"], shard_of_a);
+  EXPECT_EQ(a.agent.Finish(again[0], 0).status, 200);
+  json done = coord_->WaitRun(second, seconds(5));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  const json& kept = done["shards"][1 - shard_of_a];
+  EXPECT_EQ(kept["outcome"], "kept");
+  EXPECT_EQ(kept["agent"], "b");
+}
+
 // A broadcast shard whose agent vanished (its lease expired) is lost: it is not run on
 // another agent, which has a shard of its own, and the run ends instead of waiting for an
 // agent that may never return.

@@ -206,6 +206,58 @@ TEST_F(RunControlTest, RetryOfAFailedRunStartsANewClaimableRun) {
   EXPECT_EQ(coord_->Runs("flaky").size(), 2u);
 }
 
+// retry with {"failed_shards": true}: a new run with every shard of the old one, those that
+// succeeded kept as they ended and never handed out, the others pending; refused when the job's
+// shard count changed since, and for a misspelt field.
+TEST_F(RunControlTest, RetryOfFailedShardsKeepsTheShardsThatSucceeded) {
+  Start();
+  const std::string kJob =
+      "[[job]]\nname = \"wide\"\nschedule = \"@yearly\"\nshards = 3\nshell = \"true\"\n";
+  coord_->Apply(kJob);
+  json run = Trigger("wide");
+  TestAgent agent(*coord_, "a");
+  std::vector<json> first = agent.ClaimUpTo(3);
+  ASSERT_EQ(first.size(), 3u);
+  for (const json& a : first) ASSERT_EQ(agent.Finish(a, a["shard"] == 1 ? 2 : 0).status, 200);
+  ASSERT_EQ(coord_->WaitRun(run["id"], seconds(5))["state"], "failed");
+
+  const std::string path = Path("/v1/runs/", run, "/retry");
+  http::HttpResponse typo = coord_->Request("POST", path, R"({"failed_shard": true})");
+  EXPECT_EQ(typo.status, 400) << typo.body;
+  EXPECT_EQ(coord_->Request("POST", path, R"({"failed_shards": "yes"})").status, 400);
+
+  http::HttpResponse r = coord_->Request("POST", path, R"({"failed_shards": true})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  json retry = json::parse(r.body);
+  EXPECT_EQ(retry["reason"], "retry");
+  EXPECT_EQ(retry["scheduled_at"], run["scheduled_at"]);
+  ASSERT_EQ(retry["shards"].size(), 3u);
+  for (int i : {0, 2}) {
+    EXPECT_EQ(retry["shards"][i]["state"], "succeeded") << retry.dump();
+    EXPECT_EQ(retry["shards"][i]["outcome"], "kept");
+    EXPECT_EQ(retry["shards"][i]["exit_code"], 0);
+    EXPECT_EQ(retry["shards"][i]["agent"], "a");
+  }
+  EXPECT_EQ(retry["shards"][1]["state"], "pending");
+
+  // Only shard 1 is handed out.
+  std::vector<json> again = agent.ClaimUpTo(3, 1000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0]["run"], retry["id"]);
+  EXPECT_EQ(again[0]["shard"], 1);
+  ASSERT_EQ(agent.Finish(again[0], 0).status, 200);
+  json done = coord_->WaitRun(retry["id"], seconds(5));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+
+  // The old run again, after the job got a fourth shard: its shards no longer fit.
+  coord_->Apply(kJob.substr(0, kJob.find("shards = 3")) + "shards = 4\nshell = \"true\"\n");
+  http::HttpResponse changed = coord_->Request("POST", path, R"({"failed_shards": true})");
+  EXPECT_EQ(changed.status, 409) << changed.body;
+  EXPECT_NE(changed.body.find("had 3 shards"), std::string::npos) << changed.body;
+  // A whole retry still fits.
+  EXPECT_EQ(coord_->Request("POST", path, "{}").status, 201);
+}
+
 // ---- trigger parameters ----
 
 // A trigger sets only the parameters the job declares, within their limits; the review's
