@@ -12,6 +12,7 @@
 #include "exit_codes.h"
 #include "log_follower.h"
 #include "model/time_format.h"
+#include "model/trace_context.h"
 #include "output.h"
 #include "wire/trigger_request.h"
 
@@ -58,8 +59,9 @@ struct TriggerOptions {
   std::string key;
   std::string timeout;
   bool cancel_on_interrupt = false;
-  std::string at;  // a deferred run: RFC 3339
-  std::string in;  // or a duration from now
+  std::string at;           // a deferred run: RFC 3339
+  std::string in;           // or a duration from now
+  std::string traceparent;  // the caller's W3C traceparent; else $TRACEPARENT
 };
 
 // Ctrl-C while waiting for run `id`: detach and say how to follow it, or cancel it with
@@ -114,6 +116,21 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     Result<Millis> in = ParseDuration(opt.in);
     if (!in.ok()) return Fail("trigger", "--in", in.status(), kExitUsage);
     req.in = *in;
+  }
+  // The caller's trace: --traceparent, else $TRACEPARENT as CI systems and tracing tools set
+  // it. A bad flag is an error; a bad variable is said and left out (the run gets its own).
+  if (!opt.traceparent.empty()) {
+    if (Result<TraceParent> tp = ParseTraceParent(opt.traceparent); !tp.ok()) {
+      return Fail("trigger", "--traceparent", tp.status(), kExitUsage);
+    }
+    req.traceparent = opt.traceparent;
+  } else if (const char* env = std::getenv("TRACEPARENT"); env != nullptr && *env != '\0') {
+    if (Result<TraceParent> tp = ParseTraceParent(env); tp.ok()) {
+      req.traceparent = env;
+    } else {
+      std::cerr << "jobctl: trigger: $TRACEPARENT left out: "
+                << Shown(tp.status().message(), STDERR_FILENO) << "\n";
+    }
   }
   // Ctrl-C detaches (or cancels with --cancel-on-interrupt); the loops below check the flag
   // between their short long-polls. Caught before the run exists, so that an interrupt
@@ -193,6 +210,7 @@ struct RunsOptions {
   std::string job;
   std::string state;
   std::string since;
+  std::string trace;
   int limit = 20;
 };
 
@@ -202,6 +220,14 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
   std::string path = "/v1/runs?limit=" + std::to_string(opt.limit);
   if (!opt.job.empty()) path += "&job=" + UrlEncode(opt.job);
   if (!opt.state.empty()) path += "&state=" + UrlEncode(opt.state);
+  if (!opt.trace.empty()) {
+    if (!IsTraceId(opt.trace)) {
+      return Fail("runs", "--trace",
+                  Status::InvalidArgument("expected a trace id of 32 lowercase hex digits"),
+                  kExitUsage);
+    }
+    path += "&trace=" + opt.trace;
+  }
   if (!opt.since.empty()) {
     Result<Millis> d = ParseDuration(opt.since);
     if (!d.ok()) return Fail("runs", "--since", d.status(), kExitUsage);
@@ -335,6 +361,9 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
       ->excludes(at);
   trigger->add_flag("--cancel-on-interrupt", t->cancel_on_interrupt,
                     "Ctrl-C cancels the run instead of detaching (exit 130 once canceled)");
+  trigger->add_option("--traceparent", t->traceparent,
+                      "The caller's W3C traceparent: the run joins its trace (default: "
+                      "$TRACEPARENT when set)");
   trigger->footer(
       "Without --wait prints the run id. In CI:\n"
       "  jobctl trigger deploy-cache --wait --follow\n"
@@ -342,7 +371,9 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
       "Later, once: jobctl trigger reindex --in 2h   (or --at 2026-12-01T03:00:00+01:00)\n"
       "Exit status: 0 the run succeeded, 1 it failed (exit code, timeout, lost, canceled),\n"
       "69 coordinator unreachable, 77 not authorized, 75 --timeout passed, 130 interrupted\n"
-      "(Ctrl-C: the run goes on, or with --cancel-on-interrupt it was canceled).");
+      "(Ctrl-C: the run goes on, or with --cancel-on-interrupt it was canceled).\n"
+      "A pipeline's trace continues into the run: its trace id is the run's trace_id and\n"
+      "every shard's TRACEPARENT; jobctl runs --trace ID lists the runs of a trace.");
   trigger->callback([t, &g, rc] { *rc = RunTrigger(*t, g); });
 
   auto r = std::make_shared<RunsOptions>();
@@ -352,8 +383,11 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
                    "pending, running, succeeded, failed, timed_out, canceled, skipped or lost");
   runs->add_option("--since", r->since, "Only runs created within this duration, e.g. 2h");
   runs->add_option("--limit", r->limit, "At most this many")->check(CLI::Range(1, 10000));
+  runs->add_option("--trace", r->trace,
+                   "Only the runs of this trace (its 32-hex-digit id, as in TRACEPARENT)");
   runs->footer(
       "Example:\n  jobctl runs nightly-backup --state failed --since 24h\n"
+      "  jobctl runs --trace 4bf92f3577b34da6a3ce929d0e0e4736\n"
       "JSON: array of runs, newest first: id, job, reason, scheduled_at, created_at,\n"
       "finished_at, state, trace_id, note, shard_total, shards[index, agent, state,\n"
       "attempt, token, exit_code, outcome, message, started_at, finished_at].");

@@ -5,6 +5,7 @@
 #include "base/base64.h"
 #include "coordinator/api.h"
 #include "model/time_format.h"
+#include "model/trace_context.h"
 #include "wire/job_json.h"
 
 namespace jobctl::coordinator {
@@ -107,6 +108,12 @@ void Api::ListRuns(Call& c) {
     Result<WallTime> since = ParseInstant(it->second);
     if (!since.ok()) return Fail(c, since.status());
     f.since_ms = ToUnixMs(*since);
+  }
+  if (auto it = q.find("trace"); it != q.end() && !it->second.empty()) {
+    if (!IsTraceId(it->second)) {
+      return FailWith(c, 400, "bad_request", "trace: expected 32 lowercase hex digits");
+    }
+    f.trace_id = it->second;
   }
   f.limit = static_cast<int>(std::clamp<int64_t>(IntParam(q, "limit").value_or(50), 1, 10'000));
   f.before_id = IntParam(q, "before");

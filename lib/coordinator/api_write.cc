@@ -3,6 +3,7 @@
 #include "coordinator/api.h"
 #include "coordinator/request_json.h"
 #include "model/time_format.h"
+#include "model/trace_context.h"
 #include "wire/trigger_request.h"
 
 namespace jobctl::coordinator {
@@ -72,13 +73,22 @@ void Api::Trigger(Call& c) {
   if (start > now + wire::kMaxDefer.count()) {
     return FailWith(c, 400, "bad_request", "at: at most 366 days ahead");
   }
+  // The caller's trace: the body's traceparent (checked by FromJson), else the W3C header,
+  // which, as the specification says, is ignored when it does not read.
+  std::string trace_id;
+  std::string traceparent = req->traceparent;
+  if (traceparent.empty()) traceparent = c.req.Header("traceparent");
+  if (!traceparent.empty()) {
+    if (Result<TraceParent> tp = ParseTraceParent(traceparent); tp.ok()) trace_id = tp->trace_id;
+  }
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, std::max(start, now), env_json,
-                                          key, start > now ? start : 0);
+                                          key, start > now ? start : 0, trace_id);
   if (!run.ok()) return Fail(c, run.status());
   Audit(c, "trigger", std::string(job->name),
         "run " + std::to_string(run->id) +
             (start > now ? " at " + FormatUtc(FromUnixMs(start)) : std::string()));
-  log::Info("run triggered", {{"job", job->name}, {"run", run->id}, {"by", c.who.name}});
+  log::Info("run triggered",
+            {{"job", job->name}, {"run", run->id}, {"by", c.who.name}, {"trace", run->trace_id}});
   wire::RunView out = RunViewOf(run.value(), c.who);
   out.existing = false;
   JsonAfterCommit(c, 201, out.ToJson());

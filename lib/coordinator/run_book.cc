@@ -123,7 +123,7 @@ Status RunBook::LoadSpecs(const std::vector<JobEntry*>& jobs) {
 
 Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                                            const std::string& env_json, const std::string& key,
-                                           int64_t not_before_ms) {
+                                           int64_t not_before_ms, const std::string& trace_id) {
   Result<std::shared_ptr<const Job>> spec = SpecOf(job);
   if (!spec.ok()) return spec.status();
   int64_t now = ctx_->NowMs();
@@ -133,7 +133,7 @@ Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int6
   rec.reason = reason;
   rec.scheduled_ms = scheduled_ms;
   rec.created_ms = now;
-  rec.trace_id = NewTraceId();
+  rec.trace_id = trace_id.empty() ? NewTraceId() : trace_id;
   rec.idempotency_key = key;
   rec.env_json = env_json;
   rec.not_before_ms = not_before_ms;
@@ -184,8 +184,8 @@ void RunBook::Open(Prepared& run) {
 
 Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                                   const std::string& env_json, const std::string& key,
-                                  int64_t not_before_ms) {
-  Result<Prepared> run = Prepare(job, reason, scheduled_ms, env_json, key, not_before_ms);
+                                  int64_t not_before_ms, const std::string& trace_id) {
+  Result<Prepared> run = Prepare(job, reason, scheduled_ms, env_json, key, not_before_ms, trace_id);
   if (!run.ok()) return run.status();
   // kConflict: this instant has its run already (fired before a restart); the turn goes on.
   if (Status s = ctx_->batch->Write([&] { return ctx_->store->InsertRun(run->rec); },

@@ -45,10 +45,10 @@ class RunBook {
   // Creates a run with its shards in the current write batch. kConflict when the instant
   // was already fired (or the idempotency key already used). Its shards start no earlier
   // than `not_before_ms` (a deferred manual run); a scheduled fire of a job with a jitter
-  // draws its own delay instead.
+  // draws its own delay instead. The run carries `trace_id` (a caller's trace), or a new one.
   Result<RunRecord> Create(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                            const std::string& env_json, const std::string& idempotency_key,
-                           int64_t not_before_ms = 0);
+                           int64_t not_before_ms = 0, const std::string& trace_id = "");
   // Create in two steps, for many runs in one write (the fire loop's slice): Prepare makes
   // the record (the fields and shards Create would insert); CreateAll inserts the prepared
   // runs together and opens each inserted one as Create does. created[i] is false for a run
@@ -61,7 +61,7 @@ class RunBook {
   };
   Result<Prepared> Prepare(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                            const std::string& env_json, const std::string& idempotency_key,
-                           int64_t not_before_ms = 0);
+                           int64_t not_before_ms = 0, const std::string& trace_id = "");
   Status CreateAll(std::vector<Prepared>& runs, std::vector<bool>& created);
   // A retry of `old` (ended) that runs only its shards that did not succeed: a new run (reason
   // retry) with all of old's shards and indexes, those that succeeded in `old` copied as

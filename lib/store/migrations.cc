@@ -133,6 +133,10 @@ CREATE TABLE alert_states(
       {9, R"sql(
 CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
 )sql"},
+      // The runs of a trace (jobctl runs --trace), newest first.
+      {10, R"sql(
+CREATE INDEX runs_by_trace ON runs(trace_id, id);
+)sql"},
   };
   return kMigrations;
 }

@@ -96,6 +96,10 @@ CREATE TABLE alert_states(
       {4, R"sql(
 CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
 )sql"},
+      // As the SQLite file's version 10: the runs of a trace.
+      {5, R"sql(
+CREATE INDEX runs_by_trace ON runs(trace_id, id);
+)sql"},
   };
   return kMigrations;
 }

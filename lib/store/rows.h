@@ -188,6 +188,7 @@ struct RunFilter {
   std::optional<int64_t> since_ms;  // created at or after
   int limit = 50;
   std::optional<int64_t> before_id;  // paging: runs with id < before_id
+  std::string trace_id;              // "": any; else only the runs of this trace (an index)
 };
 
 // Which runs Store::PruneRuns may delete: those that ended before ended_before_ms and are

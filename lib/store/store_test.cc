@@ -449,6 +449,26 @@ TEST_P(StoreTest, RunsAreListedNewestFirstByJobStateTimeAndPage) {
   EXPECT_EQ((*runs)[0].shards.size(), 2u);
 }
 
+TEST_P(StoreTest, TheRunsOfATraceAreListedNewestFirstWithTheOtherFilters) {
+  int64_t a = AddJob("a");
+  int64_t b = AddJob("b");
+  const std::string kTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  auto traced = [&](int64_t job, int64_t at) {
+    RunRecord run = NewRun(job, at);
+    run.trace_id = kTrace;
+    return AddRun(run);
+  };
+  int64_t a1 = traced(a, 1000);
+  AddRun(NewRun(a, 1500));  // another trace
+  int64_t b1 = traced(b, 2000);
+  int64_t a2 = traced(a, 3000);
+  EXPECT_EQ(RunIds({.trace_id = kTrace}), (std::vector<int64_t>{a2, b1, a1}));
+  EXPECT_EQ(RunIds({.job_id = a, .trace_id = kTrace}), (std::vector<int64_t>{a2, a1}));
+  EXPECT_EQ(RunIds({.since_ms = 2000, .trace_id = kTrace}), (std::vector<int64_t>{a2, b1}));
+  EXPECT_EQ(RunIds({.limit = 1, .before_id = a2, .trace_id = kTrace}), (std::vector<int64_t>{b1}));
+  EXPECT_EQ(RunIds({.trace_id = "11111111111111111111111111111111"}), (std::vector<int64_t>{}));
+}
+
 TEST_P(StoreTest, NothingUncommittedSurvivesReopen) {
   int64_t job = AddJob("x");
   ASSERT_TRUE(store_->Begin().ok());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/time_format.h"
+#include "model/trace_context.h"
 #include "wire/fields.h"
 
 namespace jobctl::wire {
@@ -13,6 +14,7 @@ json TriggerRequest::ToJson() const {
   if (!idempotency_key.empty()) out["idempotency_key"] = idempotency_key;
   if (at_ms) out["at"] = FormatUtc(FromUnixMs(*at_ms));
   if (in) out["in"] = FormatDuration(*in);
+  if (!traceparent.empty()) out["traceparent"] = traceparent;
   return out;
 }
 
@@ -27,7 +29,11 @@ Result<TriggerRequest> TriggerRequest::FromJson(const json& body) {
   std::string at, in;
   if (s.ok()) s = Opt(body, "at", &at);
   if (s.ok()) s = Opt(body, "in", &in);
+  if (s.ok()) s = Opt(body, "traceparent", &req.traceparent);
   if (!s.ok()) return s;
+  if (!req.traceparent.empty()) {
+    if (Result<TraceParent> tp = ParseTraceParent(req.traceparent); !tp.ok()) return tp.status();
+  }
   if (!at.empty() && !in.empty()) return Status::InvalidArgument("give \"at\" or \"in\", not both");
   if (at.size() > 64 || in.size() > 64)
     return Status::InvalidArgument("\"at\" and \"in\" are short texts");

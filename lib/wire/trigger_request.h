@@ -26,8 +26,10 @@ struct TriggerRequest {
   // A deferred run: "at" (RFC 3339) or "in" (a duration such as "2h"), not both.
   std::optional<int64_t> at_ms;
   std::optional<Millis> in;
+  // The caller's W3C traceparent (model/trace_context.h): the run joins its trace. "" = none.
+  std::string traceparent;
 
-  // "params" always; "idempotency_key", "at" (UTC) and "in" when set.
+  // "params" always; "idempotency_key", "at" (UTC), "in" and "traceparent" when set.
   nlohmann::json ToJson() const;
   static Result<TriggerRequest> FromJson(const nlohmann::json& body);
   bool operator==(const TriggerRequest&) const = default;

@@ -14,6 +14,7 @@
 #include "agentd/assignment.h"
 #include "coordinator/request_json.h"
 #include "model/env_rules.h"
+#include "model/trace_context.h"
 #include "wire/bounded_json.h"
 #include "wire/trigger_request.h"
 
@@ -77,6 +78,14 @@ void CheckApply(const json& body) {
 void CheckTrigger(const json& body) {
   Result<jobctl::wire::TriggerRequest> r = jobctl::wire::TriggerRequest::FromJson(body);
   if (!r.ok()) return;
+  // A traceparent that decodes is bounded and names a trace id runs can carry; the CLI's
+  // request carries it unchanged.
+  if (!r->traceparent.empty()) {
+    Result<jobctl::TraceParent> tp = jobctl::ParseTraceParent(r->traceparent);
+    Check(tp.ok() && r->traceparent.size() <= jobctl::kMaxTraceParent &&
+          jobctl::IsTraceId(tp->trace_id));
+  }
+  Check(Again(&jobctl::wire::TriggerRequest::FromJson, r->ToJson()).traceparent == r->traceparent);
   // The handler stores the resolved parameters as JSON text; they must read back the same.
   json env = json::parse(json(r->params).dump(), nullptr, false);
   Check(env.get<std::map<std::string, std::string>>() == r->params);

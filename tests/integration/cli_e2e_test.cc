@@ -5,6 +5,7 @@
 #include <csignal>
 #include <nlohmann/json.hpp>
 
+#include "httpclient/blocking_client.h"
 #include "testlib/cluster.h"
 
 namespace jobctl::testing {
@@ -137,6 +138,74 @@ TEST_F(CliE2eTest, RetryOfTheFailedShardsRunsOnlyThose) {
   ProcessResult again = Jobctl({"retry", std::to_string(second), "--failed-shards"});
   EXPECT_EQ(again.exit_code, 75);
   EXPECT_NE(again.err.find("only failed runs are retried"), std::string::npos) << again.err;
+}
+
+// A caller's W3C trace continues into the run: from --traceparent, from $TRACEPARENT and from
+// the HTTP header; the real agent hands the trace id to the job in TRACEPARENT, and
+// `jobctl runs --trace` finds the runs of a trace.
+TEST_F(CliE2eTest, TheCallersTraceContinuesIntoTheRunAndFindsIt) {
+  dir_.Write("jobs.toml",
+             "[[job]]\nname = \"traced\"\nschedule = \"@yearly\"\nshell = \"echo $TRACEPARENT\"\n");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  const std::string kFlag = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string kEnv = "0af7651916cd43dd8448eb211c80319c";
+  const std::string kHeader = "11111111111111111111111111111111";
+  auto run_of = [&](const ProcessResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    int64_t id = std::stoll(r.out);
+    json done = coord_->WaitRun(id, seconds(30));
+    EXPECT_EQ(done["state"], "succeeded") << done.dump();
+    return done;
+  };
+  json by_flag = run_of(
+      Jobctl({"trigger", "traced", "--traceparent", "00-" + kFlag + "-00f067aa0ba902b7-01"}));
+  EXPECT_EQ(by_flag["trace_id"], kFlag);
+  // The job sees the same trace, under the shard's own span.
+  std::string seen = coord_->Output(by_flag["id"], 0, "stdout");
+  EXPECT_EQ(seen.substr(0, 36), "00-" + kFlag + "-") << seen;
+  EXPECT_EQ(seen.size(), 56u) << seen;
+
+  json by_env = run_of(
+      Jobctl({"trigger", "traced"}, {{"TRACEPARENT", "00-" + kEnv + "-b7ad6b7169203331-01"}}));
+  EXPECT_EQ(by_env["trace_id"], kEnv);
+
+  http::BlockingClient client(coord_->url(), coord_->admin_token());
+  http::RequestOptions o;
+  o.method = "POST";
+  o.body = "{}";
+  o.headers = {{"traceparent", "00-" + kHeader + "-b7ad6b7169203331-01"}};
+  Result<http::HttpResponse> posted = client.Request("/v1/jobs/traced/trigger", o);
+  ASSERT_TRUE(posted.ok()) << posted.status().ToString();
+  ASSERT_EQ(posted->status, 201) << posted->body;
+  EXPECT_EQ(json::parse(posted->body)["trace_id"], kHeader);
+  // A header that does not read is ignored (W3C); a body field that does not is a 400.
+  o.headers = {{"traceparent", "garbage"}};
+  posted = client.Request("/v1/jobs/traced/trigger", o);
+  ASSERT_TRUE(posted.ok()) << posted.status().ToString();
+  ASSERT_EQ(posted->status, 201) << posted->body;
+  EXPECT_EQ(json::parse(posted->body)["trace_id"].get<std::string>().size(), 32u);
+  o.headers.clear();
+  o.body = R"({"traceparent": "00-xyz"})";
+  posted = client.Request("/v1/jobs/traced/trigger", o);
+  ASSERT_TRUE(posted.ok()) << posted.status().ToString();
+  EXPECT_EQ(posted->status, 400) << posted->body;
+
+  // A bad flag is refused; a bad $TRACEPARENT is said and the run gets a trace of its own.
+  ProcessResult bad = Jobctl({"trigger", "traced", "--traceparent", "00-xyz"});
+  EXPECT_EQ(bad.exit_code, 64) << bad.err;
+  ProcessResult bad_env = Jobctl({"trigger", "traced"}, {{"TRACEPARENT", "garbage"}});
+  EXPECT_NE(bad_env.err.find("$TRACEPARENT left out"), std::string::npos) << bad_env.err;
+  json own = run_of(bad_env);
+  EXPECT_NE(own["trace_id"], kFlag);
+  EXPECT_EQ(own["trace_id"].get<std::string>().size(), 32u);
+
+  ProcessResult found = Jobctl({"runs", "--trace", kFlag, "-o", "json"});
+  ASSERT_EQ(found.exit_code, 0) << found.err;
+  json runs = json::parse(found.out);
+  ASSERT_EQ(runs.size(), 1u) << found.out;
+  EXPECT_EQ(runs[0]["id"], by_flag["id"]);
+  EXPECT_EQ(json::parse(Jobctl({"runs", "--trace", kHeader, "-o", "json"}).out).size(), 1u);
+  EXPECT_EQ(Jobctl({"runs", "--trace", "not-a-trace"}).exit_code, 64);
 }
 
 TEST_F(CliE2eTest, LogsFollowOfARunningJobEndsWhenTheRunEnds) {
