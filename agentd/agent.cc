@@ -199,8 +199,11 @@ void Agent::Launch(RunningShard& shard) {
                                       NewSpanId(), std::move(*secrets)});
   shipper_->Open(a.key, a.token);
   if (Status s = shard.Start(spec); !s.ok()) {
-    log::Warn("cannot start shard",
-              {{"job", a.job}, {"run", a.key.run}, {"shard", a.key.shard}, {"error", s.message()}});
+    log::Warn("cannot start shard", {{"job", a.job},
+                                     {"run", a.key.run},
+                                     {"shard", a.key.shard},
+                                     {"error", s.message()},
+                                     {"trace", a.trace_id}});
     return EndUnstarted(a.key, Outcome::kSpawnFailed, s.message());
   }
   ArmFence(shard);
@@ -214,7 +217,8 @@ void Agent::Launch(RunningShard& shard) {
                             {"shard", a.key.shard},
                             {"attempt", a.key.attempt},
                             {"token", a.token},
-                            {"user", user.name}});
+                            {"user", user.name},
+                            {"trace", a.trace_id}});
 }
 
 void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
@@ -236,7 +240,8 @@ void Agent::OnShardDone(ShardResult result) {
                              {"attempt", result.key.attempt},
                              {"outcome", OutcomeName(result.outcome)},
                              {"exit", result.exit_code ? std::to_string(*result.exit_code) : "-"},
-                             {"message", result.message}});
+                             {"message", result.message},
+                             {"trace", it->second->assignment().trace_id}});
   events_.Write("exited", {{"run", result.key.run},
                            {"shard", result.key.shard},
                            {"attempt", result.key.attempt},
@@ -297,9 +302,11 @@ void Agent::OnLeaseLost(ShardKey key, int64_t token, LeaseLoss loss) {
                     : loss == LeaseLoss::kFinished
                         ? "the coordinator already holds a result for this lease"
                         : "lease not renewed before its deadline";
-  log::Warn(
-      "lease lost; stopping the shard",
-      {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"reason", LeaseLossName(loss)}});
+  log::Warn("lease lost; stopping the shard", {{"run", key.run},
+                                               {"shard", key.shard},
+                                               {"token", token},
+                                               {"reason", LeaseLossName(loss)},
+                                               {"trace", shard->assignment().trace_id}});
   if (!shard->started()) return EndUnstarted(shard->assignment().key, outcome, why);
   // A canceled run is not handed to anyone else: its shard gets its whole kill_grace, and the
   // fence waits for that (and a second more) instead of the lease's last deadline.

@@ -470,7 +470,8 @@ RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r
                                            {"run", run.rec.id},
                                            {"shard", shard.index},
                                            {"attempt", shard.attempt},
-                                           {"delay_ms", delay}});
+                                           {"delay_ms", delay},
+                                           {"trace", run.rec.trace_id}});
       Requeue(run, shard, now + delay);
       break;
     }
@@ -609,8 +610,11 @@ void RunBook::MaybeFinish(OpenRun& run) {
   ++ctx_->metrics->runs_finished_total[std::string(RunStateName(state))];
   // Successes are the common case and are in the store and /metrics: at thousands of runs
   // a second, a line each would flood the journal. Everything else is worth a line.
-  (state == RunState::kSucceeded ? log::Debug : log::Info)(
-      "run finished", {{"job", run.rec.job}, {"run", run.rec.id}, {"state", RunStateName(state)}});
+  (state == RunState::kSucceeded ? log::Debug : log::Info)("run finished",
+                                                           {{"job", run.rec.job},
+                                                            {"run", run.rec.id},
+                                                            {"state", RunStateName(state)},
+                                                            {"trace", run.rec.trace_id}});
   auto waiters = std::move(run.waiters);
   auto rec = std::make_shared<RunRecord>(run.rec);
   ctx_->batch->OnCommit([this, waiters = std::move(waiters), rec](const Status&) {
@@ -668,10 +672,12 @@ void RunBook::OnDeadlineTimer() {
     if (it == open_.end()) continue;
     ShardRecord& shard = it->second.rec.shards.at(static_cast<size_t>(key.shard));
     if (shard.state != RunState::kRunning) continue;
-    log::Warn("shard past its timeout without a result; failing it", {{"job", it->second.rec.job},
-                                                                      {"run", key.run},
-                                                                      {"shard", key.shard},
-                                                                      {"agent", shard.agent}});
+    log::Warn("shard past its timeout without a result; failing it",
+              {{"job", it->second.rec.job},
+               {"run", key.run},
+               {"shard", key.shard},
+               {"agent", shard.agent},
+               {"trace", it->second.rec.trace_id}});
     ResultReport r;
     r.key = {key.run, key.shard, shard.attempt};
     r.token = shard.token;

@@ -164,6 +164,9 @@ TEST_F(CliE2eTest, TheCallersTraceContinuesIntoTheRunAndFindsIt) {
   std::string seen = coord_->Output(by_flag["id"], 0, "stdout");
   EXPECT_EQ(seen.substr(0, 36), "00-" + kFlag + "-") << seen;
   EXPECT_EQ(seen.size(), 56u) << seen;
+  // The coordinator's and the agent's own lines about the run carry its trace.
+  EXPECT_NE(coord_->Logs().find("trace=" + kFlag), std::string::npos) << coord_->Logs();
+  EXPECT_NE(agent_->Logs().find("trace=" + kFlag), std::string::npos) << agent_->Logs();
 
   json by_env = run_of(
       Jobctl({"trigger", "traced"}, {{"TRACEPARENT", "00-" + kEnv + "-b7ad6b7169203331-01"}}));
