@@ -97,7 +97,9 @@ void Api::ListRuns(Call& c) {
       return FailOutOfScope(c, "");
     }
     f.job_id = job->id;
-  } else if (c.who.role != Role::kAdmin && !c.who.jobs_glob.empty()) {
+  } else if (c.who.role != Role::kAdmin && !c.who.jobs_glob.empty() &&
+             (q.find("trace") == q.end() || q.find("trace")->second.empty())) {
+    // A trace's runs are listed to such a token too: only those of the jobs it may read.
     return FailOutOfScope(c, ": name one with job=");
   }
   if (auto it = q.find("state"); it != q.end() && !it->second.empty()) {
@@ -121,6 +123,7 @@ void Api::ListRuns(Call& c) {
   if (!runs.ok()) return Fail(c, runs.status());
   std::vector<wire::RunView> out;
   for (const RunRecord& r : *runs) {
+    if (!f.job_id && !Auth::Allows(c.who, Role::kRead, r.job)) continue;
     // Open runs are current in memory; the store has them as of the last commit.
     const RunRecord* open = p_.book->FindOpen(r.id);
     out.push_back(RunViewOf(open ? *open : r, c.who));

@@ -140,10 +140,10 @@ void Api::RetryRun(Call& c) {
   }
   JobEntry* job = p_.jobs->Find((*old)->job_id);
   if (job == nullptr || !job->active) return FailWith(c, 404, "not_found", "its job was removed");
-  Result<RunRecord> run =
-      req->failed_shards
-          ? p_.book->RetryFailedShards(*job, **old)
-          : p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms, (*old)->env_json, "");
+  Result<RunRecord> run = req->failed_shards
+                              ? p_.book->RetryFailedShards(*job, **old)
+                              : p_.book->Create(*job, RunReason::kRetry, (*old)->scheduled_ms,
+                                                (*old)->env_json, "", 0, (*old)->trace_id);
   if (!run.ok()) return Fail(c, run.status());
   Audit(c, "retry", "run " + c.params["id"],
         "run " + std::to_string(run->id) + (req->failed_shards ? ", failed shards" : ""));

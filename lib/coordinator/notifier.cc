@@ -308,6 +308,7 @@ notify::Notification Notifier::Facts(const store::NotificationRow& row) {
   std::stable_partition(order.begin(), order.end(),
                         [](const ShardRecord* s) { return FailedShard(*s); });
   for (const ShardRecord* s : order) {
+    if (s->outcome == kKeptOutcome) continue;  // it ran in the retried run
     if (s->started_ms && (n.started_ms == 0 || *s->started_ms < n.started_ms)) {
       n.started_ms = *s->started_ms;
     }

@@ -198,11 +198,15 @@ Result<RunRecord> RunBook::Create(JobEntry& job, RunReason reason, int64_t sched
 }
 
 Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old) {
-  Result<Prepared> run = Prepare(job, RunReason::kRetry, old.scheduled_ms, old.env_json, "");
+  Result<Prepared> run =
+      Prepare(job, RunReason::kRetry, old.scheduled_ms, old.env_json, "", 0, old.trace_id);
   if (!run.ok()) return run.status();
   RunRecord& rec = run->rec;
   const std::string of_run = "run " + std::to_string(old.id);
   const bool broadcast = run->spec->route == Route::kBroadcast;
+  if (old.shard_total == 0) {
+    return Status::Conflict(of_run + " had no shard (no agent was eligible); retry the whole run");
+  }
   if (!broadcast && rec.shard_total != old.shard_total) {
     return Status::Conflict(of_run + " had " + std::to_string(old.shard_total) +
                             " shards and job \"" + std::string(job.name) + "\" has " +
@@ -212,7 +216,24 @@ Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old
     return Status::Internal(of_run + " has " + std::to_string(old.shards.size()) + " shards of " +
                             std::to_string(old.shard_total));
   }
-  // A broadcast run is retried on the agents it was bound to, not on those connected now.
+  // A broadcast run is retried on the agents it was bound to, not on those connected now: each
+  // must still be there, or its shard would wait for it for ever.
+  if (broadcast) {
+    std::vector<std::string> eligible = dispatcher_->EligibleAgents(run->spec->on);
+    for (const ShardRecord& was : old.shards) {
+      if (was.state == RunState::kSucceeded) continue;
+      if (was.agent.empty()) {
+        return Status::Conflict("shard " + std::to_string(was.index) + " of " + of_run +
+                                " never had an agent; retry the whole run");
+      }
+      if (std::find(eligible.begin(), eligible.end(), was.agent) == eligible.end()) {
+        return Status::Conflict("shard " + std::to_string(was.index) + " of " + of_run +
+                                " ran on agent \"" + was.agent +
+                                "\", which is not connected or no longer eligible; retry the "
+                                "whole run");
+      }
+    }
+  }
   rec.shard_total = old.shard_total;
   rec.state = RunState::kPending;
   rec.finished_ms.reset();
@@ -231,8 +252,9 @@ Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old
     shard.agent = was.agent;
     shard.attempt = was.attempt;
     shard.exit_code = was.exit_code;
-    shard.outcome = "kept";
-    shard.message = "succeeded in " + of_run;
+    shard.outcome = std::string(kKeptOutcome);
+    // Kept again by a retry of a retry: the run it ran in stays the one named.
+    shard.message = was.outcome == kKeptOutcome ? was.message : "succeeded in " + of_run;
     shard.started_ms = was.started_ms;
     shard.finished_ms = was.finished_ms;
   }
@@ -241,9 +263,9 @@ Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old
     return s;
   }
   // InsertRun writes new shards; the kept ones get the rest of their columns in the same
-  // commit.
+  // commit, and so do a broadcast run's bound ones, so that a restart keeps their agents.
   for (ShardRecord& shard : rec.shards) {
-    if (shard.state == RunState::kSucceeded) Save(shard);
+    if (shard.state == RunState::kSucceeded || !shard.agent.empty()) Save(shard);
   }
   Open(*run);
   return std::move(rec);

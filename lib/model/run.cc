@@ -61,7 +61,8 @@ RunState DeriveRunState(const std::vector<ShardRecord>& shards) {
       if (s.state == RunState::kRunning || s.attempt > 1) any_started = true;
       continue;
     }
-    any_started = true;
+    // A kept shard ran in the retried run: alone, it does not make this one running.
+    if (s.outcome != kKeptOutcome) any_started = true;
     if (Severity(s.state) > Severity(worst)) worst = s.state;
   }
   if (any_open) return any_started ? RunState::kRunning : RunState::kPending;
@@ -71,6 +72,7 @@ RunState DeriveRunState(const std::vector<ShardRecord>& shards) {
 int64_t RunDurationMs(const RunRecord& run) {
   std::optional<int64_t> first;
   for (const ShardRecord& s : run.shards) {
+    if (s.outcome == kKeptOutcome) continue;
     if (s.started_ms && (!first || *s.started_ms < *first)) first = s.started_ms;
   }
   if (!first || !run.finished_ms) return 0;

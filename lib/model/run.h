@@ -31,6 +31,11 @@ std::string_view RunStateName(RunState s);
 std::optional<RunState> ParseRunState(std::string_view s);
 bool IsTerminal(RunState s);
 
+// The outcome of a shard a retry of failed shards copied from the retried run, where it had
+// succeeded: it did not run in this run, so its times count for neither its start nor its
+// duration.
+inline constexpr std::string_view kKeptOutcome = "kept";
+
 // How an attempt ended, as the agent reports it.
 enum class Outcome { kExited, kSignaled, kTimedOut, kLeaseLost, kCanceled, kPolicy, kSpawnFailed };
 std::string_view OutcomeName(Outcome o);
@@ -73,8 +78,8 @@ struct RunRecord {
 };
 
 // The run's state from its shards: running while any shard is pending or running (and at
-// least one started), else the worst terminal state (lost < canceled < timed_out < failed),
-// succeeded only when every shard succeeded.
+// least one started; a kept shard did not, in this run), else the worst terminal state (lost <
+// canceled < timed_out < failed), succeeded only when every shard succeeded.
 RunState DeriveRunState(const std::vector<ShardRecord>& shards);
 
 // How long a finished run took: from its first shard's start to the run's end (ms); 0 when

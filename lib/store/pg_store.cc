@@ -783,8 +783,8 @@ Status PgStore::ForEachLastResult(const std::function<void(const LastResult&)>& 
   // duration reads the shards of the one run per job.
   static const Sql kSql{
       "SELECT r.job_id, r.state, r.finished_ms, "
-      "COALESCE(r.finished_ms - (SELECT MIN(s.started_ms) FROM shards s WHERE s.run_id = r.id), "
-      "0), last.success_ms FROM runs r "
+      "COALESCE(r.finished_ms - (SELECT MIN(s.started_ms) FROM shards s WHERE s.run_id = r.id "
+      "AND s.outcome != 'kept'), 0), last.success_ms FROM runs r "
       "JOIN (SELECT job_id, MAX(id) AS id, "
       "MAX(finished_ms) FILTER (WHERE state = 'succeeded') AS success_ms FROM runs "
       "WHERE finished_ms IS NOT NULL AND state != 'skipped' GROUP BY job_id) last "

@@ -209,6 +209,21 @@ TEST_F(CliE2eTest, TheCallersTraceContinuesIntoTheRunAndFindsIt) {
   EXPECT_EQ(runs[0]["id"], by_flag["id"]);
   EXPECT_EQ(json::parse(Jobctl({"runs", "--trace", kHeader, "-o", "json"}).out).size(), 1u);
   EXPECT_EQ(Jobctl({"runs", "--trace", "not-a-trace"}).exit_code, 64);
+  // A token limited to some jobs, as CI gets, finds the trace's runs of those jobs only.
+  auto token_for = [&](const std::string& name, const std::string& jobs) {
+    http::HttpResponse made = coord_->Request(
+        "POST", "/v1/tokens", json{{"role", "trigger"}, {"name", name}, {"jobs", jobs}}.dump());
+    EXPECT_EQ(made.status, 201) << made.body;
+    return json::parse(made.body)["token"].get<std::string>();
+  };
+  ProcessResult mine = Jobctl({"runs", "--trace", kFlag, "-o", "json"},
+                              {{"JOBCTL_TOKEN", token_for("ci", "trace*")}});
+  ASSERT_EQ(mine.exit_code, 0) << mine.err;
+  EXPECT_EQ(json::parse(mine.out).size(), 1u) << mine.out;
+  ProcessResult others = Jobctl({"runs", "--trace", kFlag, "-o", "json"},
+                                {{"JOBCTL_TOKEN", token_for("other", "deploy-*")}});
+  ASSERT_EQ(others.exit_code, 0) << others.err;
+  EXPECT_EQ(json::parse(others.out).size(), 0u) << others.out;
 }
 
 TEST_F(CliE2eTest, LogsFollowOfARunningJobEndsWhenTheRunEnds) {

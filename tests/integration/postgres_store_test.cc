@@ -48,6 +48,17 @@ class PostgresStoreTest : public ::testing::Test {
     chmod((dir.path() + "/data/admin.token").c_str(), 0600);
   }
 
+  // A coordinator started on another host after `from` was lost: a data directory of its
+  // own, given from's admin token.
+  struct Successor {
+    Successor(const Coordinator& from, const std::string& conf) : c(dir, conf) {
+      CopyAdminToken(from, dir);
+      c.Start();
+    }
+    TempDir dir;
+    Coordinator c;
+  };
+
   // Two coordinators on the test database, each with a data directory of its own: `a`
   // started first, so it holds the database, then `b`, a standby, given a's admin token.
   struct Pair {
@@ -100,17 +111,15 @@ TEST_F(PostgresStoreTest, RunsAndOutputLiveInTheDatabaseAndAnotherCoordinatorCar
 
   // The first host is lost; a coordinator on another (another data directory) has it all.
   a.Kill9();
-  TempDir db;
-  CopyAdminToken(a, db);
-  Coordinator b(db, Config());
-  b.Start();
+  Successor next(a, Config());
+  Coordinator& b = next.c;
   json run = b.GetJson("/v1/runs/" + std::to_string(id));
   EXPECT_EQ(run["state"], "succeeded") << run.dump();
   EXPECT_EQ(b.Output(id, 0, "stdout"), "hello from hello\n");
   json jobs = b.GetJson("/v1/jobs");
   ASSERT_EQ(jobs.size(), 1u) << jobs.dump();
   // And it runs jobs: the agent finds it among its coordinators.
-  EXPECT_FALSE(std::filesystem::exists(db.path() + "/data/agent.token"))
+  EXPECT_FALSE(std::filesystem::exists(next.dir.path() + "/data/agent.token"))
       << "tokens exist already: a second coordinator writes none";
 }
 
@@ -135,11 +144,8 @@ TEST_F(PostgresStoreTest, ARetryOfTheFailedShardsKeepsTheOthersInTheDatabase) {
   ASSERT_EQ(done["state"], "succeeded") << done.dump() << a.Logs();
 
   a.Kill9();
-  TempDir db;
-  CopyAdminToken(a, db);
-  Coordinator b(db, Config());
-  b.Start();
-  json run = b.GetJson("/v1/runs/" + std::to_string(second));
+  Successor next(a, Config());
+  json run = next.c.GetJson("/v1/runs/" + std::to_string(second));
   EXPECT_EQ(run["state"], "succeeded") << run.dump();
   ASSERT_EQ(run["shards"].size(), 2u);
   EXPECT_EQ(run["shards"][0]["outcome"], "kept") << run.dump();

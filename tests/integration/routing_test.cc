@@ -160,6 +160,19 @@ class RoutingTest : public CoordinatorFixture {
     AwaitPlaced(*run);
     return claims.End();
   }
+  // Agents "a" and "b", each granted its shard of a run of the broadcast job "everywhere"
+  // (the run's id in *run), and b's shard ended well. Returns a's grant (null when the run
+  // was not placed so).
+  json BroadcastToTwo(int64_t* run) {
+    Member& a = Add("a");
+    Member& b = Add("b");
+    Grants got = TriggerAmong({&a, &b}, "everywhere", run);
+    EXPECT_EQ(got["a"].size(), 1u);
+    EXPECT_EQ(got["b"].size(), 1u);
+    if (got["a"].size() != 1 || got["b"].size() != 1) return json();
+    EXPECT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
+    return got["a"][0];
+  }
   // The same, with every shard then finished; returns the run's shard -> agent.
   std::map<int, std::string> PlaceOneRun(const std::vector<Member*>& who, const std::string& job) {
     int64_t run = 0;
@@ -425,15 +438,13 @@ TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
   coord_->Apply(Job("everywhere",
                     "route = \"broadcast\"\n"
                     "retry = { max = 1, initial = \"100ms\", max_delay = \"100ms\" }\n"));
-  Member& a = Add("a");
-  Member& b = Add("b");
   int64_t run = 0;
-  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
-  ASSERT_EQ(got["a"].size(), 1u);
-  ASSERT_EQ(got["b"].size(), 1u);
-  int shard_of_a = got["a"][0]["shard"].get<int>();
-  ASSERT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
-  ASSERT_EQ(a.agent.Finish(got["a"][0], 1).status, 200);  // failed: retried after ~100 ms
+  json of_a = BroadcastToTwo(&run);
+  ASSERT_FALSE(of_a.is_null());
+  Member& a = Get("a");
+  Member& b = Get("b");
+  int shard_of_a = of_a["shard"].get<int>();
+  ASSERT_EQ(a.agent.Finish(of_a, 1).status, 200);  // failed: retried after ~100 ms
   {
     // Only b asks, for longer than the backoff plus the 300 ms hold.
     OpenClaims only_b(*coord_, {&b}, 1000);
@@ -453,15 +464,13 @@ TEST_F(RoutingTest, FailedBroadcastShardIsRetriedOnItsOwnAgent) {
 TEST_F(RoutingTest, RetryOfTheFailedShardsOfABroadcastRunRunsThemOnTheirAgents) {
   Start();
   coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"));
-  Member& a = Add("a");
-  Member& b = Add("b");
   int64_t run = 0;
-  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
-  ASSERT_EQ(got["a"].size(), 1u);
-  ASSERT_EQ(got["b"].size(), 1u);
-  int shard_of_a = got["a"][0]["shard"].get<int>();
-  ASSERT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
-  ASSERT_EQ(a.agent.Finish(got["a"][0], 1).status, 200);
+  json of_a = BroadcastToTwo(&run);
+  ASSERT_FALSE(of_a.is_null());
+  Member& a = Get("a");
+  Member& b = Get("b");
+  int shard_of_a = of_a["shard"].get<int>();
+  ASSERT_EQ(a.agent.Finish(of_a, 1).status, 200);
   ASSERT_EQ(coord_->WaitRun(run, seconds(5))["state"], "failed");
 
   Member& c = Add("c");
@@ -470,6 +479,10 @@ TEST_F(RoutingTest, RetryOfTheFailedShardsOfABroadcastRunRunsThemOnTheirAgents) 
       coord_->PostJson("/v1/runs/" + std::to_string(run) + "/retry", {{"failed_shards", true}});
   int64_t second = retry["id"];
   EXPECT_EQ(retry["shard_total"], 2) << retry.dump();
+  EXPECT_EQ(retry["trace_id"], coord_->GetJson("/v1/runs/" + std::to_string(run))["trace_id"]);
+  // The binding is in the store: a restart keeps it.
+  coord_->Stop();
+  coord_->Start();
   {
     OpenClaims others(*coord_, {&b, &c}, 1000);
     Grants none = others.Join();
@@ -488,20 +501,44 @@ TEST_F(RoutingTest, RetryOfTheFailedShardsOfABroadcastRunRunsThemOnTheirAgents) 
   EXPECT_EQ(kept["agent"], "b");
 }
 
+// A retry of a broadcast shard whose agent is gone is refused, and says so: the shard would
+// wait for that agent for ever (and, with overlap = "forbid", hold up the job's fires).
+TEST_F(RoutingTest, RetryOfAFailedBroadcastShardWhoseAgentIsGoneIsRefused) {
+  Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
+  coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"));
+  int64_t run = 0;
+  json of_a = BroadcastToTwo(&run);
+  ASSERT_FALSE(of_a.is_null());
+  ASSERT_EQ(Get("a").agent.Finish(of_a, 1).status, 200);
+  ASSERT_EQ(coord_->WaitRun(run, seconds(5))["state"], "failed");
+  // a goes quiet until the coordinator no longer counts it as connected.
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        for (const json& agent : coord_->GetJson("/v1/agents")) {
+          if (agent["name"] == "a") return !agent["connected"].get<bool>();
+        }
+        return false;
+      },
+      seconds(20)));
+  const std::string path = "/v1/runs/" + std::to_string(run) + "/retry";
+  http::HttpResponse r = coord_->Request("POST", path, R"({"failed_shards": true})");
+  EXPECT_EQ(r.status, 409) << r.body;
+  EXPECT_NE(r.body.find("agent \\\"a\\\""), std::string::npos) << r.body;
+  // A whole retry goes to the agents there now.
+  EXPECT_EQ(coord_->Request("POST", path, "{}").status, 201);
+}
+
 // A broadcast shard whose agent vanished (its lease expired) is lost: it is not run on
 // another agent, which has a shard of its own, and the run ends instead of waiting for an
 // agent that may never return.
 TEST_F(RoutingTest, BroadcastShardOfAVanishedAgentIsLostNotRunElsewhere) {
   Start("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n");
   coord_->Apply(Job("everywhere", "route = \"broadcast\"\n"));
-  Member& a = Add("a");
-  Member& b = Add("b");
   int64_t run = 0;
-  Grants got = TriggerAmong({&a, &b}, "everywhere", &run);
-  ASSERT_EQ(got["a"].size(), 1u);
-  ASSERT_EQ(got["b"].size(), 1u);
-  int shard_of_a = got["a"][0]["shard"].get<int>();
-  ASSERT_EQ(b.agent.Finish(got["b"][0], 0).status, 200);
+  json of_a = BroadcastToTwo(&run);
+  ASSERT_FALSE(of_a.is_null());
+  Member& b = Get("b");
+  int shard_of_a = of_a["shard"].get<int>();
   // a goes quiet; b stays, asking for work all along.
   json end;
   Grants to_b;
