@@ -160,6 +160,17 @@ class RoutingTest : public CoordinatorFixture {
     AwaitPlaced(*run);
     return claims.End();
   }
+  // Whether the coordinator stops counting agent `name` as connected within `timeout`.
+  bool Disconnected(const std::string& name, std::chrono::seconds timeout) {
+    return Coordinator::Eventually(
+        [&] {
+          for (const json& agent : coord_->GetJson("/v1/agents")) {
+            if (agent["name"] == name) return !agent["connected"].get<bool>();
+          }
+          return false;
+        },
+        timeout);
+  }
   // Agents "a" and "b", each granted its shard of a run of the broadcast job "everywhere"
   // (the run's id in *run), and b's shard ended well. Returns a's grant (null when the run
   // was not placed so).
@@ -309,14 +320,7 @@ TEST_F(RoutingTest, FailoverUsesTheFirstAgentByNameUntilItIsGoneAndAgainWhenItIs
   // alpha falls silent; bravo and charlie keep claims open until it no longer counts.
   for (const char* job : {"p2", "p1"}) {
     OpenClaims claims(*coord_, {&bravo, &charlie});
-    ASSERT_TRUE(Coordinator::Eventually(
-        [&] {
-          for (const json& a : coord_->GetJson("/v1/agents")) {
-            if (a["name"] == "alpha") return !a["connected"].get<bool>();
-          }
-          return false;
-        },
-        seconds(5)));
+    ASSERT_TRUE(Disconnected("alpha", seconds(5)));
     int64_t run = Trigger(job);
     AwaitPlaced(run);
     Grants got = claims.End();
@@ -512,14 +516,7 @@ TEST_F(RoutingTest, RetryOfAFailedBroadcastShardWhoseAgentIsGoneIsRefused) {
   ASSERT_EQ(Get("a").agent.Finish(of_a, 1).status, 200);
   ASSERT_EQ(coord_->WaitRun(run, seconds(5))["state"], "failed");
   // a goes quiet until the coordinator no longer counts it as connected.
-  ASSERT_TRUE(Coordinator::Eventually(
-      [&] {
-        for (const json& agent : coord_->GetJson("/v1/agents")) {
-          if (agent["name"] == "a") return !agent["connected"].get<bool>();
-        }
-        return false;
-      },
-      seconds(20)));
+  ASSERT_TRUE(Disconnected("a", seconds(20)));
   const std::string path = "/v1/runs/" + std::to_string(run) + "/retry";
   http::HttpResponse r = coord_->Request("POST", path, R"({"failed_shards": true})");
   EXPECT_EQ(r.status, 409) << r.body;
