@@ -254,8 +254,11 @@ TEST_F(RunControlTest, RetryOfFailedShardsKeepsTheShardsThatSucceeded) {
   http::HttpResponse changed = coord_->Request("POST", path, R"({"failed_shards": true})");
   EXPECT_EQ(changed.status, 409) << changed.body;
   EXPECT_NE(changed.body.find("had 3 shards"), std::string::npos) << changed.body;
-  // A whole retry still fits.
-  EXPECT_EQ(coord_->Request("POST", path, "{}").status, 201);
+  // A whole retry still fits; both kinds of retry stay in the retried run's trace.
+  http::HttpResponse whole = coord_->Request("POST", path, "{}");
+  ASSERT_EQ(whole.status, 201) << whole.body;
+  EXPECT_EQ(json::parse(whole.body)["trace_id"], run["trace_id"]);
+  EXPECT_EQ(retry["trace_id"], run["trace_id"]);
 }
 
 // ---- trigger parameters ----
