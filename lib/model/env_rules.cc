@@ -6,10 +6,13 @@
 namespace jobctl {
 namespace {
 
-// agentd sets these for every shard.
+// agentd sets these for every shard, and the flow ones for a flow's steps.
 constexpr std::string_view kReserved[] = {"JOB_NAME",          "JOB_RUN_ID",  "JOB_SHARD_INDEX",
                                           "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
-                                          "JOB_FENCING_TOKEN", "TRACEPARENT"};
+                                          "JOB_FENCING_TOKEN", "TRACEPARENT", "JOB_FLOW",
+                                          "JOB_FLOW_RUN_ID",   "JOB_STEP",    "JOB_OUTPUT"};
+// A flow's step gets one JOB_NEED_<STEP>_RUN_ID per step it needs.
+constexpr std::string_view kReservedPrefix = "JOB_NEED_";
 
 // What ld.so and glibc read at start-up beyond the LD_ prefix: the names glibc itself drops
 // for set-user-id programs (sysdeps/generic/unsecvars.h), less TMPDIR and TZDIR, which only
@@ -35,7 +38,9 @@ bool IsEnvName(std::string_view name) {
          std::all_of(name.begin(), name.end(), alnum);
 }
 
-bool IsReservedEnvName(std::string_view name) { return In(kReserved, name); }
+bool IsReservedEnvName(std::string_view name) {
+  return In(kReserved, name) || name.substr(0, kReservedPrefix.size()) == kReservedPrefix;
+}
 
 bool IsLoaderEnvName(std::string_view name) {
   return name.substr(0, 3) == "LD_" || In(kLoader, name);

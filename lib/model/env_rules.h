@@ -3,7 +3,8 @@
 // starts a shard). Pure functions; any thread.
 //
 // Three kinds of names are kept out of what a job file or a trigger may set:
-// - reserved: agentd sets them for every shard (JOB_*, TRACEPARENT);
+// - reserved: agentd sets them for every shard (JOB_*, TRACEPARENT) or a flow's steps
+//   (JOB_FLOW, JOB_FLOW_RUN_ID, JOB_STEP, JOB_OUTPUT, JOB_NEED_*);
 // - loader-affecting: names the dynamic loader or glibc read at start-up (LD_*, GCONV_PATH,
 //   GLIBC_TUNABLES, ...). A job runs with its user's rights, but a name like LD_PRELOAD in
 //   the wrong place runs code in whatever process reads it first, so none is ever accepted;

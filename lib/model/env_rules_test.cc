@@ -31,6 +31,12 @@ TEST(EnvRulesTest, NamesMustBeShellIdentifiersOfBoundedLength) {
 TEST(EnvRulesTest, ReservedNamesAreTheAgentsOwn) {
   EXPECT_NE(EnvNameProblem("JOB_FENCING_TOKEN").find("reserved"), std::string::npos);
   EXPECT_NE(EnvNameProblem("TRACEPARENT").find("reserved"), std::string::npos);
+  for (const char* name : {"JOB_FLOW", "JOB_FLOW_RUN_ID", "JOB_STEP", "JOB_OUTPUT",
+                           "JOB_NEED_EXTRACT_RUN_ID", "JOB_NEED_"}) {
+    EXPECT_NE(EnvNameProblem(name).find("reserved"), std::string::npos) << name;
+  }
+  EXPECT_EQ(EnvNameProblem("JOB_NEEDED"), "");
+  EXPECT_EQ(EnvNameProblem("MY_JOB_FLOW"), "");
 }
 
 TEST(EnvRulesTest, ParametersMayNotChangeIdentityOrPath) {
