@@ -241,4 +241,141 @@ std::vector<std::string> ChangedFields(const Job& a, const Job& b) {
   return out;
 }
 
+namespace {
+
+// The job fields a flow has, so that a flow's JSON reads as a job's.
+Job TimingOf(const Flow& f) {
+  Job job;
+  job.name = f.name;
+  job.schedule = f.schedule;
+  job.anchor_ms = f.anchor_ms;
+  job.dialect = f.dialect;
+  job.timezone = f.timezone;
+  job.overlap = f.overlap;
+  job.misfire = f.misfire;
+  job.misfire_cap = f.misfire_cap;
+  job.enabled = f.enabled;
+  job.description = f.description;
+  job.expect_success_within = f.expect_success_within;
+  job.notify = f.notify;
+  return job;
+}
+
+constexpr const char* kFlowFields[] = {"name",
+                                       "schedule",
+                                       "anchor_ms",
+                                       "dialect",
+                                       "timezone",
+                                       "overlap",
+                                       "misfire",
+                                       "misfire_cap",
+                                       "enabled",
+                                       "description",
+                                       "expect_success_within_ms",
+                                       "notify",
+                                       "notify_on",
+                                       "repeat_after_ms"};
+
+std::string StepLabel(const std::string& name) { return "step \"" + name + "\""; }
+
+}  // namespace
+
+json FlowToJson(const Flow& flow) {
+  json job = JobToJson(TimingOf(flow));
+  json j = json::object();
+  for (const char* field : kFlowFields) j[field] = job[field];
+  json steps = json::array();
+  for (const FlowStep& step : flow.steps) {
+    steps.push_back({{"name", step.name},
+                     {"job", step.job},
+                     {"own", step.own},
+                     {"needs", step.needs},
+                     {"when", StepWhenName(step.when)}});
+  }
+  j["steps"] = steps;
+  return j;
+}
+
+Result<Flow> FlowFromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("flow: expected an object");
+  json timing = json::object();
+  for (const char* field : kFlowFields) {
+    if (j.contains(field)) timing[field] = j[field];
+  }
+  Result<Job> job = JobFromJson(timing);
+  if (!job.ok()) return job.status();
+  Flow flow;
+  flow.name = job->name;
+  flow.schedule = job->schedule;
+  flow.anchor_ms = job->anchor_ms;
+  flow.dialect = job->dialect;
+  flow.timezone = job->timezone;
+  flow.overlap = job->overlap;
+  flow.misfire = job->misfire;
+  flow.misfire_cap = job->misfire_cap;
+  flow.enabled = job->enabled;
+  flow.description = job->description;
+  flow.expect_success_within = job->expect_success_within;
+  flow.notify = job->notify;
+  auto steps = j.find("steps");
+  if (steps == j.end() || !steps->is_array() || steps->empty() ||
+      steps->size() > static_cast<size_t>(kMaxFlowSteps)) {
+    return Status::InvalidArgument("flow.steps: expected 1 to " + std::to_string(kMaxFlowSteps) +
+                                   " steps");
+  }
+  for (const json& e : *steps) {
+    FlowStep step;
+    std::string when = "success";
+    Status s =
+        e.is_object() ? Status::Ok() : Status::InvalidArgument("flow.steps: expected objects");
+    if (s.ok()) s = Get(e, "name", &step.name);
+    if (s.ok()) s = Get(e, "job", &step.job);
+    if (s.ok()) s = Get(e, "own", &step.own);
+    if (s.ok()) s = Get(e, "needs", &step.needs);
+    if (s.ok()) s = Get(e, "when", &when);
+    if (!s.ok()) return s;
+    std::optional<StepWhen> w = ParseStepWhen(when);
+    bool job_ok =
+        step.own ? step.job == StepJobName(flow.name, step.name) : IsValidJobName(step.job);
+    if (!IsValidStepName(step.name) || !w || !job_ok ||
+        step.needs.size() > static_cast<size_t>(kMaxFlowSteps)) {
+      return Status::InvalidArgument("flow.steps: not a valid step");
+    }
+    for (const FlowStep& other : flow.steps) {
+      if (other.name == step.name) return Status::InvalidArgument("flow.steps: a step twice");
+    }
+    step.when = *w;
+    flow.steps.push_back(std::move(step));
+  }
+  return flow;
+}
+
+std::vector<std::string> FlowChangedFields(const Flow& a, const Flow& b) {
+  json ja = FlowToJson(a), jb = FlowToJson(b);
+  std::vector<std::string> out;
+  for (const char* field : kFlowFields) {
+    if (ja[field] != jb[field]) out.push_back(field);
+  }
+  auto find = [](const Flow& f, const std::string& name) -> const FlowStep* {
+    for (const FlowStep& s : f.steps) {
+      if (s.name == name) return &s;
+    }
+    return nullptr;
+  };
+  for (const FlowStep& before : a.steps) {
+    const FlowStep* after = find(b, before.name);
+    if (after == nullptr) {
+      out.push_back(StepLabel(before.name) + " (removed)");
+      continue;
+    }
+    if (after->needs != before.needs) out.push_back(StepLabel(before.name) + ".needs");
+    if (after->when != before.when) out.push_back(StepLabel(before.name) + ".when");
+    if (after->job != before.job) out.push_back(StepLabel(before.name) + ".job");
+  }
+  for (const FlowStep& after : b.steps) {
+    if (find(a, after.name) == nullptr) out.push_back(StepLabel(after.name) + " (added)");
+  }
+  return out;
+}
+
 }  // namespace jobctl::wire

@@ -48,5 +48,66 @@ TEST(JobJsonTest, ExpectSuccessWithinIsNullWhenUnsetAndBoundedWhenRead) {
             std::vector<std::string>{"expect_success_within_ms"});
 }
 
+Flow AFlow() {
+  Flow flow;
+  flow.name = "nightly-etl";
+  flow.schedule = "15 2 * * *";
+  flow.timezone = "Europe/Berlin";
+  flow.overlap = Overlap::kAllow;
+  flow.expect_success_within = std::chrono::hours(26);
+  flow.notify.to = {"ops-mail"};
+  flow.steps = {{.name = "extract", .job = "extract-orders"},
+                {.name = "load", .job = "nightly-etl:load", .own = true, .needs = {"extract"}},
+                {.name = "page",
+                 .job = "nightly-etl:page",
+                 .own = true,
+                 .needs = {"extract", "load"},
+                 .when = StepWhen::kFailure}};
+  return flow;
+}
+
+TEST(FlowJsonTest, AFlowRoundTripsThroughJson) {
+  Flow flow = AFlow();
+  json j = json::parse(FlowToJson(flow).dump());
+  EXPECT_FALSE(j.contains("command"));  // only what a flow has
+  Result<Flow> back = FlowFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, flow);
+  EXPECT_TRUE(FlowChangedFields(flow, *back).empty());
+}
+
+TEST(FlowJsonTest, StepsThatCouldNotComeFromAJobFileAreRefused) {
+  auto with = [](auto change) {
+    json j = FlowToJson(AFlow());
+    change(j);
+    return FlowFromJson(j);
+  };
+  EXPECT_FALSE(with([](json& j) { j["steps"] = json::array(); }).ok());
+  EXPECT_FALSE(with([](json& j) { j.erase("steps"); }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["name"] = "Bad Name"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][1]["name"] = "extract"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["when"] = "sometimes"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][1]["job"] = "other:load"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["job"] = "a:b"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["needs"] = 3; }).ok());
+  EXPECT_FALSE(with([](json& j) {
+                 for (int i = 0; i <= kMaxFlowSteps; ++i) j["steps"].push_back(j["steps"][0]);
+               }).ok());
+}
+
+TEST(FlowJsonTest, ChangedFieldsNameTheFlowsKeysAndEachStepsChange) {
+  Flow before = AFlow();
+  Flow after = AFlow();
+  after.schedule = "@daily";
+  after.steps[1].needs = {};
+  after.steps[2].when = StepWhen::kAlways;
+  after.steps.erase(after.steps.begin());
+  after.steps.push_back({.name = "cleanup", .job = "nightly-etl:cleanup", .own = true});
+  EXPECT_EQ(
+      FlowChangedFields(before, after),
+      (std::vector<std::string>{"schedule", "step \"extract\" (removed)", "step \"load\".needs",
+                                "step \"page\".when", "step \"cleanup\" (added)"}));
+}
+
 }  // namespace
 }  // namespace jobctl::wire
