@@ -38,6 +38,15 @@ Status FromHttp(const http::HttpResponse& r, const nlohmann::json& body) {
   std::string msg = body.is_object() && body.contains("message") && body["message"].is_string()
                         ? body["message"].get<std::string>()
                         : "HTTP " + std::to_string(r.status);
+  // A refused job file lists its problems, each at its file, line and column (at most 20).
+  if (body.is_object() && body.contains("errors") && body["errors"].is_array()) {
+    size_t shown = 0;
+    for (const nlohmann::json& e : body["errors"]) {
+      if (!e.is_object() || !e.contains("text") || !e["text"].is_string()) continue;
+      if (++shown > 20) break;
+      msg += "\n" + e["text"].get<std::string>();
+    }
+  }
   switch (r.status) {
     case 400: return Status::InvalidArgument(msg);
     case 401:

@@ -143,6 +143,36 @@ std::vector<std::string> FieldDiff(const Job& a, const Job& b) {
   return out;
 }
 
+// The same for a flow: its keys as "key: old -> new", its steps added, removed or changed
+// (`step "x".needs`), and what each step with its own command changed (`step "x".shell: ...`).
+std::vector<std::string> FlowDiff(const Flow& a, const Flow& b, const JobFile& a_file,
+                                  const JobFile& b_file) {
+  json ja = wire::FlowToJson(a), jb = wire::FlowToJson(b);
+  std::vector<std::string> out;
+  for (const std::string& field : wire::FlowChangedFields(a, b)) {
+    if (field.starts_with("step ")) {
+      out.push_back(field);
+    } else {
+      out.push_back(field + ": " + ja[field].dump() + " -> " + jb[field].dump());
+    }
+  }
+  auto step_job = [](const JobFile& file, const std::string& name) -> const Job* {
+    for (const Job& j : file.step_jobs) {
+      if (j.name == name) return &j;
+    }
+    return nullptr;
+  };
+  for (const FlowStep& step : b.steps) {
+    const Job* before = step.own ? step_job(a_file, step.job) : nullptr;
+    const Job* after = step.own ? step_job(b_file, step.job) : nullptr;
+    if (before == nullptr || after == nullptr) continue;
+    for (const std::string& line : FieldDiff(*before, *after)) {
+      out.push_back("step \"" + step.name + "\"." + line);
+    }
+  }
+  return out;
+}
+
 int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
   const std::string path = opt.file.empty() ? g.file : opt.file;
   int rc = kExitOk;
@@ -173,7 +203,24 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
   for (const auto& [name, job] : before) {
     if (!after.count(name)) out["removed"].push_back(name);
   }
-  bool differs = !out["created"].empty() || !out["changed"].empty() || !out["removed"].empty();
+  std::map<std::string, const Flow*> flows_before, flows_after;
+  for (const Flow& f : theirs.file.flows) flows_before[f.name] = &f;
+  for (const Flow& f : mine.file.flows) flows_after[f.name] = &f;
+  json flows = {{"created", json::array()}, {"changed", json::array()}, {"removed", json::array()}};
+  for (const auto& [name, flow] : flows_after) {
+    if (!flows_before.count(name)) {
+      flows["created"].push_back(name);
+    } else if (auto d = FlowDiff(*flows_before[name], *flow, theirs.file, mine.file); !d.empty()) {
+      flows["changed"].push_back({{"name", name}, {"fields", d}});
+    }
+  }
+  for (const auto& [name, flow] : flows_before) {
+    if (!flows_after.count(name)) flows["removed"].push_back(name);
+  }
+  out["flows"] = flows;
+  bool differs = !out["created"].empty() || !out["changed"].empty() || !out["removed"].empty() ||
+                 !flows["created"].empty() || !flows["changed"].empty() ||
+                 !flows["removed"].empty();
   if (g.format() == OutputFormat::kJson) {
     PrintJson(out);
   } else {
@@ -183,6 +230,16 @@ int RunDiff(const SyncOptions& opt, const GlobalOptions& g) {
       for (const auto& f : c["fields"]) std::cout << "    " << Shown(f.get<std::string>()) << '\n';
     }
     for (const auto& n : out["removed"]) std::cout << "- " << n.get<std::string>() << '\n';
+    for (const auto& n : flows["created"]) {
+      std::cout << "+ flow " << Shown(n.get<std::string>()) << '\n';
+    }
+    for (const auto& c : flows["changed"]) {
+      std::cout << "~ flow " << Shown(c["name"].get<std::string>()) << '\n';
+      for (const auto& f : c["fields"]) std::cout << "    " << Shown(f.get<std::string>()) << '\n';
+    }
+    for (const auto& n : flows["removed"]) {
+      std::cout << "- flow " << Shown(n.get<std::string>()) << '\n';
+    }
     if (!differs) std::cout << "no changes against revision " << current->revision << '\n';
   }
   return differs ? kExitFailed : kExitOk;

@@ -21,10 +21,10 @@ struct ValidateOptions {
   int next = 0;
 };
 
-// The next `count` fires of every job, as ISO-8601 local times in the job's zone.
-std::vector<std::string> NextFires(const Job& job, int count, WallTime from) {
+// The next `count` fires of a schedule, as ISO-8601 local times in its zone.
+std::vector<std::string> NextFires(const ScheduleSpec& spec, int count, WallTime from) {
   std::vector<std::string> out;
-  Result<Schedule> s = Schedule::Parse(ScheduleSpecOf(job));
+  Result<Schedule> s = Schedule::Parse(spec);
   if (!s.ok()) return out;
   for (WallTime t = from; static_cast<int>(out.size()) < count;) {
     std::optional<WallTime> n = s->Next(t);
@@ -35,26 +35,62 @@ std::vector<std::string> NextFires(const Job& job, int count, WallTime from) {
   return out;
 }
 
-void PrintNextTable(const JobFile& file, int count, WallTime now) {
-  size_t name_w = 4, sched_w = 8;
+// One line of the --next table: a job or a flow.
+struct Fires {
+  std::string name, schedule;
+  std::vector<std::string> next;
+};
+
+std::vector<Fires> FiresOf(const JobFile& file, int count, WallTime now) {
+  std::vector<Fires> rows;
   for (const Job& job : file.jobs) {
-    name_w = std::max(name_w, job.name.size());
-    sched_w = std::max(sched_w, job.schedule.size());
+    if (job.schedule.empty()) {
+      rows.push_back({job.name, "-", {"none (runs as a step)"}});
+    } else {
+      rows.push_back({job.name, job.schedule, NextFires(ScheduleSpecOf(job), count, now)});
+    }
+  }
+  for (const Flow& flow : file.flows) {
+    rows.push_back(
+        {flow.name + " (flow)", flow.schedule, NextFires(ScheduleSpecOf(flow), count, now)});
+  }
+  return rows;
+}
+
+void PrintNextTable(const JobFile& file, int count, WallTime now) {
+  std::vector<Fires> rows = FiresOf(file, count, now);
+  size_t name_w = 4, sched_w = 8;
+  for (const Fires& row : rows) {
+    name_w = std::max(name_w, row.name.size());
+    sched_w = std::max(sched_w, row.schedule.size());
   }
   std::cout << '\n'
             << std::left << std::setw(static_cast<int>(name_w) + 2) << "NAME"
             << std::setw(static_cast<int>(sched_w) + 2) << "SCHEDULE"
             << "NEXT FIRES\n";
-  for (const Job& job : file.jobs) {
-    std::cout << std::setw(static_cast<int>(name_w) + 2) << job.name
-              << std::setw(static_cast<int>(sched_w) + 2) << job.schedule;
+  for (const Fires& row : rows) {
+    std::cout << std::setw(static_cast<int>(name_w) + 2) << row.name
+              << std::setw(static_cast<int>(sched_w) + 2) << row.schedule;
     std::string sep;
-    for (const std::string& f : NextFires(job, count, now)) {
+    for (const std::string& f : row.next) {
       std::cout << sep << f;
       sep = ", ";
     }
     std::cout << '\n';
   }
+}
+
+// "3 jobs", "3 jobs and 1 flow (5 steps)".
+std::string Counted(const JobFile& file) {
+  auto n = [](size_t count, const char* one, const char* many) {
+    return std::to_string(count) + " " + (count == 1 ? one : many);
+  };
+  std::string out = n(file.jobs.size(), "job", "jobs");
+  if (file.flows.empty()) return out;
+  size_t steps = 0;
+  for (const Flow& flow : file.flows) steps += flow.steps.size();
+  return out + " and " + n(file.flows.size(), "flow", "flows") + " (" + n(steps, "step", "steps") +
+         ")";
 }
 
 int RunValidate(const ValidateOptions& opt, const GlobalOptions& g) {
@@ -69,21 +105,37 @@ int RunValidate(const ValidateOptions& opt, const GlobalOptions& g) {
                         {"line", d.line},
                         {"column", d.column},
                         {"job", d.job},
+                        {"flow", d.flow},
+                        {"step", d.step},
                         {"message", d.message}});
     }
+    WallTime now = SystemClock().Now();
     nlohmann::json jobs = nlohmann::json::array();
     for (const Job& job : result.file.jobs) {
       nlohmann::json j = {{"name", job.name}, {"schedule", job.schedule}};
-      if (opt.next > 0) j["next_fires"] = NextFires(job, opt.next, SystemClock().Now());
+      if (opt.next > 0) j["next_fires"] = NextFires(ScheduleSpecOf(job), opt.next, now);
       jobs.push_back(std::move(j));
     }
-    nlohmann::json out = {{"file", path}, {"ok", result.ok()}, {"jobs", jobs}, {"errors", errors}};
+    nlohmann::json flows = nlohmann::json::array();
+    for (const Flow& flow : result.file.flows) {
+      nlohmann::json steps = nlohmann::json::array();
+      for (const FlowStep& step : flow.steps) {
+        steps.push_back({{"name", step.name},
+                         {"job", step.job},
+                         {"needs", step.needs},
+                         {"when", StepWhenName(step.when)}});
+      }
+      nlohmann::json j = {{"name", flow.name}, {"schedule", flow.schedule}, {"steps", steps}};
+      if (opt.next > 0) j["next_fires"] = NextFires(ScheduleSpecOf(flow), opt.next, now);
+      flows.push_back(std::move(j));
+    }
+    nlohmann::json out = {
+        {"file", path}, {"ok", result.ok()}, {"jobs", jobs}, {"flows", flows}, {"errors", errors}};
     std::cout << out.dump(2) << '\n';
     return result.ok() ? kExitOk : kExitDataErr;
   }
   if (result.ok()) {
-    size_t n = result.file.jobs.size();
-    std::cout << path << ": " << n << (n == 1 ? " job" : " jobs") << " OK\n";
+    std::cout << path << ": " << Counted(result.file) << " OK\n";
     if (opt.next > 0) PrintNextTable(result.file, opt.next, SystemClock().Now());
     return kExitOk;
   }
@@ -100,7 +152,7 @@ void RegisterValidate(CLI::App& app, GlobalOptions& g, int* rc) {
   auto* sub = app.add_subcommand("validate", "Check a job file and report every problem");
   sub->add_option("file", opt->file,
                   "Job file (default: --file, $JOBCTL_FILE or ./jobs.toml; - = stdin)");
-  sub->add_option("--next", opt->next, "Also show each job's next N fire times")
+  sub->add_option("--next", opt->next, "Also show each job's and flow's next N fire times")
       ->check(CLI::Range(0, 1000));
   sub->footer(
       "Examples:\n"

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/flow_file.h"
 #include "config/job_keys.h"
 #include "config/key_table.h"
 #include "model/schedule.h"
@@ -49,22 +50,46 @@ class JobFileReader {
                          fmt::format("job[{}]: expected a table, got {}", i, Render(node)));
       }
     }
+    FlowReader flows(reporter_, defaults, names_);
+    const toml::array* flow_tables = root["flow"].as_array();
+    for (size_t i = 0; flow_tables != nullptr && i < flow_tables->size(); ++i) {
+      const Node& node = *flow_tables->get(i);
+      if (const toml::table* t = node.as_table()) {
+        flows.Read(*t, i);
+      } else {
+        reporter_.Report(node.source(), "",
+                         fmt::format("flow[{}]: expected a table, got {}", i, Render(node)));
+      }
+    }
+    flows.Finish(result_->file);
+    // Only a job that runs as a step may leave out its schedule.
+    std::vector<Job>& jobs_read = result_->file.jobs;
+    for (const auto& entry : unscheduled_) {
+      const std::string& name = entry.first;
+      const toml::table* t = entry.second;
+      if (flows.named_jobs().contains(name)) continue;
+      Scope(reporter_, name, "")
+          .Fail(t->source(), "",
+                "missing required key \"schedule\" (only a job a [[flow.step]] names may leave "
+                "it out)");
+      std::erase_if(jobs_read, [&](const Job& j) { return j.name == name; });
+    }
   }
 
  private:
   void CheckTopLevel(const toml::table& root);
   std::string ReadName(const toml::table& t);
   void ReadJob(const toml::table& t, const Draft& defaults);
-  void CheckCommand(const toml::table& t, Scope& s);
-  void CheckSchedule(const toml::table& t, const Draft& d, Scope& s);
 
   Reporter reporter_;
   JobFileResult* result_;
-  std::map<std::string, int, std::less<>> first_line_;  // job name -> line of its name
+  FileNames names_;  // of jobs and flows, with the line of each name
+  // Jobs without a schedule, which only a step may name, with their tables.
+  std::vector<std::pair<std::string, const toml::table*>> unscheduled_;
 };
 
 void JobFileReader::CheckTopLevel(const toml::table& root) {
-  static constexpr std::string_view kTables[] = {"defaults", "job"};
+  static constexpr std::string_view kTables[] = {"defaults", "job", "flow"};
   for (auto&& [key, value] : root) {
     std::string_view name = key.str();
     if (name == "defaults" && !value.is_table()) {
@@ -73,11 +98,15 @@ void JobFileReader::CheckTopLevel(const toml::table& root) {
       reporter_.Report(value.source(), "", "job: write [[job]] (an array of tables), not [job]");
     } else if (name == "job" && !value.is_array()) {
       reporter_.Report(value.source(), "", "job: expected [[job]] tables, got " + Render(value));
-    } else if (name != "defaults" && name != "job") {
+    } else if (name == "flow" && value.is_table()) {
+      reporter_.Report(value.source(), "", "flow: write [[flow]] (an array of tables), not [flow]");
+    } else if (name == "flow" && !value.is_array()) {
+      reporter_.Report(value.source(), "", "flow: expected [[flow]] tables, got " + Render(value));
+    } else if (name != "defaults" && name != "job" && name != "flow") {
       bool job_key = FindKey(JobKeys(), name) != nullptr;
       std::string hint =
           job_key ? " (it belongs in [defaults] or a [[job]])" : DidYouMean(name, kTables);
-      if (hint.empty()) hint = " (expected only [defaults] and [[job]])";
+      if (hint.empty()) hint = " (expected only [defaults], [[job]] and [[flow]])";
       reporter_.Report(
           key.source(), "",
           fmt::format("unknown {} {}{}", value.is_table() ? "table" : "key", Quote(name), hint));
@@ -112,52 +141,25 @@ void JobFileReader::ReadJob(const toml::table& t, const Draft& defaults) {
   Scope scope(reporter_, name, "");
   if (!name.empty()) {
     int line = static_cast<int>(t.get("name")->source().begin.line);
-    auto [it, inserted] = first_line_.emplace(name, line);
+    auto [it, inserted] = names_.emplace(name, FileName{line, false});
     if (!inserted) {
       scope.Fail(*t.get("name"), "",
-                 fmt::format("duplicate name (first defined on line {})", it->second));
+                 fmt::format("duplicate name (first defined on line {})", it->second.line));
     }
   }
   Draft d = defaults;
   d.job.name = name;
   ApplyKeys(t, JobKeys(), "", scope, d);
-  if (!t.contains("schedule")) scope.Fail(t.source(), "", "missing required key \"schedule\"");
+  if (!t.contains("schedule")) {
+    if (name.empty()) {
+      scope.Fail(t.source(), "", "missing required key \"schedule\"");
+    } else {
+      unscheduled_.emplace_back(name, &t);
+    }
+  }
   CheckCommand(t, scope);
   CheckSchedule(t, d, scope);
   if (scope.errors() == 0 && !name.empty()) result_->file.jobs.push_back(std::move(d.job));
-}
-
-void JobFileReader::CheckCommand(const toml::table& t, Scope& s) {
-  const Node* command = t.get("command");
-  const Node* shell = t.get("shell");
-  if (command == nullptr && shell == nullptr) {
-    s.Fail(t.source(), "", "missing \"command\" or \"shell\" (a job has exactly one)");
-    return;
-  }
-  if (command == nullptr || shell == nullptr) return;
-  auto line = [](const Node* n) { return n->source().begin.line; };
-  bool shell_later = line(shell) > line(command) ||
-                     (line(shell) == line(command) &&
-                      shell->source().begin.column > command->source().begin.column);
-  const Node* later = shell_later ? shell : command;
-  s.Fail(*later, shell_later ? "shell" : "command",
-         fmt::format("{} is also set (line {}); a job has exactly one of command and shell",
-                     shell_later ? "command" : "shell", line(shell_later ? command : shell)));
-}
-
-void JobFileReader::CheckSchedule(const toml::table& t, const Draft& d, Scope& s) {
-  if (d.job.schedule.empty() || !d.dialect_ok || !d.timezone_ok) return;
-  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(d.job));
-  if (schedule.ok()) {
-    if (const Node* anchor = t.get("anchor"); anchor && !schedule->is_every()) {
-      s.Fail(*anchor, "anchor",
-             "only applies to @every schedules; \"" + d.job.schedule + "\" fires on the calendar");
-    }
-    return;
-  }
-  // Schedule's messages already start with `schedule "EXPR"`; don't say "schedule" twice.
-  const std::string& message = schedule.status().message();
-  s.Fail(*t.get("schedule"), message.starts_with("schedule ") ? "" : "schedule", message);
 }
 
 bool Before(const Diagnostic& a, const Diagnostic& b) {
@@ -172,6 +174,8 @@ std::string Diagnostic::ToString() const {
   if (line > 0) out += fmt::format(":{}:{}", line, column);
   if (!out.empty()) out += ": ";
   if (!job.empty()) out += fmt::format("job {}: ", Quote(job));
+  if (!flow.empty()) out += fmt::format("flow {}: ", Quote(flow));
+  if (!step.empty()) out += fmt::format("step {}: ", Quote(step));
   return out + message;
 }
 

@@ -429,7 +429,8 @@ shell = "true"
 }
 
 TEST(JobFileTest, UnknownTopLevelTablesAndKeys) {
-  EXPECT_EQ(Errors(R"(
+  EXPECT_EQ(
+      Errors(R"(
 timezone = "UTC"
 colour = 1
 
@@ -439,12 +440,12 @@ name = "a"
 [default]
 timeout = "1h"
 )"),
-            (Lines{
-                R"(jobs.toml:1:1: unknown key "timezone" (it belongs in [defaults] or a [[job]]))",
-                R"(jobs.toml:2:1: unknown key "colour" (expected only [defaults] and [[job]]))",
-                R"(jobs.toml:4:2: unknown table "jobs" (did you mean "job"?))",
-                R"(jobs.toml:7:2: unknown table "default" (did you mean "defaults"?))",
-            }));
+      (Lines{
+          R"(jobs.toml:1:1: unknown key "timezone" (it belongs in [defaults] or a [[job]]))",
+          R"(jobs.toml:2:1: unknown key "colour" (expected only [defaults], [[job]] and [[flow]]))",
+          R"(jobs.toml:4:2: unknown table "jobs" (did you mean "job"?))",
+          R"(jobs.toml:7:2: unknown table "default" (did you mean "defaults"?))",
+      }));
 }
 
 TEST(JobFileTest, SingleJobTableMustBeAnArrayOfTables) {
@@ -515,9 +516,10 @@ name = "half"
                 R"(jobs.toml:1:1: missing required key "name")",
                 R"(jobs.toml:1:1: missing required key "schedule")",
                 R"(jobs.toml:1:1: missing "command" or "shell" (a job has exactly one))",
-                R"(jobs.toml:4:1: job "half": missing required key "schedule")",
                 R"(jobs.toml:4:1: job "half": missing "command" or "shell" (a job has exactly )"
                 R"(one))",
+                R"(jobs.toml:4:1: job "half": missing required key "schedule" (only a job a )"
+                R"([[flow.step]] names may leave it out))",
             }));
 }
 

@@ -8,6 +8,7 @@
 
 #include "config/toml_values.h"
 #include "model/env_rules.h"
+#include "model/schedule.h"
 #include "model/zone.h"
 
 namespace jobctl::jobs_toml {
@@ -454,6 +455,40 @@ constexpr JobKey kJobKeys[] = {
 }  // namespace
 
 std::span<const JobKey> JobKeys() { return kJobKeys; }
+
+void CheckCommand(const toml::table& t, Scope& s, std::string_view what) {
+  const Node* command = t.get("command");
+  const Node* shell = t.get("shell");
+  if (command == nullptr && shell == nullptr) {
+    s.Fail(t.source(), "", fmt::format("missing \"command\" or \"shell\" ({} has exactly one)", what));
+    return;
+  }
+  if (command == nullptr || shell == nullptr) return;
+  auto line = [](const Node* n) { return n->source().begin.line; };
+  bool shell_later = line(shell) > line(command) ||
+                     (line(shell) == line(command) &&
+                      shell->source().begin.column > command->source().begin.column);
+  const Node* later = shell_later ? shell : command;
+  s.Fail(*later, shell_later ? "shell" : "command",
+         fmt::format("{} is also set (line {}); {} has exactly one of command and shell",
+                     shell_later ? "command" : "shell", line(shell_later ? command : shell), what));
+}
+
+void CheckSchedule(const toml::table& t, const Draft& d, Scope& s) {
+  if (d.job.schedule.empty() || !d.dialect_ok || !d.timezone_ok) return;
+  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(d.job));
+  if (schedule.ok()) {
+    if (const Node* anchor = t.get("anchor"); anchor && !schedule->is_every()) {
+      s.Fail(*anchor, "anchor",
+             "only applies to @every schedules; \"" + d.job.schedule + "\" fires on the calendar");
+    }
+    return;
+  }
+  // Schedule's messages already start with `schedule "EXPR"`; don't say "schedule" twice.
+  const std::string& message = schedule.status().message();
+  s.Fail(*t.get("schedule"), message.starts_with("schedule ") ? "" : "schedule", message);
+}
+
 
 void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, Scope& s,
                Draft& d) {

@@ -32,12 +32,20 @@ std::string Render(const Node& n);
 
 // ---- Reporting ---------------------------------------------------------------------------
 
+// What a diagnostic is about: a job, or a flow and maybe one of its steps (valid names only).
+struct Subject {
+  std::string job, flow, step;
+};
+
 class Reporter {
  public:
   Reporter(std::string_view file, std::vector<Diagnostic>* out) : file_(file), out_(out) {}
   void Report(const toml::source_region& at, std::string_view job, std::string message) {
+    Report(at, Subject{.job = std::string(job)}, std::move(message));
+  }
+  void Report(const toml::source_region& at, const Subject& about, std::string message) {
     out_->push_back({file_, static_cast<int>(at.begin.line), static_cast<int>(at.begin.column),
-                     std::string(job), std::move(message)});
+                     about.job, std::move(message), about.flow, about.step});
   }
 
  private:
@@ -45,27 +53,31 @@ class Reporter {
   std::vector<Diagnostic>* out_;
 };
 
-// Where keys are being read: [defaults] or one [[job]]. Prefixes every message with the key
-// path and counts the errors, so a job with errors of its own stays out of the result.
+// Where keys are being read: [defaults], one [[job]], [[flow]] or [[flow.step]]. Prefixes
+// every message with the key path and counts the errors, so a table with errors of its own
+// stays out of the result.
 class Scope {
  public:
+  // `root` prefixes every key path: "defaults" for [defaults], "" for a job.
   Scope(Reporter& reporter, std::string job, std::string_view root)
-      : reporter_(reporter), job_(std::move(job)), root_(root) {}
+      : Scope(reporter, Subject{.job = std::move(job)}, root) {}
+  Scope(Reporter& reporter, Subject about, std::string_view root)
+      : reporter_(reporter), about_(std::move(about)), root_(root) {}
 
   void Fail(const Node& at, Key key, std::string_view detail) { Fail(at.source(), key, detail); }
   void Fail(const toml::source_region& at, Key key, std::string_view detail) {
     std::string path = KeyPath(root_, key);
     ++errors_;
-    reporter_.Report(at, job_,
+    reporter_.Report(at, about_,
                      path.empty() ? std::string(detail) : fmt::format("{}: {}", path, detail));
   }
-  bool in_defaults() const { return !root_.empty(); }
+  bool in_defaults() const { return root_ == "defaults"; }
   int errors() const { return errors_; }
 
  private:
   Reporter& reporter_;
-  std::string job_;
-  std::string root_;  // "defaults" or "" for a job
+  Subject about_;
+  std::string root_;
   int errors_ = 0;
 };
 
@@ -123,5 +135,13 @@ std::span<const JobKey> JobKeys();
 // Reads the keys of `t` with `specs` into `d`; `parent` is the key path of `t` ("" for the
 // job or [defaults] itself, "retry" below it).
 void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, Scope& s, Draft& d);
+
+// Reports a table of `t` with neither or both of command and shell (`what` names the table:
+// "a job").
+void CheckCommand(const toml::table& t, Scope& s, std::string_view what = "a job");
+
+// Reports a schedule of `d` (named by t's "schedule") that does not parse, and an anchor on a
+// schedule that is not @every. Nothing when d has no schedule or a bad dialect or zone.
+void CheckSchedule(const toml::table& t, const Draft& d, Scope& s);
 
 }  // namespace jobctl::jobs_toml

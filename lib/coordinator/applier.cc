@@ -107,6 +107,17 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
       parsed.errors.push_back({req.filename, line, column, job.name, "notify: " + why});
     }
   }
+  // Flows are read and checked, not yet run: refused rather than dropped.
+  size_t from = 0;
+  for (const Flow& flow : parsed.file.flows) {
+    size_t header = req.text.find("[[flow]]", from);
+    if (header != std::string::npos) from = header + 1;
+    auto [line, column] = Locate(req.text, flow.name, header == std::string::npos ? 0 : header);
+    parsed.errors.push_back({req.filename, line, column, "",
+                             "this coordinator does not run flows yet; remove the [[flow]] "
+                             "to apply the file",
+                             flow.name});
+  }
   if (!parsed.ok()) {
     json errors = json::array();
     for (const Diagnostic& d : parsed.errors) {
@@ -114,6 +125,8 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
                         {"line", d.line},
                         {"column", d.column},
                         {"job", d.job},
+                        {"flow", d.flow},
+                        {"step", d.step},
                         {"message", d.message},
                         {"text", d.ToString()}});
     }

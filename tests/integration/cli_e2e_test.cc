@@ -262,6 +262,56 @@ TEST_F(CliE2eTest, ApplyDiffPullRoundTripTheFileByteExact) {
   EXPECT_NE(stale.err.find("alice"), std::string::npos) << stale.err;
 }
 
+// Flows are read and checked everywhere a job file is (validate, diff), and the coordinator
+// refuses a file with one, naming it, rather than applying its jobs without it.
+TEST_F(CliE2eTest, FlowsAreValidatedAndDiffedAndApplyRefusesThemWhole) {
+  dir_.Write("jobs.toml", kJobs);
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  std::string with_flow = std::string(kJobs) +
+                          "\n[[flow]]\n"
+                          "name = \"nightly\"\n"
+                          "schedule = \"@daily\"\n"
+                          "  [[flow.step]]\n"
+                          "  name = \"first\"\n"
+                          "  job = \"ok\"\n"
+                          "  [[flow.step]]\n"
+                          "  name = \"then\"\n"
+                          "  needs = [\"first\"]\n"
+                          "  shell = \"echo then\"\n";
+  dir_.Write("jobs.toml", with_flow);
+  ProcessResult valid = Jobctl({"validate"});
+  EXPECT_EQ(valid.exit_code, 0) << valid.err;
+  EXPECT_NE(valid.out.find("4 jobs and 1 flow (2 steps) OK"), std::string::npos) << valid.out;
+
+  ProcessResult diff = Jobctl({"diff"});
+  EXPECT_EQ(diff.exit_code, 1) << diff.err;
+  EXPECT_EQ(diff.out, "+ flow nightly\n");
+  json diff_json = json::parse(Jobctl({"diff", "-o", "json"}).out);
+  EXPECT_EQ(diff_json["flows"]["created"], json::array({"nightly"}));
+
+  ProcessResult apply = Jobctl({"apply"});
+  EXPECT_EQ(apply.exit_code, 65) << apply.out << apply.err;
+  EXPECT_NE(apply.err.find(":24:8: flow \"nightly\": this coordinator does not run flows yet"),
+            std::string::npos)
+      << apply.err;
+  // Nothing of the file was applied: the jobs are as before.
+  EXPECT_EQ(Jobctl({"diff"}).out, "+ flow nightly\n");
+  ProcessResult pulled = Jobctl({"pull", "-o", dir_.path() + "/pulled.toml"});
+  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
+  EXPECT_EQ(dir_.Read("pulled.toml"), kJobs);
+
+  // A changed step of the file's own reads as such.
+  std::string bad = with_flow;
+  bad.replace(bad.find("needs = [\"first\"]"), 17, "needs = [\"frist\"]");
+  dir_.Write("jobs.toml", bad);
+  ProcessResult invalid = Jobctl({"validate"});
+  EXPECT_EQ(invalid.exit_code, 65);
+  EXPECT_NE(invalid.err.find("flow \"nightly\": step \"then\": needs[0]: needs \"frist\", which "
+                             "is not a step of this flow (did you mean \"first\"?)"),
+            std::string::npos)
+      << invalid.err;
+}
+
 TEST_F(CliE2eTest, JsonOutputParsesAndHasTheDocumentedFields) {
   dir_.Write("jobs.toml", kJobs);
   ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
