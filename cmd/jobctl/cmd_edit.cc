@@ -175,11 +175,23 @@ int RunRm(const RmOptions& opt, const GlobalOptions& g) {
   const std::string& path = g.file;
   Result<std::string> text = ReadFileText(path);
   if (!text.ok()) return Fail("rm", opt.name, text.status(), kExitNoInput);
+  // NAME is a job or a flow (they share one namespace).
+  std::string kind = "job";
   Result<std::string> edited = RemoveJob(*text, opt.name);
+  if (edited.status().code() == Status::Code::kNotFound) {
+    Result<std::string> flow = RemoveFlow(*text, opt.name);
+    if (flow.status().code() == Status::Code::kNotFound) {
+      edited = Status::NotFound("no job or flow \"" + opt.name + "\"");
+    } else {
+      kind = "flow";
+      edited = std::move(flow);
+    }
+  }
   if (!edited.ok()) {
     return Fail("rm", opt.name, InFile(edited.status(), path), kExitDataErr);
   }
-  return Commit("rm", opt.name, path, *edited, "removed job \"" + opt.name + "\" from " + path,
+  return Commit("rm", opt.name, path, *edited,
+                "removed " + kind + " \"" + opt.name + "\" from " + path,
                 opt.no_apply ? AfterWrite::kNoApply : AfterWrite::kApply, g);
 }
 
@@ -354,14 +366,17 @@ void RegisterEdit(CLI::App& app, GlobalOptions& g, int* rc) {
   a->callback([add, &g, rc] { *rc = RunAdd(*add, g); });
 
   auto rm = std::make_shared<RmOptions>();
-  auto* r = app.add_subcommand("rm", "Remove a job from the job file and apply it");
-  r->add_option("name", rm->name, "Job name")->required();
+  auto* r = app.add_subcommand("rm", "Remove a job or flow from the job file and apply it");
+  r->add_option("name", rm->name, "Job or flow name")->required();
   r->add_flag("--no-apply", rm->no_apply, "Only change the file");
   r->footer(
       "Example:\n"
       "  jobctl rm nightly-backup\n"
-      "Removes the job's [[job]] table and the comments just above it; everything else in the\n"
-      "file stays as it was. Exit status: 0 removed (and applied), 65 no such job.");
+      "Removes the job's [[job]] table (or the flow's [[flow]] with its [[flow.step]]s) and\n"
+      "the comments just above it; everything else in the file stays as it was. A job a\n"
+      "step names is not removed: the file would no longer be valid.\n"
+      "Exit status: 0 removed (and applied), 65 no such job or flow, or the file would be\n"
+      "invalid.");
   r->callback([rm, &g, rc] { *rc = RunRm(*rm, g); });
 
   auto edit = std::make_shared<EditOptions>();

@@ -83,13 +83,14 @@ bool UsesCrlf(std::string_view text) {
   return nl != std::string_view::npos && nl > 0 && text[nl - 1] == '\r';
 }
 
-struct NamedJob {
+struct NamedTable {
   std::string name;
-  int line = 0;  // 0-based line of its `name` key; -1 when it has no string name
+  int line = 0;  // 0-based line of its `name` key
 };
 
-// The jobs in `text`, in file order. kInvalidArgument when it is not TOML.
-Result<std::vector<NamedJob>> FindJobs(std::string_view text) {
+// The [[job]] or [[flow]] tables (`kind`) in `text` that have a string name, in file order.
+// kInvalidArgument when it is not TOML.
+Result<std::vector<NamedTable>> FindTables(std::string_view text, std::string_view kind) {
   toml::table root;
   // toml++ reports syntax errors only by throwing; lib/config catches them (STYLE.md §5).
   try {
@@ -98,26 +99,69 @@ Result<std::vector<NamedJob>> FindJobs(std::string_view text) {
     return Status::InvalidArgument(fmt::format("line {}, column {}: {}", e.source().begin.line,
                                                e.source().begin.column, e.description()));
   }
-  std::vector<NamedJob> jobs;
-  const toml::array* array = root["job"].as_array();
+  std::vector<NamedTable> tables;
+  const toml::array* array = root[kind].as_array();
   for (size_t i = 0; array != nullptr && i < array->size(); ++i) {
     const toml::table* t = array->get(i)->as_table();
     const toml::node* name = t != nullptr ? t->get("name") : nullptr;
     auto text_name = name != nullptr ? name->value_exact<std::string>() : std::nullopt;
     if (!text_name) continue;
-    jobs.push_back({*text_name, static_cast<int>(name->source().begin.line) - 1});
+    tables.push_back({*text_name, static_cast<int>(name->source().begin.line) - 1});
   }
-  return jobs;
+  return tables;
 }
 
-bool IsJobHeader(const TomlLine& l) {
+// [[job]] or [[flow]].
+bool IsHeaderOf(const TomlLine& l, std::string_view kind) {
   return l.kind == TomlLineKind::kHeader && l.array_header && l.header.size() == 1 &&
-         l.header[0] == "job";
+         l.header[0] == kind;
 }
 
-// A header that belongs to the [[job]] above it: [job.retry], [job.env].
-bool IsJobSubTable(const TomlLine& l) {
-  return l.kind == TomlLineKind::kHeader && l.header.size() > 1 && l.header[0] == "job";
+// A header that belongs to the table above it: [job.retry], [[flow.step]], [flow.step.env].
+bool IsSubTableOf(const TomlLine& l, std::string_view kind) {
+  return l.kind == TomlLineKind::kHeader && l.header.size() > 1 && l.header[0] == kind;
+}
+
+// RemoveJob and RemoveFlow: `kind` is "job" or "flow".
+Result<std::string> RemoveTable(std::string_view text, std::string_view name,
+                                std::string_view kind) {
+  Result<std::vector<NamedTable>> tables = FindTables(text, kind);
+  if (!tables.ok()) return tables.status();
+  auto table = std::find_if(tables->begin(), tables->end(),
+                            [name](const NamedTable& t) { return t.name == name; });
+  if (table == tables->end()) return Status::NotFound(fmt::format("no {} \"{}\"", kind, name));
+
+  const std::vector<TomlLine> lines = SplitTomlLines(text);
+  // The header at or above the name, with nothing but the table's own lines between.
+  std::optional<size_t> header;
+  for (size_t i = static_cast<size_t>(table->line) + 1; i-- > 0;) {
+    if (IsHeaderOf(lines[i], kind)) {
+      header = i;
+      break;
+    }
+    if (lines[i].kind == TomlLineKind::kHeader && !IsSubTableOf(lines[i], kind)) break;
+  }
+  if (!header) {
+    return Status::InvalidArgument(fmt::format(
+        "{} \"{}\" is not written as a [[{}]] table; remove it by hand", kind, name, kind));
+  }
+  size_t next = *header + 1;  // the next header that is not the table's own
+  while (next < lines.size() &&
+         (lines[next].kind != TomlLineKind::kHeader || IsSubTableOf(lines[next], kind))) {
+    ++next;
+  }
+  size_t first = *header;
+  while (first > 0 && lines[first - 1].kind == TomlLineKind::kComment) --first;
+  size_t last = next;  // one past the last line removed
+  if (next < lines.size()) {
+    while (last - 1 > *header && lines[last - 1].kind == TomlLineKind::kComment) --last;
+  } else {
+    // The last table: the blank lines that separated it from what is above go with it.
+    while (first > 0 && lines[first - 1].kind == TomlLineKind::kBlank) --first;
+  }
+  size_t cut_begin = lines[first].begin;
+  size_t cut_end = last < lines.size() ? lines[last].begin : text.size();
+  return std::string(text.substr(0, cut_begin)) + std::string(text.substr(cut_end));
 }
 
 }  // namespace
@@ -192,9 +236,9 @@ std::string AppendBlock(std::string_view text, std::string_view block) {
 }
 
 Result<std::string> AddJob(std::string_view text, const Job& job) {
-  Result<std::vector<NamedJob>> jobs = FindJobs(text);
+  Result<std::vector<NamedTable>> jobs = FindTables(text, "job");
   if (!jobs.ok()) return jobs.status();
-  for (const NamedJob& j : *jobs) {
+  for (const NamedTable& j : *jobs) {
     if (j.name == job.name)
       return Status::Conflict(fmt::format("job \"{}\" already exists", job.name));
   }
@@ -202,43 +246,11 @@ Result<std::string> AddJob(std::string_view text, const Job& job) {
 }
 
 Result<std::string> RemoveJob(std::string_view text, std::string_view name) {
-  Result<std::vector<NamedJob>> jobs = FindJobs(text);
-  if (!jobs.ok()) return jobs.status();
-  auto job = std::find_if(jobs->begin(), jobs->end(),
-                          [name](const NamedJob& j) { return j.name == name; });
-  if (job == jobs->end()) return Status::NotFound(fmt::format("no job \"{}\"", name));
+  return RemoveTable(text, name, "job");
+}
 
-  const std::vector<TomlLine> lines = SplitTomlLines(text);
-  // The [[job]] header at or above the name, with nothing but the job's own lines between.
-  std::optional<size_t> header;
-  for (size_t i = static_cast<size_t>(job->line) + 1; i-- > 0;) {
-    if (IsJobHeader(lines[i])) {
-      header = i;
-      break;
-    }
-    if (lines[i].kind == TomlLineKind::kHeader && !IsJobSubTable(lines[i])) break;
-  }
-  if (!header) {
-    return Status::InvalidArgument(
-        fmt::format("job \"{}\" is not written as a [[job]] table; remove it by hand", name));
-  }
-  size_t next = *header + 1;  // the next header that is not the job's own
-  while (next < lines.size() &&
-         (lines[next].kind != TomlLineKind::kHeader || IsJobSubTable(lines[next]))) {
-    ++next;
-  }
-  size_t first = *header;
-  while (first > 0 && lines[first - 1].kind == TomlLineKind::kComment) --first;
-  size_t last = next;  // one past the last line removed
-  if (next < lines.size()) {
-    while (last - 1 > *header && lines[last - 1].kind == TomlLineKind::kComment) --last;
-  } else {
-    // The last job: the blank lines that separated it from what is above go with it.
-    while (first > 0 && lines[first - 1].kind == TomlLineKind::kBlank) --first;
-  }
-  size_t cut_begin = lines[first].begin;
-  size_t cut_end = last < lines.size() ? lines[last].begin : text.size();
-  return std::string(text.substr(0, cut_begin)) + std::string(text.substr(cut_end));
+Result<std::string> RemoveFlow(std::string_view text, std::string_view name) {
+  return RemoveTable(text, name, "flow");
 }
 
 }  // namespace jobctl

@@ -1,9 +1,9 @@
 // Editing jobs.toml in place, for `jobctl add`, `rm` and `import-crontab --append`: the
-// file is a sysadmin's, kept in git, so every byte outside the job being added or removed
-// stays as it was (comments, blank lines, key order, quoting, CRLF line endings). Edits
-// work on the text; toml++ is used only to check that the file is TOML and to find where
-// each job's name is. The result is not validated as a job file: callers run ParseJobFile
-// on it before writing. Pure functions, any thread.
+// file is a sysadmin's, kept in git, so every byte outside the job or flow being added or
+// removed stays as it was (comments, blank lines, key order, quoting, CRLF line endings).
+// Edits work on the text; toml++ is used only to check that the file is TOML and to find
+// where each job's or flow's name is. The result is not validated as a job file: callers run
+// ParseJobFile on it before writing. Pure functions, any thread.
 #pragma once
 
 #include <string>
@@ -38,5 +38,9 @@ Result<std::string> AddJob(std::string_view text, const Job& job);
 // the end of the file also takes the blank lines before it. kNotFound when there is no
 // such job; kInvalidArgument when `text` is not TOML or the job is not a [[job]] table.
 Result<std::string> RemoveJob(std::string_view text, std::string_view name);
+
+// The same for a [[flow]]: its own sub-tables are [[flow.step]] and those below it
+// ([flow.step.retry]).
+Result<std::string> RemoveFlow(std::string_view text, std::string_view name);
 
 }  // namespace jobctl

@@ -159,6 +159,35 @@ shell = "b"
   EXPECT_EQ(*r, "[[job]]\nname = \"b\"\nschedule = \"@hourly\"\nshell = \"b\"\n");
 }
 
+TEST(JobFileEditTest, RemoveFlowTakesItsStepsAndLeavesTheJobsAround) {
+  const std::string job_a = "[[job]]\nname = \"a\"\nschedule = \"@hourly\"\nshell = \"a\"\n\n";
+  const std::string flow =
+      "# the nightly flow\n"
+      "[[flow]]\n"
+      "name = \"etl\"\n"
+      "schedule = \"@daily\"\n"
+      "  [[flow.step]]\n"
+      "  name = \"x\"\n"
+      "  job = \"a\"\n"
+      "  [[flow.step]]\n"
+      "  name = \"y\"\n"
+      "  shell = \"y\"\n"
+      "  [flow.step.retry]\n"
+      "  max = 2\n"
+      "\n";
+  const std::string job_b = "# b\n[[job]]\nname = \"b\"\nschedule = \"@hourly\"\nshell = \"b\"\n";
+  Result<std::string> r = RemoveFlow(job_a + flow + job_b, "etl");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, job_a + job_b);
+  // A job before a flow stops at the flow's header.
+  r = RemoveJob(job_a + flow + job_b, "a");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(*r, flow + job_b);
+  // Jobs and flows are looked up each in their own tables.
+  EXPECT_EQ(RemoveFlow(job_a + flow, "a").status().message(), "no flow \"a\"");
+  EXPECT_EQ(RemoveJob(job_a + flow, "etl").status().code(), Status::Code::kNotFound);
+}
+
 TEST(JobFileEditTest, RemoveHandlesCrlfLineEndings) {
   std::string text = Crlf(kHead + "\n" + kBackup + kReport + kCleanup);
   Result<std::string> r = RemoveJob(text, "report");

@@ -236,6 +236,39 @@ TEST(CliAddRmTest, AddAndRmKeepTheRestOfTheFileByteIdentical) {
             "# jobs for the web tier\n\n[defaults]\ntimezone = \"Europe/Berlin\"  # all of them\n");
 }
 
+// rm takes a flow with its steps; a job a step names stays, since the file would be invalid.
+TEST(CliAddRmTest, RmRemovesAFlowButNotAJobAStepNames) {
+  TempDir dir;
+  const std::string job = "[[job]]\nname = \"extract\"\ncommand = [\"/opt/etl/extract\"]\n\n";
+  const std::string flow =
+      "# nightly\n[[flow]]\nname = \"etl\"\nschedule = \"@daily\"\n"
+      "  [[flow.step]]\n  name = \"x\"\n  job = \"extract\"\n"
+      "  [[flow.step]]\n  name = \"y\"\n  needs = [\"x\"]\n  shell = \"true\"\n";
+  dir.Write("jobs.toml", job + flow);
+  ProcessResult kept = Jobctl({"rm", "extract", "--no-apply"}, {.cwd = dir.path()});
+  EXPECT_EQ(kept.exit_code, 65);
+  EXPECT_NE(kept.err.find("flow \"etl\": step \"x\": job: \"extract\" is not a [[job]] of this "
+                          "file"),
+            std::string::npos)
+      << kept.err;
+  EXPECT_EQ(dir.Read("jobs.toml"), job + flow);
+
+  ProcessResult rm = Jobctl({"rm", "etl", "--no-apply"}, {.cwd = dir.path()});
+  ASSERT_EQ(rm.exit_code, 65) << rm.err;  // extract is left with no schedule and no step
+  EXPECT_NE(rm.err.find("job \"extract\": missing required key \"schedule\""), std::string::npos)
+      << rm.err;
+  dir.Write("jobs.toml",
+            "[[job]]\nname = \"extract\"\nschedule = \"@daily\"\ncommand = "
+            "[\"/opt/etl/extract\"]\n\n" +
+                flow);
+  rm = Jobctl({"rm", "etl", "--no-apply"}, {.cwd = dir.path()});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(rm.out, "removed flow \"etl\" from jobs.toml\n");
+  EXPECT_EQ(dir.Read("jobs.toml"),
+            "[[job]]\nname = \"extract\"\nschedule = \"@daily\"\ncommand = "
+            "[\"/opt/etl/extract\"]\n");
+}
+
 TEST(CliAddRmTest, ErrorsNameTheCommandAndTheJob) {
   TempDir dir;
   dir.Write("jobs.toml", kJobFile);
@@ -245,7 +278,7 @@ TEST(CliAddRmTest, ErrorsNameTheCommandAndTheJob) {
   EXPECT_EQ(dup.err, "jobctl: add report: job \"report\" already exists in jobs.toml\n");
   ProcessResult missing = Jobctl({"rm", "nightly", "--no-apply"}, {.cwd = dir.path()});
   EXPECT_EQ(missing.exit_code, 65);
-  EXPECT_EQ(missing.err, "jobctl: rm nightly: no job \"nightly\" in jobs.toml\n");
+  EXPECT_EQ(missing.err, "jobctl: rm nightly: no job or flow \"nightly\" in jobs.toml\n");
   ProcessResult bad = Jobctl({"add", "x", "--schedule", "0 25 * * *", "--no-apply", "--", "true"},
                              {.cwd = dir.path()});
   EXPECT_EQ(bad.exit_code, 65);
