@@ -43,7 +43,11 @@ Status FromHttp(const http::HttpResponse& r, const nlohmann::json& body) {
     size_t shown = 0;
     for (const nlohmann::json& e : body["errors"]) {
       if (!e.is_object() || !e.contains("text") || !e["text"].is_string()) continue;
-      if (++shown > 20) break;
+      if (++shown > 20) {
+        msg += "\n... and " + std::to_string(body["errors"].size() - 20) +
+               " more (jobctl validate lists every problem the file has by itself)";
+        break;
+      }
       msg += "\n" + e["text"].get<std::string>();
     }
   }

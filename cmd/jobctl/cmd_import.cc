@@ -59,6 +59,7 @@ Result<std::vector<std::string>> ExistingNames(const std::string& text, const st
   }
   std::vector<std::string> names;
   for (const Job& j : parsed.file.jobs) names.push_back(j.name);
+  for (const Flow& f : parsed.file.flows) names.push_back(f.name);  // one namespace
   return names;
 }
 

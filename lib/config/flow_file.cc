@@ -98,17 +98,17 @@ void FlowReader::Read(const toml::table& t, size_t index) {
     unnamed.Fail(*n, "name", "expected a string, got " + Render(*n));
   } else if (!IsValidJobName(*name)) {
     unnamed.Fail(*n, "name",
-                 "expected [a-z0-9][a-z0-9._-]*, at most 128 characters, got " + Quote(*name));
+                 "expected [a-z0-9][a-z0-9._-]*, at most 128 characters, got " + Render(*n));
     name.reset();
   }
   f.errors += unnamed.errors();
   f.flow.name = name.value_or("");
   Scope scope(reporter_, Subject{.flow = f.flow.name}, name ? "" : f.root);
   if (name) {
-    auto [it, inserted] = names_.emplace(*name, FileName{Line(*n), true});
+    auto [it, inserted] = names_.emplace(*name, FileName{Line(*n), JobKind::kFlow});
     if (!inserted) {
       scope.Fail(*n, "",
-                 it->second.flow
+                 it->second.kind == JobKind::kFlow
                      ? fmt::format("duplicate name (first defined on line {})", it->second.line)
                      : fmt::format("a [[job]] is also named {} (line {}); jobs and flows share "
                                    "one namespace",
@@ -170,11 +170,21 @@ void FlowReader::ReadSteps(const toml::table& t, FlowRead& f) {
   if (graph_ok) CheckGraph(f);
 }
 
+Scope FlowReader::StepScope(const FlowRead& f, const std::string& step, size_t index) {
+  if (!f.flow.name.empty() && !step.empty()) {
+    return Scope(reporter_, Subject{.flow = f.flow.name, .step = step}, "");
+  }
+  if (!f.flow.name.empty()) {
+    return Scope(reporter_, Subject{.flow = f.flow.name}, fmt::format("step[{}]", index));
+  }
+  return Scope(reporter_, Subject{}, fmt::format("{}.step[{}]", f.root, index));
+}
+
 void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
   StepRead s;
   s.table = &t;
-  std::string root = fmt::format("{}step[{}]", f.flow.name.empty() ? f.root + "." : "", index);
-  Scope unnamed(reporter_, Subject{.flow = f.flow.name}, root);
+  s.index = index;
+  Scope unnamed = StepScope(f, "", index);
   const Node* n = t.get("name");
   std::optional<std::string> name = n ? n->value_exact<std::string>() : std::nullopt;
   if (n == nullptr) {
@@ -184,12 +194,12 @@ void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
   } else if (!IsValidStepName(*name)) {
     unnamed.Fail(*n, "name",
                  fmt::format("expected [a-z0-9][a-z0-9._-]*, at most {} characters, got {}",
-                             kMaxStepNameLength, Quote(*name)));
+                             kMaxStepNameLength, Render(*n)));
     name.reset();
   }
   f.errors += unnamed.errors();
   s.step.name = name.value_or("");
-  Scope scope(reporter_, Subject{.flow = f.flow.name, .step = s.step.name}, name ? "" : root);
+  Scope scope = StepScope(f, s.step.name, index);
 
   if (const Node* needs = t.get("needs")) {
     const toml::array* a = needs->as_array();
@@ -199,7 +209,7 @@ void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
       s.graph_ok = false;
     }
     for (size_t j = 0; a != nullptr && j < a->size(); ++j) {
-      if (auto need = a->get(j)->value_exact<std::string>()) {
+      if (auto need = a->get(j)->value_exact<std::string>(); need && IsValidStepName(*need)) {
         s.step.needs.push_back(std::move(*need));
       } else {
         scope.Fail(*a->get(j), fmt::format("needs[{}]", j),
@@ -215,9 +225,12 @@ void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
   }
 
   if (const Node* job = t.get("job")) {
-    if (std::optional<std::string> v = ReadNonEmptyString(*job, "job", scope)) {
+    std::optional<std::string> v = job->value_exact<std::string>();
+    if (v && IsValidJobName(*v)) {
       s.step.job = *v;
       named_jobs_.insert(std::move(*v));
+    } else {
+      scope.Fail(*job, "job", "expected the name of a [[job]] of this file, got " + Render(*job));
     }
     for (std::string_view other : {"command", "shell"}) {
       if (const Node* c = t.get(other)) {
@@ -235,14 +248,20 @@ void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
     // The step's own job starts from [defaults], less what only a flow or a job run on a
     // schedule has, and it notifies only when it says so.
     Draft d = defaults_;
+    const Job unset;
     d.job.name = s.step.job;
-    d.job.schedule.clear();
-    d.job.anchor_ms = 0;
-    d.job.jitter = Millis{0};
-    d.job.params.clear();
-    d.job.enabled = true;
-    d.job.expect_success_within.reset();
-    d.job.notify = NotifyPolicy{};
+    d.job.schedule = unset.schedule;
+    d.job.anchor_ms = unset.anchor_ms;
+    d.job.dialect = unset.dialect;
+    d.job.timezone = unset.timezone;
+    d.job.overlap = unset.overlap;
+    d.job.misfire = unset.misfire;
+    d.job.misfire_cap = unset.misfire_cap;
+    d.job.jitter = unset.jitter;
+    d.job.params = unset.params;
+    d.job.enabled = unset.enabled;
+    d.job.expect_success_within = unset.expect_success_within;
+    d.job.notify = unset.notify;
     ApplyKeys(t, Tables().own_step, "", scope, d);
     if (!t.contains("command") && !t.contains("shell")) {
       scope.Fail(t.source(), "",
@@ -262,7 +281,7 @@ void FlowReader::CheckGraph(FlowRead& f) {
   for (const FlowGraphProblem& p : CheckFlowGraph(GraphOf(f.flow))) {
     const StepRead& s = f.steps[static_cast<size_t>(p.step)];
     const toml::table& t = *s.table;
-    Scope scope(reporter_, Subject{.flow = f.flow.name, .step = s.step.name}, "");
+    Scope scope = StepScope(f, s.step.name, s.index);
     const Node* needs = t.get("needs");
     const Node* need = p.need >= 0 && needs != nullptr && needs->as_array() != nullptr
                            ? needs->as_array()->get(static_cast<size_t>(p.need))
@@ -281,7 +300,7 @@ void FlowReader::CheckGraph(FlowRead& f) {
       case Kind::kSelfNeed:
       case Kind::kRepeatedNeed: {
         std::string hint;
-        if (p.kind == Kind::kUnknownNeed) {
+        if (p.kind == Kind::kUnknownNeed && reporter_.TakeSuggestion()) {
           hint = DidYouMean(s.step.needs[static_cast<size_t>(p.need)], step_names);
         }
         scope.Fail(need ? need->source() : t.source(), fmt::format("needs[{}]", p.need),
@@ -305,7 +324,7 @@ void FlowReader::CheckGraph(FlowRead& f) {
       const FlowStep& a = f.steps[i].step;
       const FlowStep& b = f.steps[j].step;
       if (a.name == b.name || StepEnvName(a.name) != StepEnvName(b.name)) continue;
-      Scope scope(reporter_, Subject{.flow = f.flow.name, .step = b.name}, "");
+      Scope scope = StepScope(f, b.name, f.steps[j].index);
       scope.Fail(
           *f.steps[j].table->get("name"), "",
           fmt::format("reads the same as step {} (line {}) in the environment "
@@ -317,29 +336,31 @@ void FlowReader::CheckGraph(FlowRead& f) {
   }
 }
 
-void FlowReader::Finish(JobFile& out) {
+void FlowReader::Finish(JobFile& out, std::vector<JobFileResult::Place>& places) {
   std::vector<std::string_view> job_names;
   for (const auto& [name, entry] : names_) {
-    if (!entry.flow) job_names.push_back(name);
+    if (entry.kind == JobKind::kJob) job_names.push_back(name);
   }
   for (FlowRead& f : flows_) {
     for (const StepRead& s : f.steps) {
       if (s.step.own || s.step.job.empty()) continue;
       auto it = names_.find(s.step.job);
-      if (it != names_.end() && !it->second.flow) continue;
-      Scope scope(reporter_, Subject{.flow = f.flow.name, .step = s.step.name}, "");
+      if (it != names_.end() && it->second.kind == JobKind::kJob) continue;
+      Scope scope = StepScope(f, s.step.name, s.index);
+      std::string hint = reporter_.TakeSuggestion() ? DidYouMean(s.step.job, job_names) : "";
       scope.Fail(*s.table->get("job"), "job",
                  it != names_.end()
                      ? fmt::format("{} is a [[flow]]; a step runs a [[job]] (flows do not nest)",
                                    Quote(s.step.job))
-                     : fmt::format("{} is not a [[job]] of this file{}", Quote(s.step.job),
-                                   DidYouMean(s.step.job, job_names)));
+                     : fmt::format("{} is not a [[job]] of this file{}", Quote(s.step.job), hint));
       ++f.errors;
     }
     if (f.errors != 0) continue;
     for (StepRead& s : f.steps) {
       if (s.step.own) out.step_jobs.push_back(std::move(s.own));
     }
+    const toml::source_position at = f.table->get("name")->source().begin;
+    places.push_back({static_cast<int>(at.line), static_cast<int>(at.column)});
     out.flows.push_back(std::move(f.flow));
   }
 }

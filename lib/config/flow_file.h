@@ -3,8 +3,9 @@
 // holds 1 to kMaxFlowSteps [[flow.step]] tables. A step names a [[job]] of the file (and then
 // takes no job keys) or has its own command or shell with the job keys that say how it runs;
 // it lists the steps it needs and when it runs. Problems are reported as the job reader's are,
-// at the value that is wrong, naming the flow and the step: the graph's too (an unknown need
-// at that need, a cycle at the needs of its first step with its path). Internal to lib/config.
+// at the value that is wrong, naming the flow and the step (or their place in the file where
+// they have no valid name): the graph's too (an unknown need at that need, a cycle at the
+// needs of its first step with its path). Internal to lib/config; pure, any thread.
 #pragma once
 
 #include <cstddef>
@@ -21,10 +22,10 @@
 namespace jobctl::jobs_toml {
 
 // The names of a file's [[job]]s and [[flow]]s, which share one namespace: each with the line
-// of its name and whether it is a flow.
+// of its name and what it names (kJob or kFlow).
 struct FileName {
   int line = 0;
-  bool flow = false;
+  JobKind kind = JobKind::kJob;
 };
 using FileNames = std::map<std::string, FileName, std::less<>>;
 
@@ -38,9 +39,9 @@ class FlowReader {
   void Read(const toml::table& t, size_t index);
 
   // Once every table is read: checks each step's job against the file's [[job]]s, then adds
-  // the flows without errors and their steps' own jobs to `out`. The tables read must still
-  // be alive.
-  void Finish(JobFile& out);
+  // the flows without errors and their steps' own jobs to `out`, and where each of those
+  // flows has its name to `places`. The tables read must still be alive.
+  void Finish(JobFile& out, std::vector<JobFileResult::Place>& places);
 
   // The [[job]]s some step names: they may leave out schedule.
   const std::set<std::string, std::less<>>& named_jobs() const { return named_jobs_; }
@@ -48,6 +49,7 @@ class FlowReader {
  private:
   struct StepRead {
     const toml::table* table = nullptr;
+    size_t index = 0;  // in the flow's step array
     FlowStep step;
     Job own;               // with step.own: the step's own job
     bool graph_ok = true;  // its needs and when read well
@@ -60,6 +62,9 @@ class FlowReader {
     int errors = 0;
   };
 
+  // Where a step's problems are reported: at its flow's and its own name, or by their place
+  // ("flow[0].step[2]", "step[2]") where either has no valid name.
+  Scope StepScope(const FlowRead& f, const std::string& step, size_t index);
   void ReadSteps(const toml::table& t, FlowRead& f);
   void ReadStep(const toml::table& t, size_t index, FlowRead& f);
   void CheckGraph(FlowRead& f);

@@ -332,6 +332,181 @@ TEST(FlowFileTest, AFlowTableWrittenAsATableIsExplained) {
   EXPECT_EQ(Errors("flow = 3\n"), Lines{"jobs.toml:1:8: flow: expected [[flow]] tables, got 3"});
 }
 
+TEST(FlowFileTest, StepsOfAFlowWithoutAValidNameAreNamedByTheirPlace) {
+  EXPECT_EQ(Errors(R"(
+[[flow]]
+name = "Bad Flow"
+schedule = "@daily"
+  [[flow.step]]
+  name = "a"
+  command = ["true"]
+  shards = 0
+  [[flow.step]]
+  name = "b"
+  needs = ["zz"]
+  command = ["true"]
+)"),
+            (Lines{
+                "jobs.toml:2:8: flow[0].name: expected [a-z0-9][a-z0-9._-]*, at most 128 "
+                "characters, got \"Bad Flow\"",
+                "jobs.toml:7:12: flow[0].step[0].shards: expected an integer from 1 to 10000, "
+                "got 0",
+                "jobs.toml:10:12: flow[0].step[1].needs[0]: needs \"zz\", which is not a step of "
+                "this flow",
+            }));
+}
+
+TEST(FlowFileTest, NamesAreCheckedAsNamesBeforeAnythingIsLookedUp) {
+  EXPECT_EQ(Errors(R"(
+[[flow]]
+name = "f"
+schedule = "@daily"
+  [[flow.step]]
+  name = "a"
+  job = "Not A Job"
+  [[flow.step]]
+  name = "b"
+  needs = ["a", "Not A Step"]
+  command = ["true"]
+  [[flow.step]]
+  name = "c"
+  needs = ["c"]
+  command = ["true"]
+)"),
+            (Lines{
+                "jobs.toml:6:9: flow \"f\": step \"a\": job: expected the name of a [[job]] of "
+                "this file, got \"Not A Job\"",
+                "jobs.toml:9:17: flow \"f\": step \"b\": needs[1]: expected a step name, got "
+                "\"Not A Step\"",
+            }));
+  // Once names read, the graph is checked: a step that needs itself.
+  EXPECT_EQ(Errors(R"(
+[[flow]]
+name = "f"
+schedule = "@daily"
+  [[flow.step]]
+  name = "c"
+  needs = ["c"]
+  command = ["true"]
+)"),
+            Lines{"jobs.toml:6:12: flow \"f\": step \"c\": needs[0]: a step cannot need itself"});
+  // A long wrong value is shown cut, and costs no more than a short one.
+  std::string huge(1 << 20, 'x');
+  Lines errors = Errors(
+      "[[job]]\nname = \"j\"\ncommand = [\"true\"]\n[[flow]]\nname = \"f\"\n"
+      "schedule = \"@daily\"\n[[flow.step]]\nname = \"a\"\njob = \"" +
+      huge + "\"\n[[flow.step]]\nname = \"b\"\nneeds = [\"" + huge + "\"]\ncommand = [\"true\"]\n");
+  ASSERT_EQ(errors.size(), 3u);
+  for (const std::string& e : errors) EXPECT_LT(e.size(), 300u) << e.substr(0, 300);
+}
+
+TEST(FlowFileTest, AJobWithoutAScheduleTakesNoKeysOnlyASchedulesUse) {
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "x"
+command = ["true"]
+anchor = 2026-01-01T00:00:00Z
+jitter = "5m"
+misfire = "skip"
+[[flow]]
+name = "f"
+schedule = "@daily"
+  [[flow.step]]
+  name = "a"
+  job = "x"
+)"),
+            (Lines{
+                "jobs.toml:4:10: job \"x\": anchor: only applies with a schedule; this job has "
+                "none (it runs as a step)",
+                "jobs.toml:5:10: job \"x\": jitter: only applies with a schedule; this job has "
+                "none (it runs as a step)",
+                "jobs.toml:6:11: job \"x\": misfire: only applies with a schedule; this job has "
+                "none (it runs as a step)",
+            }));
+}
+
+TEST(FlowFileTest, AStepsOwnJobTakesFromDefaultsOnlyWhatAStepMaySet) {
+  JobFileResult r = Parse(R"(
+[defaults]
+timezone = "Asia/Tokyo"
+overlap  = "replace"
+misfire  = "skip"
+jitter   = "1m"
+notify_on = ["failed", "recovered"]
+repeat_after = "5m"
+kill_grace = "3s"
+[[flow]]
+name = "f"
+schedule = "@daily"
+  [[flow.step]]
+  name = "a"
+  command = ["true"]
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
+  ASSERT_EQ(r.file.step_jobs.size(), 1u);
+  const Job& a = r.file.step_jobs[0];
+  const Job unset;
+  EXPECT_EQ(a.timezone, unset.timezone);
+  EXPECT_EQ(a.overlap, unset.overlap);
+  EXPECT_EQ(a.misfire, unset.misfire);
+  EXPECT_EQ(a.jitter, unset.jitter);
+  EXPECT_EQ(a.notify, unset.notify);
+  EXPECT_EQ(a.kill_grace, std::chrono::seconds(3));  // a key a step may set: from [defaults]
+  // The flow takes them, as a job would.
+  const Flow& f = r.file.flows[0];
+  EXPECT_EQ(f.timezone, "Asia/Tokyo");
+  EXPECT_EQ(f.overlap, Overlap::kReplace);
+  EXPECT_EQ(f.misfire, Misfire::kSkip);
+  EXPECT_EQ(f.notify.repeat_after, minutes(5));
+}
+
+TEST(FlowFileTest, ADuplicateJobWithoutAScheduleLeavesTheFirstAlone) {
+  JobFileResult r = Parse(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+command = ["true"]
+[[job]]
+name = "a"
+command = ["true"]
+)");
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].ToString(), "jobs.toml:5:1: job \"a\": missing required key \"schedule\"");
+  EXPECT_EQ(r.errors[1].ToString(),
+            "jobs.toml:6:8: job \"a\": duplicate name (first defined on line 2)");
+  ASSERT_EQ(r.file.jobs.size(), 1u);
+  EXPECT_EQ(r.file.jobs[0].schedule, "@daily");
+}
+
+TEST(FlowFileTest, AStepBeforeAnyFlowIsExplained) {
+  EXPECT_EQ(Errors("[[flow.step]]\nname = \"a\"\n"),
+            Lines{"jobs.toml:1:1: flow: [[flow.step]] needs a [[flow]] before it"});
+}
+
+TEST(FlowFileTest, FlowsAreFoundWhereTheirNamesAre) {
+  JobFileResult r = Parse(R"(
+# [[flow]] in a comment
+[[ flow ]]
+name = 'first'
+schedule = "@daily"
+  [[flow.step]]
+  name = "a"
+  command = ["true"]
+[[flow]]
+schedule = "@daily"
+name = "second"
+  [[flow.step]]
+  name = "a"
+  command = ["true"]
+)");
+  ASSERT_TRUE(r.ok()) << r.errors[0].ToString();
+  ASSERT_EQ(r.flow_places.size(), 2u);
+  EXPECT_EQ(r.flow_places[0].line, 3);
+  EXPECT_EQ(r.flow_places[0].column, 8);
+  EXPECT_EQ(r.flow_places[1].line, 10);
+  EXPECT_EQ(r.flow_places[1].column, 8);
+}
+
 TEST(FlowFileTest, DiagnosticsNameTheFlowAndStep) {
   JobFileResult r = Parse(R"(
 [[flow]]

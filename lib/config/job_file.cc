@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -61,19 +62,19 @@ class JobFileReader {
                          fmt::format("flow[{}]: expected a table, got {}", i, Render(node)));
       }
     }
-    flows.Finish(result_->file);
-    // Only a job that runs as a step may leave out its schedule.
-    std::vector<Job>& jobs_read = result_->file.jobs;
-    for (const auto& entry : unscheduled_) {
-      const std::string& name = entry.first;
-      const toml::table* t = entry.second;
+    flows.Finish(result_->file, result_->flow_places);
+    // Only a job that runs as a step may leave out its schedule. A step of a flow with errors
+    // still counts: the flow's errors are reported, not this one besides.
+    std::set<std::string, std::less<>> refused;
+    for (const auto& [name, t] : unscheduled_) {
       if (flows.named_jobs().contains(name)) continue;
       Scope(reporter_, name, "")
           .Fail(t->source(), "",
                 "missing required key \"schedule\" (only a job a [[flow.step]] names may leave "
                 "it out)");
-      std::erase_if(jobs_read, [&](const Job& j) { return j.name == name; });
+      refused.insert(name);
     }
+    std::erase_if(result_->file.jobs, [&](const Job& j) { return refused.contains(j.name); });
   }
 
  private:
@@ -98,6 +99,8 @@ void JobFileReader::CheckTopLevel(const toml::table& root) {
       reporter_.Report(value.source(), "", "job: write [[job]] (an array of tables), not [job]");
     } else if (name == "job" && !value.is_array()) {
       reporter_.Report(value.source(), "", "job: expected [[job]] tables, got " + Render(value));
+    } else if (name == "flow" && value.is_table() && value.as_table()->contains("step")) {
+      reporter_.Report(value.source(), "", "flow: [[flow.step]] needs a [[flow]] before it");
     } else if (name == "flow" && value.is_table()) {
       reporter_.Report(value.source(), "", "flow: write [[flow]] (an array of tables), not [flow]");
     } else if (name == "flow" && !value.is_array()) {
@@ -139,9 +142,11 @@ std::string JobFileReader::ReadName(const toml::table& t) {
 void JobFileReader::ReadJob(const toml::table& t, const Draft& defaults) {
   std::string name = ReadName(t);
   Scope scope(reporter_, name, "");
+  bool duplicate = false;
   if (!name.empty()) {
     int line = static_cast<int>(t.get("name")->source().begin.line);
-    auto [it, inserted] = names_.emplace(name, FileName{line, false});
+    auto [it, inserted] = names_.emplace(name, FileName{line, JobKind::kJob});
+    duplicate = !inserted;
     if (!inserted) {
       scope.Fail(*t.get("name"), "",
                  fmt::format("duplicate name (first defined on line {})", it->second.line));
@@ -151,10 +156,17 @@ void JobFileReader::ReadJob(const toml::table& t, const Draft& defaults) {
   d.job.name = name;
   ApplyKeys(t, JobKeys(), "", scope, d);
   if (!t.contains("schedule")) {
-    if (name.empty()) {
+    // A step names the first job of a name, never a duplicate.
+    if (name.empty() || duplicate) {
       scope.Fail(t.source(), "", "missing required key \"schedule\"");
     } else {
       unscheduled_.emplace_back(name, &t);
+    }
+    // What only a schedule uses does nothing without one.
+    for (std::string_view key : {"anchor", "jitter", "misfire", "misfire_cap"}) {
+      if (const Node* v = t.get(key)) {
+        scope.Fail(*v, key, "only applies with a schedule; this job has none (it runs as a step)");
+      }
     }
   }
   CheckCommand(t, scope);

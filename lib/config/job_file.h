@@ -48,6 +48,11 @@ struct JobFileResult {
   JobFile file;
   std::vector<Diagnostic> errors;  // all problems found, ordered by line and column
   bool ok() const { return errors.empty(); }
+  // Where each flow of file.flows has its name, in the same order (1-based).
+  struct Place {
+    int line = 0, column = 0;
+  };
+  std::vector<Place> flow_places;
 };
 
 // `filename` only labels the diagnostics; the text is not read from disk.

@@ -451,6 +451,7 @@ constexpr JobKey kJobKeys[] = {
     {"notify_on", ApplyNotifyOn},
     {"repeat_after", ApplyRepeatAfter},
 };
+// clang-format on
 
 }  // namespace
 
@@ -460,7 +461,8 @@ void CheckCommand(const toml::table& t, Scope& s, std::string_view what) {
   const Node* command = t.get("command");
   const Node* shell = t.get("shell");
   if (command == nullptr && shell == nullptr) {
-    s.Fail(t.source(), "", fmt::format("missing \"command\" or \"shell\" ({} has exactly one)", what));
+    s.Fail(t.source(), "",
+           fmt::format("missing \"command\" or \"shell\" ({} has exactly one)", what));
     return;
   }
   if (command == nullptr || shell == nullptr) return;
@@ -488,7 +490,6 @@ void CheckSchedule(const toml::table& t, const Draft& d, Scope& s) {
   const std::string& message = schedule.status().message();
   s.Fail(*t.get("schedule"), message.starts_with("schedule ") ? "" : "schedule", message);
 }
-
 
 void ApplyKeys(const toml::table& t, std::span<const JobKey> specs, Key parent, Scope& s,
                Draft& d) {

@@ -47,10 +47,16 @@ class Reporter {
     out_->push_back({file_, static_cast<int>(at.begin.line), static_cast<int>(at.begin.column),
                      about.job, std::move(message), about.flow, about.step});
   }
+  // Whether a "did you mean" over many names (every job of the file) may still be computed:
+  // the first kSuggestions of a file are, so that a file of many wrong names costs no more
+  // than one of a few.
+  bool TakeSuggestion() { return suggestions_ > 0 && suggestions_-- > 0; }
 
  private:
+  static constexpr int kSuggestions = 100;
   std::string file_;
   std::vector<Diagnostic>* out_;
+  int suggestions_ = kSuggestions;
 };
 
 // Where keys are being read: [defaults], one [[job]], [[flow]] or [[flow.step]]. Prefixes

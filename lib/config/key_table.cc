@@ -70,9 +70,14 @@ std::string DidYouMean(std::string_view word, std::span<const std::string_view> 
   std::string_view best;
   size_t best_distance = SIZE_MAX;
   for (std::string_view c : candidates) {
-    size_t d = EditDistance(word, c);
-    // Allow two edits in longer words, one in short ones, and never a complete rewrite.
+    // Allow two edits in longer words, one in short ones, and never a complete rewrite. Words
+    // whose lengths differ by more are never within the limit: skipped before the distance,
+    // whose cost grows with both lengths.
     size_t limit = c.size() >= 5 ? 2 : 1;
+    if ((word.size() > c.size() ? word.size() - c.size() : c.size() - word.size()) > limit) {
+      continue;
+    }
+    size_t d = EditDistance(word, c);
     if (d <= limit && d < word.size() && d < best_distance) {
       best = c;
       best_distance = d;

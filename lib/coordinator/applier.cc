@@ -108,12 +108,10 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     }
   }
   // Flows are read and checked, not yet run: refused rather than dropped.
-  size_t from = 0;
-  for (const Flow& flow : parsed.file.flows) {
-    size_t header = req.text.find("[[flow]]", from);
-    if (header != std::string::npos) from = header + 1;
-    auto [line, column] = Locate(req.text, flow.name, header == std::string::npos ? 0 : header);
-    parsed.errors.push_back({req.filename, line, column, "",
+  for (size_t i = 0; i < parsed.file.flows.size(); ++i) {
+    const Flow& flow = parsed.file.flows[i];
+    const JobFileResult::Place& at = parsed.flow_places[i];
+    parsed.errors.push_back({req.filename, at.line, at.column, "",
                              "this coordinator does not run flows yet; remove the [[flow]] "
                              "to apply the file",
                              flow.name});

@@ -74,8 +74,9 @@ Result<StepOutputs> NeededOutputs(std::span<const StepOutputs> needs) {
 }
 
 std::string FormatStepOutput(const StepOutputs& outputs) {
+  // No newline after the last line: the text is never longer than one that reads as it.
   std::string text;
-  for (const auto& [k, v] : outputs) text += k + "=" + v + "\n";
+  for (const auto& [k, v] : outputs) text += (text.empty() ? "" : "\n") + k + "=" + v;
   return text;
 }
 

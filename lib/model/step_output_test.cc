@@ -86,6 +86,12 @@ TEST(StepOutputTest, FormattedOutputsReadBackTheSame) {
   Result<StepOutputs> back = ParseStepOutput(FormatStepOutput(outputs));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, outputs);
+  // Also a file at the limit.
+  Result<StepOutputs> full = ParseStepOutput("A=" + std::string(kMaxStepOutputBytes - 2, 'x'));
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  back = ParseStepOutput(FormatStepOutput(*full));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, *full);
 }
 
 }  // namespace

@@ -341,11 +341,23 @@ Result<Flow> FlowFromJson(const json& j) {
         step.needs.size() > static_cast<size_t>(kMaxFlowSteps)) {
       return Status::InvalidArgument("flow.steps: not a valid step");
     }
+    for (const std::string& need : step.needs) {
+      if (!IsValidStepName(need)) return Status::InvalidArgument("flow.steps: not a valid need");
+    }
     for (const FlowStep& other : flow.steps) {
-      if (other.name == step.name) return Status::InvalidArgument("flow.steps: a step twice");
+      if (StepEnvName(other.name) == StepEnvName(step.name)) {
+        return Status::InvalidArgument("flow.steps: two steps of one name");
+      }
     }
     step.when = *w;
     flow.steps.push_back(std::move(step));
+  }
+  // What the job file reader refuses: a flow AdvanceFlow could not run.
+  if (!IsValidJobName(flow.name) || flow.schedule.empty()) {
+    return Status::InvalidArgument("flow: not a valid name or schedule");
+  }
+  if (!CheckFlowGraph(GraphOf(flow)).empty()) {
+    return Status::InvalidArgument("flow.steps: not a graph a flow may have");
   }
   return flow;
 }

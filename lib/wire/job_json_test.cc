@@ -90,6 +90,18 @@ TEST(FlowJsonTest, StepsThatCouldNotComeFromAJobFileAreRefused) {
   EXPECT_FALSE(with([](json& j) { j["steps"][1]["job"] = "other:load"; }).ok());
   EXPECT_FALSE(with([](json& j) { j["steps"][0]["job"] = "a:b"; }).ok());
   EXPECT_FALSE(with([](json& j) { j["steps"][0]["needs"] = 3; }).ok());
+  // What CheckFlowGraph refuses, and what the file's reader refuses besides.
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["needs"] = {"page"}; }).ok());  // a cycle
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["needs"] = {"nope"}; }).ok());  // unknown
+  EXPECT_FALSE(with([](json& j) { j["steps"][1]["needs"] = {"Bad Name"}; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["steps"][0]["when"] = "failure"; }).ok());  // never runs
+  EXPECT_FALSE(with([](json& j) {
+                 j["steps"][0]["name"] = "load.x";
+                 j["steps"][1]["name"] = "load-x";
+               }).ok());
+  EXPECT_FALSE(with([](json& j) { j["name"] = ""; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["name"] = "Bad Name"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["schedule"] = ""; }).ok());
   EXPECT_FALSE(with([](json& j) {
                  for (int i = 0; i <= kMaxFlowSteps; ++i) j["steps"].push_back(j["steps"][0]);
                }).ok());
