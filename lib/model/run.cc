@@ -7,9 +7,10 @@
 namespace jobctl {
 namespace {
 
-constexpr EnumNames<RunReason, 3> kReasons{{{RunReason::kSchedule, "schedule"},
+constexpr EnumNames<RunReason, 4> kReasons{{{RunReason::kSchedule, "schedule"},
                                             {RunReason::kManual, "manual"},
-                                            {RunReason::kRetry, "retry"}}};
+                                            {RunReason::kRetry, "retry"},
+                                            {RunReason::kFlow, "flow"}}};
 constexpr EnumNames<RunState, 8> kStates{{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},

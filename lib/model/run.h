@@ -11,7 +11,8 @@
 
 namespace jobctl {
 
-enum class RunReason { kSchedule, kManual, kRetry };
+// kFlow: a step of a flow run (model/flow.h), started when its needs were met.
+enum class RunReason { kSchedule, kManual, kRetry, kFlow };
 enum class RunState {
   kPending,
   kRunning,
@@ -55,6 +56,9 @@ struct ShardRecord {
   std::optional<int64_t> finished_ms;
   int64_t not_before_ms = 0;  // retry backoff: not handed out before this (coordinator clock)
   int lost_count = 0;
+  // A flow step's shard: what its last attempt wrote to $JOB_OUTPUT, as a JSON object of
+  // strings (model/step_output.h); "" for none.
+  std::string outputs_json;
 };
 
 struct RunRecord {
@@ -74,6 +78,12 @@ struct RunRecord {
   // Its shards start no earlier (coordinator clock): the instant plus a jitter delay, or a
   // deferred manual run's time. 0 = at once.
   int64_t not_before_ms = 0;
+  // Flows (model/flow.h). A step run names its flow run and its step's index in that flow
+  // run's graph; no other run of that step of that flow run may exist. A flow run has no
+  // shards: flow_json holds its graph, a step run's holds what it was started with.
+  int64_t flow_run_id = 0;  // 0: not a step
+  int flow_step = -1;       // -1: not a step
+  std::string flow_json;    // "" for a plain run
   std::vector<ShardRecord> shards;
 };
 

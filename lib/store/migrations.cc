@@ -137,6 +137,20 @@ CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
       {10, R"sql(
 CREATE INDEX runs_by_trace ON runs(trace_id, id);
 )sql"},
+      // Flows (model/flow.h). A flow is a row of jobs (kind 'flow'), fired by its timing
+      // columns; a step with its own command is a job of kind 'step' of its flow. A step run
+      // names its flow run and step, at most one run per step of a flow run; a flow run's
+      // flow holds its graph, a step run's what it started with. A step's shards keep what
+      // their last attempt wrote to $JOB_OUTPUT.
+      {11, R"sql(
+ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'job';
+ALTER TABLE jobs ADD COLUMN flow_id INTEGER;
+ALTER TABLE runs ADD COLUMN flow_run_id INTEGER;
+ALTER TABLE runs ADD COLUMN flow_step INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE runs ADD COLUMN flow TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX runs_step ON runs(flow_run_id, flow_step) WHERE flow_run_id IS NOT NULL;
+ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

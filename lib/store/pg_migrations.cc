@@ -100,6 +100,16 @@ CREATE INDEX runs_succeeded ON runs(job_id, id) WHERE state = 'succeeded';
       {5, R"sql(
 CREATE INDEX runs_by_trace ON runs(trace_id, id);
 )sql"},
+      // As the SQLite file's version 11: flows, their step runs and the steps' outputs.
+      {6, R"sql(
+ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT 'job';
+ALTER TABLE jobs ADD COLUMN flow_id BIGINT;
+ALTER TABLE runs ADD COLUMN flow_run_id BIGINT;
+ALTER TABLE runs ADD COLUMN flow_step INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE runs ADD COLUMN flow TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX runs_step ON runs(flow_run_id, flow_step) WHERE flow_run_id IS NOT NULL;
+ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

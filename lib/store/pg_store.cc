@@ -28,7 +28,7 @@ constexpr int kPage = 5000;
 constexpr const char* kRunColumns =
     "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
     "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total, "
-    "r.not_before_ms";
+    "r.not_before_ms, COALESCE(r.flow_run_id, 0), r.flow_step, r.flow";
 
 // Runs with their job's name, read by ReadRun: columns 0 to 13.
 std::string RunQuery(const char* where_and_order) {
@@ -38,19 +38,19 @@ std::string RunQuery(const char* where_and_order) {
 
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-    "expect_success_within_ms";
+    "expect_success_within_ms, kind, flow_id";
 
-// Jobs as ReadHead reads them (columns 0 to 14: updated_ms last), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 16: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
   return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
          ", updated_ms" + more;
 }
 
-// A shard row as ReadShard reads it: columns 0 to 12.
+// A shard row as ReadShard reads it: columns 0 to 13.
 std::string ShardQuery(const char* where_and_order) {
   return std::string(
              "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
-             "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
+             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs FROM shards ") +
          where_and_order;
 }
 
@@ -75,29 +75,33 @@ bool ReadHead(const Rows& rows, int i, JobHead* h) {
   h->enabled = rows.Bool(i, 9);
   h->misfire_cap = static_cast<int>(rows.Int(i, 12));
   h->expect_success_within_ms = rows.Int(i, 13);
-  h->updated_ms = rows.Int(i, 14);
+  h->flow_id = rows.OptInt(i, 15);
+  h->updated_ms = rows.Int(i, 16);
   std::optional<Dialect> dialect = ParseDialect(rows.View(i, 6));
   std::optional<Misfire> misfire = ParseMisfire(rows.View(i, 10));
   std::optional<Overlap> overlap = ParseOverlap(rows.View(i, 11));
+  std::optional<JobKind> kind = ParseJobKind(rows.View(i, 14));
   h->dialect = dialect.value_or(Dialect::kCron);
   h->misfire = misfire.value_or(Misfire::kFireOnce);
   h->overlap = overlap.value_or(Overlap::kForbid);
-  return dialect && misfire && overlap;
+  h->kind = kind.value_or(JobKind::kJob);
+  return dialect && misfire && overlap && kind;
 }
 
-// Columns 0-16 of JobQuery(", spec, revision ...").
+// Columns 0-18 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Rows& rows, int i) {
   JobHead h;
   ReadHead(rows, i, &h);
-  return JobRow{h.id,
-                std::string(h.name),
-                rows.Text(i, 15),
-                h.active,
-                h.paused,
-                h.next_fire_ms,
-                rows.Int(i, 16),
-                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
-                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms}};
+  return JobRow{
+      h.id,
+      std::string(h.name),
+      rows.Text(i, 17),
+      h.active,
+      h.paused,
+      h.next_fire_ms,
+      rows.Int(i, 18),
+      {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms, h.enabled,
+       h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind, h.flow_id}};
 }
 
 Params& AddTiming(Params& p, const JobTiming& t) {
@@ -109,7 +113,9 @@ Params& AddTiming(Params& p, const JobTiming& t) {
       .Add(MisfireName(t.misfire))
       .Add(OverlapName(t.overlap))
       .Add(t.misfire_cap)
-      .Add(t.expect_success_within_ms);
+      .Add(t.expect_success_within_ms)
+      .Add(JobKindName(t.kind))
+      .Add(t.flow_id);
 }
 
 RunRecord ReadRun(const Rows& rows, int i) {
@@ -128,6 +134,9 @@ RunRecord ReadRun(const Rows& rows, int i) {
   r.finished_ms = rows.OptInt(i, 11);
   r.shard_total = static_cast<int>(rows.Int(i, 12));
   r.not_before_ms = rows.Int(i, 13);
+  r.flow_run_id = rows.Int(i, 14);
+  r.flow_step = static_cast<int>(rows.Int(i, 15));
+  r.flow_json = rows.Text(i, 16);
   return r;
 }
 
@@ -146,6 +155,7 @@ ShardRecord ReadShard(const Rows& rows, int i) {
   s.finished_ms = rows.OptInt(i, 10);
   s.not_before_ms = rows.Int(i, 11);
   s.lost_count = static_cast<int>(rows.Int(i, 12));
+  s.outputs_json = rows.Text(i, 13);
   return s;
 }
 
@@ -427,8 +437,8 @@ Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-      "expect_success_within_ms) "
-      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) "
+      "expect_success_within_ms, kind, flow_id) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
       "ON CONFLICT (name) DO NOTHING RETURNING id"};
   Params p;
   p.Add(row.name)
@@ -449,7 +459,8 @@ Status PgStore::UpdateJobSpec(int64_t id, const std::string& spec_json, const Jo
   static const Sql kSql{
       "UPDATE jobs SET spec = $2, active = true, revision = $3, updated_ms = $4, schedule = $5, "
       "dialect = $6, timezone = $7, anchor_ms = $8, enabled = $9, misfire = $10, overlap = $11, "
-      "misfire_cap = $12, expect_success_within_ms = $13 WHERE id = $1"};
+      "misfire_cap = $12, expect_success_within_ms = $13, kind = $14, flow_id = $15 "
+      "WHERE id = $1"};
   Params p;
   p.Add(id).Add(spec_json).Add(revision).Add(at_ms);
   return db_->ExecExpectingChanges(kSql, AddTiming(p, timing), 1);
@@ -500,12 +511,15 @@ Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inse
       "WITH u AS (SELECT nextval((SELECT pg_get_serial_sequence('runs', 'id'))::regclass) AS id, "
       "v.* FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], "
       "$6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::integer[], "
-      "$12::bigint[]) WITH ORDINALITY AS v(job_id, reason, scheduled_ms, created_ms, state, "
-      "trace_id, idempotency_key, env, note, finished_ms, shard_total, not_before_ms, ord)), "
+      "$12::bigint[], $17::bigint[], $18::integer[], $19::text[]) WITH ORDINALITY AS "
+      "v(job_id, reason, scheduled_ms, created_ms, state, trace_id, idempotency_key, env, note, "
+      "finished_ms, shard_total, not_before_ms, flow_run_id, flow_step, flow, ord)), "
       "r AS (INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, "
-      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms, flow_run_id, "
+      "flow_step, flow) "
       "SELECT id, job_id, reason, scheduled_ms, created_ms, state, trace_id, "
-      "NULLIF(idempotency_key, ''), env, note, finished_ms, shard_total, not_before_ms "
+      "NULLIF(idempotency_key, ''), env, note, finished_ms, shard_total, not_before_ms, "
+      "NULLIF(flow_run_id, 0), flow_step, flow "
       "FROM u ORDER BY ord ON CONFLICT DO NOTHING RETURNING id), "
       "s AS (INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) "
       "SELECT u.id, sh.idx, sh.state, 1, sh.nb FROM unnest($13::bigint[], $14::integer[], "
@@ -513,7 +527,7 @@ Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inse
       "JOIN u ON u.ord = sh.ord JOIN r ON r.id = u.id) "
       "SELECT u.ord, u.id FROM u JOIN r ON r.id = u.id"};
   pg::ArrayLiteral job, reason, scheduled, created, state, trace, key, env, note, finished, total,
-      not_before, sh_run, sh_idx, sh_state, sh_nb;
+      not_before, sh_run, sh_idx, sh_state, sh_nb, flow_run, flow_step, flow;
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunRecord& run = runs[i];
     job.Add(run.job_id);
@@ -528,6 +542,9 @@ Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inse
     finished.Add(run.finished_ms);
     total.Add(run.shard_total);
     not_before.Add(run.not_before_ms);
+    flow_run.Add(run.flow_run_id);
+    flow_step.Add(run.flow_step);
+    flow.Add(run.flow_json);
     for (const ShardRecord& shard : run.shards) {
       sh_run.Add(static_cast<int64_t>(i + 1));
       sh_idx.Add(shard.index);
@@ -551,7 +568,10 @@ Status PgStore::InsertRuns(std::vector<RunRecord>& runs, std::vector<bool>& inse
       .Add(sh_run)
       .Add(sh_idx)
       .Add(sh_state)
-      .Add(sh_nb);
+      .Add(sh_nb)
+      .Add(flow_run)
+      .Add(flow_step)
+      .Add(flow);
   Result<Rows> rows = db_->Exec(kSql, p);
   if (!rows.ok()) return rows.status();
   for (int i = 0; i < rows->size(); ++i) {
@@ -573,9 +593,10 @@ Status PgStore::InsertRun(RunRecord& run) {
   // key inserts nothing and returns no id, without aborting the transaction.
   static const Sql kSql{
       "WITH r AS (INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
-      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
-      "VALUES($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12) "
-      "ON CONFLICT DO NOTHING RETURNING id), "
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms, flow_run_id, "
+      "flow_step, flow) "
+      "VALUES($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, NULLIF($16, 0), "
+      "$17, $18) ON CONFLICT DO NOTHING RETURNING id), "
       "s AS (INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) "
       "SELECT r.id, u.idx, u.state, 1, u.nb FROM r, "
       "unnest($13::integer[], $14::text[], $15::bigint[]) AS u(idx, state, nb)) "
@@ -596,8 +617,11 @@ Status PgStore::InsertRun(RunRecord& run) {
       .Add(ArrayOf(run.shards, [](const ShardRecord& s) { return std::to_string(s.index); }))
       .Add(ArrayOf(run.shards,
                    [](const ShardRecord& s) { return std::string(RunStateName(s.state)); }))
-      .Add(ArrayOf(run.shards,
-                   [](const ShardRecord& s) { return std::to_string(s.not_before_ms); }));
+      .Add(
+          ArrayOf(run.shards, [](const ShardRecord& s) { return std::to_string(s.not_before_ms); }))
+      .Add(run.flow_run_id)
+      .Add(run.flow_step)
+      .Add(run.flow_json);
   Result<Rows> rows = db_->Exec(kSql, p);
   if (!rows.ok()) return rows.status();
   if (rows->size() == 0) {
@@ -647,7 +671,7 @@ Status PgStore::UpdateShard(const ShardRecord& s) {
   static const Sql kSql{
       "UPDATE shards SET state = $3, attempt = $4, agent = $5, token = $6, exit_code = $7, "
       "outcome = $8, message = $9, started_ms = $10, finished_ms = $11, not_before_ms = $12, "
-      "lost_count = $13 WHERE run_id = $1 AND idx = $2"};
+      "lost_count = $13, outputs = $14 WHERE run_id = $1 AND idx = $2"};
   return Write(kSql,
                Params()
                    .Add(s.run_id)
@@ -662,7 +686,8 @@ Status PgStore::UpdateShard(const ShardRecord& s) {
                    .Add(s.started_ms)
                    .Add(s.finished_ms)
                    .Add(s.not_before_ms)
-                   .Add(s.lost_count),
+                   .Add(s.lost_count)
+                   .Add(s.outputs_json),
                1);
 }
 
@@ -730,6 +755,16 @@ Result<std::vector<RunRecord>> PgStore::ListRuns(const RunFilter& f) {
   p.Add(f.since_ms).Add(f.before_id).Add(f.limit);
   if (!f.trace_id.empty()) p.Add(f.trace_id);
   Result<Rows> rows = db_->Exec(f.trace_id.empty() ? kSql : kOfTrace, p);
+  if (!rows.ok()) return rows.status();
+  std::vector<RunRecord> runs;
+  for (int i = 0; i < rows->size(); ++i) runs.push_back(ReadRun(*rows, i));
+  if (Status s = LoadShards(runs); !s.ok()) return s;
+  return runs;
+}
+
+Result<std::vector<RunRecord>> PgStore::StepRuns(int64_t flow_run_id) {
+  static const Sql kSql{RunQuery("WHERE r.flow_run_id = $1 ORDER BY r.flow_step")};
+  Result<Rows> rows = db_->Exec(kSql, Params().Add(flow_run_id));
   if (!rows.ok()) return rows.status();
   std::vector<RunRecord> runs;
   for (int i = 0; i < rows->size(); ++i) runs.push_back(ReadRun(*rows, i));
@@ -870,11 +905,12 @@ Status PgStore::SendHeld() {
       "UPDATE shards SET state = u.state, attempt = u.attempt, agent = u.agent, token = u.token, "
       "exit_code = u.exit_code, outcome = u.outcome, message = u.message, "
       "started_ms = u.started_ms, finished_ms = u.finished_ms, not_before_ms = u.not_before_ms, "
-      "lost_count = u.lost_count FROM unnest($1::bigint[], $2::integer[], $3::text[], "
-      "$4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], "
-      "$10::bigint[], $11::bigint[], $12::bigint[], $13::integer[]) AS u(run_id, idx, state, "
-      "attempt, agent, token, exit_code, outcome, message, started_ms, finished_ms, "
-      "not_before_ms, lost_count) WHERE shards.run_id = u.run_id AND shards.idx = u.idx"};
+      "lost_count = u.lost_count, outputs = u.outputs FROM unnest($1::bigint[], $2::integer[], "
+      "$3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], "
+      "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::integer[], $14::text[]) "
+      "AS u(run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
+      "started_ms, finished_ms, not_before_ms, lost_count, outputs) WHERE shards.run_id = "
+      "u.run_id AND shards.idx = u.idx"};
   static const Sql kStates{
       "UPDATE runs SET state = u.state, finished_ms = u.finished_ms, note = CASE WHEN u.note = "
       "'' THEN runs.note ELSE u.note END FROM unnest($1::bigint[], $2::text[], $3::bigint[], "
@@ -890,7 +926,7 @@ Status PgStore::SendHeld() {
   ClearHeld();
   if (!shards.empty()) {
     pg::ArrayLiteral run, idx, state, attempt, agent, token, exit_code, outcome, message, started,
-        finished, not_before, lost;
+        finished, not_before, lost, outputs;
     for (const auto& [key, sh] : shards) {
       run.Add(sh.run_id);
       idx.Add(sh.index);
@@ -905,10 +941,11 @@ Status PgStore::SendHeld() {
       finished.Add(sh.finished_ms);
       not_before.Add(sh.not_before_ms);
       lost.Add(sh.lost_count);
+      outputs.Add(sh.outputs_json);
     }
     Params p;
     p.Add(run).Add(idx).Add(state).Add(attempt).Add(agent).Add(token).Add(exit_code);
-    p.Add(outcome).Add(message).Add(started).Add(finished).Add(not_before).Add(lost);
+    p.Add(outcome).Add(message).Add(started).Add(finished).Add(not_before).Add(lost).Add(outputs);
     if (Status s = db_->Send(kShards, p, static_cast<int64_t>(shards.size())); !s.ok()) return s;
   }
   if (!states.empty()) {
@@ -1088,8 +1125,12 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
       "$2::integer > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
       "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0), "
       "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
-      "WHERE n.job_id = r.job_id AND n.state = 'succeeded') "
+      "WHERE n.job_id = r.job_id AND n.state = 'succeeded'), "
+      "r.flow_run_id IS NOT NULL "
       "FROM runs r WHERE r.id > $1 AND r.id < (SELECT MAX(id) FROM runs) ORDER BY r.id LIMIT $3"};
+  // A flow run goes with its step runs, which never go alone.
+  static const Sql kSteps{
+      "SELECT id FROM runs WHERE flow_run_id = ANY($1::bigint[]) ORDER BY flow_run_id, id"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ANY($1::bigint[])"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ANY($1::bigint[])"};
   static const Sql kRuns{"DELETE FROM runs WHERE id = ANY($1::bigint[])"};
@@ -1116,13 +1157,17 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
     std::string_view state = rows->View(i, 1);
     std::optional<int64_t> finished = rows->OptInt(i, 3);
     bool open = state == "pending" || state == "running";
-    if (open || rows->Bool(i, 4) || rows->Bool(i, 5) || !finished ||
+    if (open || rows->Bool(i, 4) || rows->Bool(i, 5) || rows->Bool(i, 6) || !finished ||
         *finished >= r.ended_before_ms) {
       continue;
     }
     out.run_ids.push_back(last);
   }
   if (!out.run_ids.empty()) {
+    std::string chosen = ArrayOf(out.run_ids, [](int64_t id) { return std::to_string(id); });
+    Result<Rows> steps = db_->Exec(kSteps, Params().Add(chosen));
+    if (!steps.ok()) return steps.status();
+    for (int i = 0; i < steps->size(); ++i) out.run_ids.push_back(steps->Int(i, 0));
     std::string ids = ArrayOf(out.run_ids, [](int64_t id) { return std::to_string(id); });
     // Rows that name a run first: the foreign keys.
     for (const Sql* sql : {&kEnds, &kShards, &kRuns}) {

@@ -14,4 +14,18 @@ JobTiming JobTiming::Of(const Job& job) {
           job.expect_success_within ? job.expect_success_within->count() : 0};
 }
 
+JobTiming JobTiming::Of(const Flow& flow) {
+  return {flow.schedule,
+          flow.dialect,
+          flow.timezone,
+          flow.anchor_ms,
+          flow.enabled,
+          flow.misfire,
+          flow.overlap,
+          flow.misfire_cap,
+          flow.expect_success_within ? flow.expect_success_within->count() : 0,
+          JobKind::kFlow,
+          std::nullopt};
+}
+
 }  // namespace jobctl::store

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/flow_spec.h"
 #include "model/job.h"
 #include "model/run.h"
 
@@ -35,8 +36,13 @@ struct JobTiming {
   // Not for the fire loop but for the coordinator's memory of every job's health, read by
   // the same scan: the job's expect_success_within (0 = none).
   int64_t expect_success_within_ms = 0;
+  // What the row is: a [[job]], a [[flow]] (its spec is a Flow) or a flow step's own command
+  // (a job that runs only as a step of flow_id).
+  JobKind kind = JobKind::kJob;
+  std::optional<int64_t> flow_id;
 
   static JobTiming Of(const Job& job);
+  static JobTiming Of(const Flow& flow);
   bool operator==(const JobTiming&) const = default;
 };
 
@@ -69,6 +75,8 @@ struct JobHead {
   int misfire_cap = 100;
   int64_t expect_success_within_ms = 0;  // 0 = none
   int64_t updated_ms = 0;                // created, or its definition last changed
+  JobKind kind = JobKind::kJob;
+  std::optional<int64_t> flow_id;  // a step's own job: its flow
 };
 
 // A job's latest results, for the coordinator's memory (ForEachLastResult): its newest

@@ -16,31 +16,31 @@ namespace {
 constexpr const char* kRunColumns =
     "r.id, r.job_id, j.name, r.reason, r.scheduled_ms, r.created_ms, r.state, r.trace_id, "
     "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total, "
-    "r.not_before_ms";
+    "r.not_before_ms, COALESCE(r.flow_run_id, 0), r.flow_step, r.flow";
 
-// Runs with their job's name, read by ReadRun: columns 0 to 13.
+// Runs with their job's name, read by ReadRun: columns 0 to 16.
 std::string RunQuery(const char* where_and_order) {
   return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
          where_and_order;
 }
 
 // The job's timing columns (JobTiming), in this order, after id, name, active, paused and
-// next_fire_ms: columns 5 to 13.
+// next_fire_ms: columns 5 to 15.
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-    "expect_success_within_ms";
+    "expect_success_within_ms, kind, flow_id";
 
-// Jobs as ReadHead reads them (columns 0 to 14: updated_ms last), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 16: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
   return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
          ", updated_ms" + more;
 }
 
-// A shard row as ReadShard reads it: columns 0 to 12.
+// A shard row as ReadShard reads it: columns 0 to 13.
 std::string ShardQuery(const char* where_and_order) {
   return std::string(
              "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
-             "message, started_ms, finished_ms, not_before_ms, lost_count FROM shards ") +
+             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs FROM shards ") +
          where_and_order;
 }
 
@@ -52,7 +52,7 @@ std::string EventQuery(const char* filter) {
          filter + "ORDER BY id DESC LIMIT ?6";
 }
 
-// Reads columns 0-14 of a job row; false when an enum name is unknown (defaults kept).
+// Reads columns 0-16 of a job row; false when an enum name is unknown (defaults kept).
 bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->id = use.Int(0);
   h->name = use.View(1);
@@ -65,31 +65,35 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->enabled = use.Int(9) != 0;
   h->misfire_cap = static_cast<int>(use.Int(12));
   h->expect_success_within_ms = use.Int(13);
-  h->updated_ms = use.Int(14);
+  h->flow_id = use.OptInt(15);
+  h->updated_ms = use.Int(16);
   std::optional<Dialect> dialect = ParseDialect(use.View(6));
   std::optional<Misfire> misfire = ParseMisfire(use.View(10));
   std::optional<Overlap> overlap = ParseOverlap(use.View(11));
+  std::optional<JobKind> kind = ParseJobKind(use.View(14));
   h->dialect = dialect.value_or(Dialect::kCron);
   h->misfire = misfire.value_or(Misfire::kFireOnce);
   h->overlap = overlap.value_or(Overlap::kForbid);
-  return dialect && misfire && overlap;
+  h->kind = kind.value_or(JobKind::kJob);
+  return dialect && misfire && overlap && kind;
 }
 
-// Columns 0-16 of JobQuery(", spec, revision ...").
+// Columns 0-18 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Statement::Use& use) {
   JobHead h;
   // A name this version does not know reads as its default here; the job's spec (column 13)
   // is what the coordinator runs, and ForEachJobHead reports such rows as unreadable.
   ReadHead(use, &h);
-  return JobRow{h.id,
-                std::string(h.name),
-                use.Text(15),
-                h.active,
-                h.paused,
-                h.next_fire_ms,
-                use.Int(16),
-                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
-                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms}};
+  return JobRow{
+      h.id,
+      std::string(h.name),
+      use.Text(17),
+      h.active,
+      h.paused,
+      h.next_fire_ms,
+      use.Int(18),
+      {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms, h.enabled,
+       h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind, h.flow_id}};
 }
 
 Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
@@ -101,7 +105,9 @@ Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
       .Bind(first + 5, MisfireName(t.misfire))
       .Bind(first + 6, OverlapName(t.overlap))
       .Bind(first + 7, t.misfire_cap)
-      .Bind(first + 8, t.expect_success_within_ms);
+      .Bind(first + 8, t.expect_success_within_ms)
+      .Bind(first + 9, JobKindName(t.kind))
+      .Bind(first + 10, t.flow_id);
 }
 
 // The columns of RunQuery.
@@ -121,6 +127,9 @@ RunRecord ReadRun(const Statement::Use& use) {
   r.finished_ms = use.OptInt(11);
   r.shard_total = static_cast<int>(use.Int(12));
   r.not_before_ms = use.Int(13);
+  r.flow_run_id = use.Int(14);
+  r.flow_step = static_cast<int>(use.Int(15));
+  r.flow_json = use.Text(16);
   return r;
 }
 
@@ -140,6 +149,7 @@ ShardRecord ReadShard(const Statement::Use& use) {
   s.finished_ms = use.OptInt(10);
   s.not_before_ms = use.Int(11);
   s.lost_count = static_cast<int>(use.Int(12));
+  s.outputs_json = use.Text(13);
   return s;
 }
 
@@ -219,8 +229,8 @@ Result<int64_t> SqliteStore::InsertJob(const JobRow& row, int64_t at_ms) {
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-      "expect_success_within_ms) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"};
+      "expect_success_within_ms, kind, flow_id) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"};
   auto use = db_.Use(kSql);
   use.Bind(1, row.name)
       .Bind(2, row.spec_json)
@@ -238,7 +248,7 @@ Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json, cons
   static const Sql kSql{
       "UPDATE jobs SET spec = ?2, active = 1, revision = ?3, updated_ms = ?4, schedule = ?5, "
       "dialect = ?6, timezone = ?7, anchor_ms = ?8, enabled = ?9, misfire = ?10, overlap = ?11, "
-      "misfire_cap = ?12, expect_success_within_ms = ?13 WHERE id = ?1"};
+      "misfire_cap = ?12, expect_success_within_ms = ?13, kind = ?14, flow_id = ?15 WHERE id = ?1"};
   auto use = db_.Use(kSql);
   use.Bind(1, id).Bind(2, spec_json).Bind(3, revision).Bind(4, at_ms);
   return BindTiming(use, 5, timing).ExecExpectingChanges(1);
@@ -262,8 +272,10 @@ Status SqliteStore::SetNextFire(int64_t id, std::optional<int64_t> next_fire_ms)
 Status SqliteStore::InsertRun(RunRecord& run) {
   static const Sql kRun{
       "INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
-      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''), ?8, ?9, ?10, ?11, ?12)"};
+      "idempotency_key, env, note, finished_ms, shard_total, not_before_ms, flow_run_id, "
+      "flow_step, flow) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, NULLIF(?7, ''), ?8, ?9, ?10, ?11, ?12, NULLIF(?13, 0), ?14, "
+      "?15)"};
   static const Sql kShard{
       "INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) VALUES(?1, ?2, ?3, 1, ?4)"};
   Status s = db_.Use(kRun)
@@ -279,6 +291,9 @@ Status SqliteStore::InsertRun(RunRecord& run) {
                  .Bind(10, run.finished_ms)
                  .Bind(11, run.shard_total)
                  .Bind(12, run.not_before_ms)
+                 .Bind(13, run.flow_run_id)
+                 .Bind(14, run.flow_step)
+                 .Bind(15, run.flow_json)
                  .Exec();
   if (!s.ok()) return s;
   run.id = sqlite3_last_insert_rowid(db_.handle());
@@ -326,7 +341,7 @@ Status SqliteStore::UpdateShard(const ShardRecord& s) {
   static const Sql kSql{
       "UPDATE shards SET state = ?3, attempt = ?4, agent = ?5, token = ?6, exit_code = ?7, "
       "outcome = ?8, message = ?9, started_ms = ?10, finished_ms = ?11, not_before_ms = ?12, "
-      "lost_count = ?13 WHERE run_id = ?1 AND idx = ?2"};
+      "lost_count = ?13, outputs = ?14 WHERE run_id = ?1 AND idx = ?2"};
   return db_.Use(kSql)
       .Bind(1, s.run_id)
       .Bind(2, s.index)
@@ -341,6 +356,7 @@ Status SqliteStore::UpdateShard(const ShardRecord& s) {
       .Bind(11, s.finished_ms)
       .Bind(12, s.not_before_ms)
       .Bind(13, s.lost_count)
+      .Bind(14, s.outputs_json)
       .ExecExpectingChanges(1);
 }
 
@@ -405,6 +421,21 @@ Result<std::vector<RunRecord>> SqliteStore::ListRuns(const RunFilter& f) {
     use.Bind(1, f.job_id).Bind(3, f.since_ms).Bind(4, f.before_id).Bind(5, f.limit);
     if (f.state) use.Bind(2, RunStateName(*f.state));
     if (!f.trace_id.empty()) use.Bind(6, f.trace_id);
+    while (use.Step()) runs.push_back(ReadRun(use));
+    if (!use.status().ok()) return use.status();
+  }
+  for (RunRecord& r : runs) {
+    if (Status s = LoadShards(r); !s.ok()) return s;
+  }
+  return runs;
+}
+
+Result<std::vector<RunRecord>> SqliteStore::StepRuns(int64_t flow_run_id) {
+  static const Sql kSql{RunQuery("WHERE r.flow_run_id = ?1 ORDER BY r.flow_step")};
+  std::vector<RunRecord> runs;
+  {
+    auto use = db_.Use(kSql);
+    use.Bind(1, flow_run_id);
     while (use.Step()) runs.push_back(ReadRun(use));
     if (!use.status().ok()) return use.status();
   }
@@ -675,8 +706,11 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
       "?2 > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
       "ORDER BY n.id DESC LIMIT 1 OFFSET ?2 - 1), 0), "
       "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
-      "WHERE n.job_id = r.job_id AND n.state = 'succeeded') "
+      "WHERE n.job_id = r.job_id AND n.state = 'succeeded'), "
+      "r.flow_run_id IS NOT NULL "
       "FROM runs r WHERE r.id > ?1 AND r.id < (SELECT MAX(id) FROM runs) ORDER BY r.id LIMIT ?3"};
+  // A flow run goes with its step runs, which never go alone.
+  static const Sql kSteps{"SELECT id FROM runs WHERE flow_run_id = ?1"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ?1"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ?1"};
   static const Sql kRun{"DELETE FROM runs WHERE id = ?1"};
@@ -704,13 +738,25 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
       std::string state = use.Text(1);
       std::optional<int64_t> finished = use.OptInt(3);
       bool open = state == "pending" || state == "running";
-      if (open || use.Int(4) != 0 || use.Int(5) != 0 || !finished ||
+      if (open || use.Int(4) != 0 || use.Int(5) != 0 || use.Int(6) != 0 || !finished ||
           *finished >= r.ended_before_ms) {
         continue;
       }
       out.run_ids.push_back(last);
     }
     if (!use.status().ok()) return use.status();
+  }
+  for (size_t i = 0, chosen = out.run_ids.size(); i < chosen; ++i) {
+    auto use = db_.Use(kSteps);
+    use.Bind(1, out.run_ids[i]);
+    std::vector<int64_t> steps;
+    while (use.Step()) steps.push_back(use.Int(0));
+    if (!use.status().ok()) return use.status();
+    // Before their flow run: they are deleted in this order.
+    out.run_ids.insert(out.run_ids.begin() + static_cast<std::ptrdiff_t>(i), steps.begin(),
+                       steps.end());
+    i += steps.size();
+    chosen += steps.size();
   }
   for (int64_t id : out.run_ids) {
     for (const Sql* sql : {&kEnds, &kShards, &kRun}) {

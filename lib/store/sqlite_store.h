@@ -50,6 +50,7 @@ class SqliteStore final : public Store {
   Result<std::optional<ShardRecord>> GetShard(int64_t run_id, int index) override;
   Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key) override;
   Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter) override;
+  Result<std::vector<RunRecord>> StepRuns(int64_t flow_run_id) override;
   Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) override;
   Status ForEachRun(const std::function<void(RunRecord&&)>& fn) override;
   Result<std::vector<MissRow>> ListMisses(int64_t job_id, int64_t since_ms) override;

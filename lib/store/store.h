@@ -122,6 +122,8 @@ class Store {
   virtual Result<std::optional<int64_t>> FindRunByKey(int64_t job_id, const std::string& key) = 0;
   // Newest first, with shards.
   virtual Result<std::vector<RunRecord>> ListRuns(const RunFilter& filter) = 0;
+  // The step runs of a flow run, by step, with shards (at most one per step).
+  virtual Result<std::vector<RunRecord>> StepRuns(int64_t flow_run_id) = 0;
   // Pending or running, oldest first, with shards.
   virtual Status ForEachOpenRun(const std::function<void(RunRecord&&)>& fn) = 0;
   // All, oldest first, with shards (audits).

@@ -469,6 +469,108 @@ TEST_P(StoreTest, TheRunsOfATraceAreListedNewestFirstWithTheOtherFilters) {
   EXPECT_EQ(RunIds({.trace_id = "11111111111111111111111111111111"}), (std::vector<int64_t>{}));
 }
 
+// A flow is a job row of kind flow; a step with its own command a row of kind step that names
+// its flow. Both are kept through an update, which may change them.
+TEST_P(StoreTest, JobKindAndFlowAreWrittenAndReadBack) {
+  JobTiming flow_timing{"@daily",           Dialect::kCron,   "",  0, true,
+                        Misfire::kFireOnce, Overlap::kForbid, 100, 0, JobKind::kFlow,
+                        std::nullopt};
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<int64_t> flow = store_->InsertJob({0, "etl", "{}", true, false, 1000, 1, flow_timing}, 1);
+  ASSERT_TRUE(flow.ok()) << flow.status().ToString();
+  JobTiming step_timing;
+  step_timing.schedule = "";
+  step_timing.kind = JobKind::kStep;
+  step_timing.flow_id = *flow;
+  Result<int64_t> step =
+      store_->InsertJob({0, "etl:load", "{}", true, false, std::nullopt, 1, step_timing}, 1);
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(*flow)->timing, flow_timing);
+  EXPECT_EQ(store_->GetJob(*step)->timing, step_timing);
+  std::map<std::string, std::pair<JobKind, std::optional<int64_t>>> heads;
+  ASSERT_TRUE(store_
+                  ->ForEachJobHead(
+                      [&](const JobHead& h) {
+                        heads[std::string(h.name)] = {h.kind, h.flow_id};
+                      },
+                      nullptr)
+                  .ok());
+  EXPECT_EQ(heads["etl"], std::make_pair(JobKind::kFlow, std::optional<int64_t>()));
+  EXPECT_EQ(heads["etl:load"], std::make_pair(JobKind::kStep, std::optional<int64_t>(*flow)));
+  // A name that was a flow may become a job.
+  JobTiming job_timing{"@hourly"};
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->UpdateJobSpec(*flow, "{}", job_timing, 2, 2).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->GetJob(*flow)->timing.kind, JobKind::kJob);
+}
+
+// A flow run has no shards; each of its steps runs at most once per flow run, whether its run
+// is inserted alone or with others, and the step runs are read back by step with their shards
+// and what each shard's last attempt wrote to $JOB_OUTPUT.
+TEST_P(StoreTest, AStepOfAFlowRunRunsOnceAndItsRunsAreReadBackByStep) {
+  int64_t flow = AddJob("etl");
+  int64_t extract = AddJob("etl:extract");
+  int64_t load = AddJob("etl:load");
+  RunRecord flow_run = NewRun(flow, 60'000, 0);
+  flow_run.state = RunState::kRunning;
+  flow_run.flow_json = R"({"steps":["extract","load"]})";
+  int64_t flow_run_id = AddRun(flow_run);
+  auto step_run = [&](int64_t job, int step) {
+    RunRecord r = NewRun(job, 60'000, 2);
+    r.reason = RunReason::kFlow;
+    r.flow_run_id = flow_run_id;
+    r.flow_step = step;
+    r.flow_json = R"({"step":)" + std::to_string(step) + "}";
+    return r;
+  };
+  int64_t load_run = AddRun(step_run(load, 1));
+  ASSERT_TRUE(store_->Begin().ok());
+  RunRecord again = step_run(load, 1);
+  EXPECT_EQ(store_->InsertRun(again).code(), Status::Code::kConflict);
+  store_->Rollback();
+  ASSERT_TRUE(store_->Begin().ok());
+  std::vector<RunRecord> runs = {step_run(load, 1), step_run(extract, 0)};
+  std::vector<bool> inserted;
+  ASSERT_TRUE(store_->InsertRuns(runs, inserted).ok());
+  EXPECT_EQ(inserted, (std::vector<bool>{false, true}));
+  ShardRecord done = runs[1].shards[1];
+  done.state = RunState::kSucceeded;
+  done.outputs_json = R"({"ROWS":"1200"})";
+  ASSERT_TRUE(store_->UpdateShard(done).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+
+  Result<std::vector<RunRecord>> steps = store_->StepRuns(flow_run_id);
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 2u);
+  EXPECT_EQ((*steps)[0].id, runs[1].id);
+  EXPECT_EQ((*steps)[0].flow_step, 0);
+  EXPECT_EQ((*steps)[0].job, "etl:extract");
+  EXPECT_EQ((*steps)[0].reason, RunReason::kFlow);
+  EXPECT_EQ((*steps)[0].flow_run_id, flow_run_id);
+  EXPECT_EQ((*steps)[0].flow_json, R"({"step":0})");
+  ASSERT_EQ((*steps)[0].shards.size(), 2u);
+  EXPECT_EQ((*steps)[0].shards[0].outputs_json, "");
+  EXPECT_EQ((*steps)[0].shards[1].outputs_json, R"({"ROWS":"1200"})");
+  EXPECT_EQ((*steps)[1].id, load_run);
+  EXPECT_EQ((*steps)[1].flow_step, 1);
+  Result<std::optional<RunRecord>> got = store_->GetRun(flow_run_id);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->flow_run_id, 0);
+  EXPECT_EQ((*got)->flow_step, -1);
+  EXPECT_EQ((*got)->flow_json, flow_run.flow_json);
+  EXPECT_TRUE((*got)->shards.empty());
+  EXPECT_TRUE(store_->StepRuns(load_run)->empty());
+  // Outputs written through pipelined writes too.
+  store_->PipelineWrites(true);
+  ASSERT_TRUE(store_->Begin().ok());
+  done.outputs_json = R"({"ROWS":"1300"})";
+  ASSERT_TRUE(store_->UpdateShard(done).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ((*store_->GetShard(runs[1].id, 1))->outputs_json, R"({"ROWS":"1300"})");
+}
+
 TEST_P(StoreTest, NothingUncommittedSurvivesReopen) {
   int64_t job = AddJob("x");
   ASSERT_TRUE(store_->Begin().ok());
@@ -876,6 +978,49 @@ TEST_P(StoreTest, PruningDeletesRunsEndedBeforeTheBoundButNotOpenOnesNorTheNewes
   ASSERT_TRUE(store_->Commit().ok());
   EXPECT_EQ(pruned->run_ids, (std::vector<int64_t>{a_runs[3], b_old}));
   EXPECT_EQ(RunIds({}), (std::vector<int64_t>{a_open, a_runs[4]}));
+}
+
+// A step run goes only with its flow run, whose age and place among its job's runs decide;
+// the ids of both are reported, so that their output goes too.
+TEST_P(StoreTest, PruningDeletesAFlowRunWithItsStepRunsAndNeverAStepRunAlone) {
+  int64_t flow = AddJob("etl");
+  int64_t step = AddJob("etl:load");
+  auto flow_run = [&](int64_t at) {
+    int64_t id = AddRun(NewRun(flow, at, 0));
+    RunRecord s = NewRun(step, at, 1);
+    s.reason = RunReason::kFlow;
+    s.flow_run_id = id;
+    s.flow_step = 0;
+    int64_t step_id = AddRun(s);
+    EXPECT_TRUE(store_->Begin().ok());
+    EXPECT_TRUE(store_->UpdateRunState(step_id, RunState::kFailed, at + 10, "").ok());
+    EXPECT_TRUE(store_->UpdateRunState(id, RunState::kFailed, at + 20, "").ok());
+    EXPECT_TRUE(store_->Commit().ok());
+    return std::make_pair(id, step_id);
+  };
+  auto [old_flow, old_step] = flow_run(1000);
+  auto [new_flow, new_step] = flow_run(2000);
+  int64_t last = AddRun(NewRun(flow, 3000));  // the store's newest run is never deleted
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 2});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  // The flow keeps its two newest runs; of the step's job ("etl:load") two runs were kept by
+  // count, but a step run never goes alone either way.
+  std::vector<int64_t> ids = pruned->run_ids;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int64_t>{old_flow, old_step}));
+  EXPECT_EQ(pruned->rows, 3);  // two runs and the step's shard
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{last, new_step, new_flow}));
+  EXPECT_TRUE(store_->StepRuns(old_flow)->empty());
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
+  ASSERT_TRUE(pruned.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  ids = pruned->run_ids;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int64_t>{new_flow, new_step}));
+  EXPECT_EQ(RunIds({}), (std::vector<int64_t>{last}));
 }
 
 // SQLite gives a new run the largest id plus one: were the newest run deleted, its id would be
