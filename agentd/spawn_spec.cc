@@ -60,6 +60,9 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   // Cron's order: the user's identity first, then the job's env (which may change HOME or
   // SHELL but not who the user is), then what the agent guarantees.
   std::map<std::string, std::string> env = {{"HOME", c.user.home}, {"SHELL", c.user.shell}};
+  if (a.step) {
+    for (const auto& [k, v] : a.step->outputs) env[k] = v;
+  }
   for (const auto& [k, v] : a.env) env[k] = v;
   for (const auto& [k, v] : c.secrets) env[k] = v;
   if (!env.count("PATH")) env["PATH"] = kDefaultPath;
@@ -73,6 +76,15 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   env["JOB_ATTEMPT"] = std::to_string(a.key.attempt);
   env["JOB_FENCING_TOKEN"] = std::to_string(a.token);
   if (std::string tp = TraceParent(a.trace_id, c.span_id); !tp.empty()) env["TRACEPARENT"] = tp;
+  if (a.step) {
+    env["JOB_FLOW"] = a.step->flow;
+    env["JOB_FLOW_RUN_ID"] = std::to_string(a.step->flow_run);
+    env["JOB_STEP"] = a.step->step;
+    for (const auto& [need, run] : a.step->needs) {
+      env["JOB_NEED_" + StepEnvName(need) + "_RUN_ID"] = std::to_string(run);
+    }
+    if (!c.output_path.empty()) env["JOB_OUTPUT"] = c.output_path;
+  }
 
   SpawnSpec spec;
   std::vector<std::string> entries;

@@ -52,6 +52,7 @@ struct SpawnContext {
   bool switch_user = false;                    // true: go through the exec helper
   std::string span_id;                         // 16 hex digits, for TRACEPARENT
   std::map<std::string, std::string> secrets;  // read from secrets_dir, over the job's env
+  std::string output_path;                     // a flow step's $JOB_OUTPUT (step_output.h)
 };
 
 inline constexpr const char* kDefaultPath =

@@ -99,6 +99,33 @@ TEST(SpawnSpecTest, WithoutRunAsNothingGoesOnDescriptorThree) {
   EXPECT_TRUE(Has(s, "K=V"));
 }
 
+TEST(SpawnSpecTest, AFlowStepLearnsItsFlowItsNeedsAndWhatTheyWrote) {
+  Assignment a = Sample();
+  a.env = {{"K", "V"}, {"DAY", "from-the-job"}};
+  a.step = wire::StepContext{.flow = "nightly-etl",
+                             .flow_run = 812,
+                             .step = "load",
+                             .needs = {{"extract", 813}, {"transform-2", 814}},
+                             .outputs = {{"ROWS", "1200"}, {"DAY", "from-a-need"}}};
+  SpawnContext c = Context();
+  c.output_path = "/run/agentd/outputs/r12-s1-a2-0123456789abcdef";
+  SpawnSpec s = BuildSpawnSpec(a, c);
+  for (const char* kv :
+       {"JOB_FLOW=nightly-etl", "JOB_FLOW_RUN_ID=812", "JOB_STEP=load",
+        "JOB_NEED_EXTRACT_RUN_ID=813", "JOB_NEED_TRANSFORM_2_RUN_ID=814", "ROWS=1200",
+        "DAY=from-the-job",  // the step's own env wins over what a need wrote
+        "JOB_OUTPUT=/run/agentd/outputs/r12-s1-a2-0123456789abcdef", "JOB_RUN_ID=12"}) {
+    EXPECT_TRUE(Has(s, kv)) << kv;
+  }
+  // A plain shard gets none of them.
+  SpawnSpec plain = BuildSpawnSpec(Sample(), c);
+  for (const std::string& e : plain.env) {
+    EXPECT_FALSE(e.starts_with("JOB_FLOW") || e.starts_with("JOB_STEP") ||
+                 e.starts_with("JOB_NEED_") || e.starts_with("JOB_OUTPUT"))
+        << e;
+  }
+}
+
 TEST(SpawnSpecTest, InvalidTraceIdGivesNoTraceParent) {
   EXPECT_EQ(TraceParent("00000000000000000000000000000000", "b7ad6b7169203331"), "");
   EXPECT_EQ(TraceParent("0AF7651916CD43DD8448EB211C80319C", "b7ad6b7169203331"), "");

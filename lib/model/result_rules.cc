@@ -40,7 +40,8 @@ RunState ResultState(Outcome outcome, std::optional<int64_t> exit_code) {
     case Outcome::kLeaseLost: return RunState::kLost;
     case Outcome::kSignaled:
     case Outcome::kPolicy:
-    case Outcome::kSpawnFailed: return RunState::kFailed;
+    case Outcome::kSpawnFailed:
+    case Outcome::kBadOutput: return RunState::kFailed;
   }
   return RunState::kFailed;
 }

@@ -167,6 +167,9 @@ const DisposeCase kDispositions[] = {
      3, ResultAction::kEnd, RunState::kFailed},
     {"ACanceledAttemptIsNotRetried", Outcome::kCanceled, std::nullopt, 1, 0, OnLost::kRerun, 3,
      ResultAction::kEnd, RunState::kCanceled},
+    // A step's output that does not read would not read the next time either.
+    {"ABadStepOutputFailsTheShardWithoutRetries", Outcome::kBadOutput, 0, 1, 0, OnLost::kRerun, 3,
+     ResultAction::kEnd, RunState::kFailed},
     // KillNineOfAnAgentMidShardRerunsItElsewhere..., OnLostFailEndsTheRunLost...
     {"ALostLeaseIsRerunAtOnce", Outcome::kLeaseLost, std::nullopt, 1, 0, OnLost::kRerun, 0,
      ResultAction::kRerunLost, RunState::kLost},

@@ -21,7 +21,7 @@ constexpr EnumNames<RunState, 8> kStates{{
     {RunState::kSkipped, "skipped"},
     {RunState::kLost, "lost"},
 }};
-constexpr EnumNames<Outcome, 7> kOutcomes{{
+constexpr EnumNames<Outcome, 8> kOutcomes{{
     {Outcome::kExited, "exited"},
     {Outcome::kSignaled, "signaled"},
     {Outcome::kTimedOut, "timeout"},
@@ -29,6 +29,7 @@ constexpr EnumNames<Outcome, 7> kOutcomes{{
     {Outcome::kCanceled, "canceled"},
     {Outcome::kPolicy, "policy"},
     {Outcome::kSpawnFailed, "spawn_failed"},
+    {Outcome::kBadOutput, "bad_output"},
 }};
 
 // Higher is worse; decides a finished run's state from its shards.

@@ -38,7 +38,18 @@ bool IsTerminal(RunState s);
 inline constexpr std::string_view kKeptOutcome = "kept";
 
 // How an attempt ended, as the agent reports it.
-enum class Outcome { kExited, kSignaled, kTimedOut, kLeaseLost, kCanceled, kPolicy, kSpawnFailed };
+// kBadOutput: a flow step's process exited 0 but what it wrote to $JOB_OUTPUT does not read
+// (model/step_output.h); the step failed, and running it again would not change that.
+enum class Outcome {
+  kExited,
+  kSignaled,
+  kTimedOut,
+  kLeaseLost,
+  kCanceled,
+  kPolicy,
+  kSpawnFailed,
+  kBadOutput
+};
 std::string_view OutcomeName(Outcome o);
 std::optional<Outcome> ParseOutcome(std::string_view s);
 

@@ -39,11 +39,64 @@ Result<const json*> ArrayField(const json& j, const char* key) {
   return &*it;
 }
 
+// Outputs as a step's process may have written them: keys OutputKeyProblem allows, values
+// of one line, within `max_bytes` in all.
+Status CheckOutputs(const std::map<std::string, std::string>& outputs, size_t max_bytes) {
+  for (const auto& [k, v] : outputs) {
+    if (!OutputKeyProblem(k).empty() ||
+        v.find_first_of(std::string("\0\n", 2)) != std::string::npos) {
+      return Status::InvalidArgument("field \"outputs\" holds a key or value no step may write");
+    }
+  }
+  if (OutputBytes(outputs) > max_bytes) {
+    return Status::InvalidArgument("field \"outputs\" is over " + std::to_string(max_bytes) +
+                                   " bytes");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
+json StepContext::ToJson() const {
+  return {{"flow", flow},
+          {"flow_run", flow_run},
+          {"step", step},
+          {"needs", needs},
+          {"outputs", outputs}};
+}
+
+Result<StepContext> StepContext::FromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("field \"step\" is not an object");
+  StepContext c;
+  json needs;
+  if (Status s = FirstError({Need(j, "flow", &c.flow), Need(j, "flow_run", &c.flow_run),
+                             Need(j, "step", &c.step), Opt(j, "needs", &needs),
+                             Opt(j, "outputs", &c.outputs)});
+      !s.ok()) {
+    return s;
+  }
+  if (!IsValidJobName(c.flow) || !IsValidStepName(c.step) || c.flow_run <= 0) {
+    return Status::InvalidArgument("field \"step\" names no flow run and step");
+  }
+  if (needs.size() > static_cast<size_t>(kMaxFlowSteps)) {
+    return Status::InvalidArgument("field \"step.needs\" has too many steps");
+  }
+  for (auto it = needs.begin(); it != needs.end(); ++it) {
+    if (!IsValidStepName(it.key()) || !it.value().is_number_integer() ||
+        !JsonNumberFits<int64_t>(it.value()) || it.value().get<int64_t>() <= 0) {
+      return Status::InvalidArgument("field \"step.needs\" holds no step and run");
+    }
+    c.needs[it.key()] = it.value().get<int64_t>();
+  }
+  if (Status s = CheckOutputs(c.outputs, kMaxNeededOutputBytes); !s.ok()) return s;
+  return c;
+}
+
 json ClaimRequest::ToJson() const {
-  return {{"agent", agent}, {"labels", labels},   {"slots", slots},
-          {"free", free},   {"version", version}, {"wait_ms", wait_ms}};
+  json j = {{"agent", agent}, {"labels", labels},   {"slots", slots},
+            {"free", free},   {"version", version}, {"wait_ms", wait_ms}};
+  if (!features.empty()) j["features"] = features;
+  return j;
 }
 
 Result<ClaimRequest> ClaimRequest::FromJson(const json& j) {
@@ -51,9 +104,16 @@ Result<ClaimRequest> ClaimRequest::FromJson(const json& j) {
   ClaimRequest r;
   if (Status s = FirstError({Opt(j, "agent", &r.agent), Opt(j, "labels", &r.labels),
                              Opt(j, "slots", &r.slots), Opt(j, "free", &r.free),
-                             Opt(j, "version", &r.version), Opt(j, "wait_ms", &r.wait_ms)});
+                             Opt(j, "version", &r.version), Opt(j, "wait_ms", &r.wait_ms),
+                             Opt(j, "features", &r.features)});
       !s.ok()) {
     return s;
+  }
+  if (r.features.size() > kMaxFeatures ||
+      std::any_of(r.features.begin(), r.features.end(),
+                  [](const std::string& f) { return f.size() > 64; })) {
+    return Status::InvalidArgument("field \"features\": at most " + std::to_string(kMaxFeatures) +
+                                   ", of 64 characters each");
   }
   return r;
 }
@@ -80,6 +140,7 @@ json Grant::ToJson() const {
   a["cwd"] = cwd;
   a["timeout_ms"] = OptionalJson(timeout_ms);
   a["kill_grace_ms"] = OptionalJson(kill_grace_ms);
+  if (step) a["step"] = step->ToJson();
   return a;
 }
 
@@ -97,6 +158,11 @@ Result<Grant> Grant::FromJson(const json& j) {
            Opt(j, "timeout_ms", &g.timeout_ms), Opt(j, "kill_grace_ms", &g.kill_grace_ms)});
       !s.ok()) {
     return s;
+  }
+  if (auto it = j.find("step"); it != j.end() && !it->is_null()) {
+    Result<StepContext> step = StepContext::FromJson(*it);
+    if (!step.ok()) return step.status();
+    g.step = std::move(*step);
   }
   if (g.ttl_ms <= 0) return Status::InvalidArgument("field \"ttl_ms\" must be positive");
   g.ttl_ms = std::min(g.ttl_ms, kMaxLeasePeriodMs);
@@ -261,6 +327,7 @@ json ShardResult::ToJson() const {
             {"message", message}};
   if (!agent.empty()) j["agent"] = agent;
   if (output_seq) j["output_seq"] = *output_seq;
+  if (!outputs.empty()) j["outputs"] = outputs;
   return j;
 }
 
@@ -272,10 +339,11 @@ Result<ShardResult> ShardResult::FromJson(const json& j) {
                              Need(j, "attempt", &r.key.attempt), Need(j, "token", &r.token),
                              Opt(j, "agent", &r.agent), Need(j, "outcome", &outcome),
                              Opt(j, "message", &r.message), Opt(j, "exit_code", &r.exit_code),
-                             Opt(j, "output_seq", &r.output_seq)});
+                             Opt(j, "output_seq", &r.output_seq), Opt(j, "outputs", &r.outputs)});
       !s.ok()) {
     return s;
   }
+  if (Status s = CheckOutputs(r.outputs, kMaxStepOutputBytes); !s.ok()) return s;
   if (r.output_seq && (*r.output_seq < 0 || *r.output_seq > kMaxOutputSeq)) {
     return Status::InvalidArgument("field \"output_seq\" is out of range (0 to " +
                                    std::to_string(kMaxOutputSeq) + ")");

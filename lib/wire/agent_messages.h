@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/flow_spec.h"
 #include "model/ids.h"
 #include "model/run.h"
+#include "model/step_output.h"
 
 namespace jobctl::wire {
 
@@ -37,10 +39,33 @@ struct ClaimRequest {
   int free = 1;
   std::string version;
   int64_t wait_ms = 30'000;
+  // What this agent can do beyond what every agent can: kStepOutputFeature when it runs flow
+  // steps (their context and $JOB_OUTPUT). At most kMaxFeatures, each at most 64 characters.
+  std::vector<std::string> features;
 
   nlohmann::json ToJson() const;
   static Result<ClaimRequest> FromJson(const nlohmann::json& j);
   friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
+};
+
+inline constexpr const char* kStepOutputFeature = "step_output";
+inline constexpr size_t kMaxFeatures = 16;
+
+// What a shard of a flow's step learns of its flow (model/flow.h): the flow, its run and the
+// step, the run ids of the steps it needs, and what they wrote to $JOB_OUTPUT, merged in the
+// order it lists them (model/step_output.h). FromJson refuses what a checked flow could not
+// hold: names that are not a job's and a step's, more than kMaxFlowSteps needs, output keys
+// OutputKeyProblem refuses, values with NUL or newline, outputs over kMaxNeededOutputBytes.
+struct StepContext {
+  std::string flow;
+  int64_t flow_run = 0;
+  std::string step;
+  std::map<std::string, int64_t> needs;
+  std::map<std::string, std::string> outputs;
+
+  nlohmann::json ToJson() const;
+  static Result<StepContext> FromJson(const nlohmann::json& j);
+  friend bool operator==(const StepContext&, const StepContext&) = default;
 };
 
 // One shard handed to an agent by a claim: what to run and under which lease.
@@ -62,6 +87,8 @@ struct Grant {
   std::string cwd;     // "" = the user's home (or the state dir without run_as)
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> kill_grace_ms;
+  std::optional<StepContext> step;  // a flow step's shard; granted only to agents with
+                                    // kStepOutputFeature
 
   nlohmann::json ToJson() const;
   // Run, shard, attempt and token are required; ttl_ms, when given, is positive. ttl_ms and
@@ -145,6 +172,9 @@ struct ShardResult {
   // there. None from agents older than this field: the output is complete at the run's end.
   std::optional<int64_t> output_seq;
   std::string agent;  // optional: the credential decides
+  // A flow step's attempt: what it wrote to $JOB_OUTPUT (keys as OutputKeyProblem allows,
+  // values without NUL or newline, at most kMaxStepOutputBytes).
+  std::map<std::string, std::string> outputs;
 
   nlohmann::json ToJson() const;
   // output_seq, when given, is within 0..kMaxOutputSeq.

@@ -254,6 +254,79 @@ TEST(AgentMessagesTest, AClaimRoundTrips) {
   EXPECT_EQ(*back, c);
   EXPECT_EQ(ClaimRequest::FromJson(json::parse(R"({"slots":true})")).status().message(),
             "field \"slots\" has the wrong type");
+  // An agent that runs flow steps says so; older ones say nothing.
+  c.features = {kStepOutputFeature};
+  back = ClaimRequest::FromJson(json::parse(c.ToJson().dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->features, std::vector<std::string>{"step_output"});
+  EXPECT_FALSE(ClaimRequest{}.ToJson().contains("features"));
+  json many = c.ToJson();
+  many["features"] = std::vector<std::string>(kMaxFeatures + 1, "x");
+  EXPECT_FALSE(ClaimRequest::FromJson(many).ok());
+  many["features"] = {std::string(65, 'x')};
+  EXPECT_FALSE(ClaimRequest::FromJson(many).ok());
+}
+
+StepContext AStep() {
+  return {.flow = "nightly-etl",
+          .flow_run = 812,
+          .step = "load",
+          .needs = {{"extract", 813}, {"transform", 814}},
+          .outputs = {{"ROWS", "1200"}, {"DAY", "2026-03-01"}}};
+}
+
+TEST(AgentMessagesTest, AStepsGrantCarriesItsFlowAndWhatItsNeedsWrote) {
+  Grant g = FullGrant();
+  g.step = AStep();
+  json j = json::parse(g.ToJson().dump());
+  EXPECT_EQ(j["step"]["needs"]["extract"], 813);
+  Result<Grant> back = Grant::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, g);
+  EXPECT_FALSE(FullGrant().ToJson().contains("step"));
+  EXPECT_EQ(Grant::FromJson(FullGrant().ToJson())->step, std::nullopt);
+}
+
+TEST(AgentMessagesTest, AStepContextACheckedFlowCouldNotHoldIsRefused) {
+  auto with = [](auto change) {
+    json j = AStep().ToJson();
+    change(j);
+    return StepContext::FromJson(j);
+  };
+  EXPECT_TRUE(with([](json&) {}).ok());
+  EXPECT_FALSE(with([](json& j) { j["flow"] = "Bad Name"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["step"] = "x:y"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["flow_run"] = 0; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["needs"]["extract"] = -1; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["needs"]["Bad Step"] = 1; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["needs"] = json::array({1}); }).ok());
+  EXPECT_FALSE(with([](json& j) { j["outputs"]["PATH"] = "/tmp"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["outputs"]["JOB_RUN_ID"] = "1"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["outputs"]["A"] = "two\nlines"; }).ok());
+  EXPECT_FALSE(
+      with([](json& j) { j["outputs"]["A"] = std::string(kMaxNeededOutputBytes, 'x'); }).ok());
+  EXPECT_FALSE(with([](json& j) {
+                 for (int i = 0; i <= kMaxFlowSteps; ++i) j["needs"]["s" + std::to_string(i)] = 1;
+               }).ok());
+}
+
+TEST(AgentMessagesTest, AResultCarriesItsStepsOutputsWithinTheLimit) {
+  ShardResult r{{12, 1, 2}, 57, Outcome::kExited, 0, "", std::nullopt, ""};
+  EXPECT_FALSE(r.ToJson().contains("outputs"));
+  r.outputs = {{"ROWS", "1200"}};
+  Result<ShardResult> back = ShardResult::FromJson(json::parse(r.ToJson().dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, r);
+  r.outputs = {{"A", std::string(kMaxStepOutputBytes, 'x')}};
+  EXPECT_FALSE(ShardResult::FromJson(r.ToJson()).ok());
+  r.outputs = {{"LD_PRELOAD", "/tmp/x.so"}};
+  EXPECT_FALSE(ShardResult::FromJson(r.ToJson()).ok());
+  r.outputs = {};
+  r.outcome = Outcome::kBadOutput;
+  back = ShardResult::FromJson(json::parse(r.ToJson().dump()));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->outcome, Outcome::kBadOutput);
+  EXPECT_EQ(r.ToJson()["outcome"], "bad_output");
 }
 
 }  // namespace
