@@ -61,7 +61,10 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   // SHELL but not who the user is), then what the agent guarantees.
   std::map<std::string, std::string> env = {{"HOME", c.user.home}, {"SHELL", c.user.shell}};
   if (a.step) {
-    for (const auto& [k, v] : a.step->outputs) env[k] = v;
+    // Checked when the grant was read; checked again here, where it matters.
+    for (const auto& [k, v] : a.step->outputs) {
+      if (OutputKeyProblem(k).empty() && OutputValueProblem(v).empty()) env[k] = v;
+    }
   }
   for (const auto& [k, v] : a.env) env[k] = v;
   for (const auto& [k, v] : c.secrets) env[k] = v;

@@ -117,6 +117,24 @@ TEST(SpawnSpecTest, AFlowStepLearnsItsFlowItsNeedsAndWhatTheyWrote) {
         "JOB_OUTPUT=/run/agentd/outputs/r12-s1-a2-0123456789abcdef", "JOB_RUN_ID=12"}) {
     EXPECT_TRUE(Has(s, kv)) << kv;
   }
+  // Outputs never take the place of the user's identity, PATH or agentd's variables, even
+  // from a context no decoder checked; a secret wins over an output.
+  a.step->outputs = {{"HOME", "/tmp"},
+                     {"PATH", "/tmp"},
+                     {"JOB_RUN_ID", "1"},
+                     {"BASH_ENV", "/x"},
+                     {"DB", "from-a-need"}};
+  c.secrets = {{"DB", "secret"}};
+  s = BuildSpawnSpec(a, c);
+  for (const char* kv : {"HOME=/home/svc", "JOB_RUN_ID=12", "DB=secret"}) {
+    EXPECT_TRUE(Has(s, kv)) << kv;
+  }
+  for (const std::string& e : s.env) {
+    EXPECT_FALSE(e == "PATH=/tmp" || e.starts_with("BASH_ENV=")) << e;
+  }
+  c.output_path.clear();
+  s = BuildSpawnSpec(a, c);
+  for (const std::string& e : s.env) EXPECT_FALSE(e.starts_with("JOB_OUTPUT=")) << e;
   // A plain shard gets none of them.
   SpawnSpec plain = BuildSpawnSpec(Sample(), c);
   for (const std::string& e : plain.env) {

@@ -5,33 +5,63 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 namespace jobctl::agentd {
 namespace {
 
 Status Errno(const std::string& what) { return Status::Io(what + ": " + std::strerror(errno)); }
 
+// r<run>-s<shard>-a<attempt>-<16 hex>: a name CreateStepOutput gives.
+bool IsOutputName(std::string_view name) {
+  auto digits = [&](char tag) {
+    if (name.empty() || name[0] != tag) return false;
+    size_t n = 1;
+    while (n < name.size() && name[n] >= '0' && name[n] <= '9') ++n;
+    if (n == 1 || n >= name.size() || name[n] != '-') return false;
+    name.remove_prefix(n + 1);
+    return true;
+  };
+  if (!digits('r') || !digits('s') || !digits('a') || name.size() != 16) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 }  // namespace
 
 Status PrepareOutputDir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return Errno("cannot create " + dir);
+  // Everything below goes through this descriptor: a link put in the directory's place is
+  // refused, never followed.
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Errno(dir + " (a directory, not a link)");
   struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) return Errno(dir);
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(dir + " is not a directory");
-  if (st.st_uid != geteuid()) {
-    return Status::PermissionDenied(dir + " is not owned by agentd's user");
-  }
-  if (chmod(dir.c_str(), 0711) != 0) return Errno("cannot chmod " + dir);
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return Errno(dir);
   Status s = Status::Ok();
+  if (fstat(fd, &st) != 0) {
+    s = Errno(dir);
+  } else if (st.st_uid != geteuid()) {
+    s = Status::PermissionDenied(dir + " is not owned by agentd's user");
+  } else if (fchmod(fd, 0711) != 0) {
+    s = Errno("cannot chmod " + dir);
+  }
+  if (!s.ok()) {
+    close(fd);
+    return s;
+  }
+  DIR* d = fdopendir(fd);
+  if (d == nullptr) {
+    s = Errno(dir);
+    close(fd);
+    return s;
+  }
+  // Only what an earlier agentd created goes; anything else is left alone.
   while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    if (unlinkat(dirfd(d), name.c_str(), 0) != 0 && errno != ENOENT) {
-      s = Errno("cannot remove " + dir + "/" + name);
+    if (!IsOutputName(e->d_name)) continue;
+    if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+      s = Errno("cannot remove " + dir + "/" + e->d_name);
       break;
     }
   }
@@ -47,7 +77,9 @@ Result<std::string> CreateStepOutput(const std::string& dir, const AttemptKey& k
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("JOB_OUTPUT: cannot create " + path);
   Status s = Status::Ok();
-  if (switch_user && fchown(fd, user.uid, user.gid) != 0) {
+  if (fchmod(fd, 0600) != 0) {  // whatever the umask
+    s = Errno("JOB_OUTPUT: cannot chmod " + path);
+  } else if (switch_user && fchown(fd, user.uid, user.gid) != 0) {
     s = Errno("JOB_OUTPUT: cannot give " + path + " to " + user.name);
   }
   close(fd);
@@ -59,7 +91,8 @@ Result<std::string> CreateStepOutput(const std::string& dir, const AttemptKey& k
 }
 
 Result<StepOutputs> CollectStepOutput(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in the file's place must not hold up the loop (S_ISREG refuses it).
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     // A link in its place (ELOOP) goes too; it is in agentd's directory.
     Status s = Errno("JOB_OUTPUT: cannot open " + path);

@@ -91,9 +91,38 @@ TEST(StepOutputFileTest, AnOutputDirIsEmptiedOfWhatAnEarlierAgentLeft) {
   struct stat st {};
   ASSERT_EQ(stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0711u);
-  // Not a directory: refused.
+  // Not a directory, or a link to one: refused.
   std::string file = tmp.Write("plain", "");
   EXPECT_FALSE(PrepareOutputDir(file).ok());
+  std::string link = tmp.path() + "/link";
+  ASSERT_EQ(symlink(dir.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(PrepareOutputDir(link).ok());
+  // What agentd did not create there is left alone, and does not stop it.
+  std::string other = dir + "/notes.txt";
+  std::ofstream(other) << "x";
+  ASSERT_EQ(mkdir((dir + "/sub").c_str(), 0700), 0);
+  std::string mine = *CreateStepOutput(dir, {6, 0, 1}, "eeeeeeeeeeeeeeee", Me(), false);
+  ASSERT_TRUE(PrepareOutputDir(dir).ok());
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/sub"));
+  EXPECT_FALSE(std::filesystem::exists(mine));
+}
+
+TEST(StepOutputFileTest, AFifoOrBytesThatAreNotUtf8AreRefused) {
+  Scratch tmp;
+  std::string dir = tmp.path() + "/outputs";
+  ASSERT_TRUE(PrepareOutputDir(dir).ok());
+  std::string fifo = dir + "/r7-s0-a1-ffffffffffffffff";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result<StepOutputs> out = CollectStepOutput(fifo);  // returns at once: nothing writes to it
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "JOB_OUTPUT: not a regular file");
+  EXPECT_FALSE(std::filesystem::exists(fifo));
+  std::string latin1 = *CreateStepOutput(dir, {7, 0, 2}, "ffffffffffffffff", Me(), false);
+  std::ofstream(latin1) << "CITY=M\xfcnchen\n";
+  out = CollectStepOutput(latin1);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "JOB_OUTPUT: line 1: is not UTF-8");
 }
 
 }  // namespace

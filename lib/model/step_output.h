@@ -7,8 +7,10 @@
 //   DAY=2026-03-01          a later line for the same KEY wins
 //
 // Keys follow the rules of trigger parameters (model/env_rules.h: no loader variables, no
-// PATH, HOME, SHELL, USER, LOGNAME) and may not start with JOB_, which agentd keeps for
-// itself; values may not hold a NUL byte. Value types and pure functions, any thread.
+// PATH, HOME, SHELL, USER, LOGNAME), may not start with JOB_, which agentd keeps for itself,
+// nor be a name that makes a shell or interpreter run code (BASH_ENV, PYTHONPATH,
+// NODE_OPTIONS, ...): the step that reads them may run as another user. Lines are UTF-8.
+// Value types and pure functions, any thread.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,9 @@ Result<StepOutputs> ParseStepOutput(std::string_view text);
 
 // Why `key` may not be an output ("" when it may).
 std::string OutputKeyProblem(std::string_view key);
+// Why `value` could not have been read from a $JOB_OUTPUT file ("" when it could): NUL,
+// newline, a final carriage return, over kMaxStepOutputBytes, not UTF-8.
+std::string OutputValueProblem(std::string_view value);
 
 // Keys' and values' bytes.
 size_t OutputBytes(const StepOutputs& outputs);

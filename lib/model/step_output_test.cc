@@ -38,6 +38,12 @@ TEST(StepOutputTest, NamesTheLineAndWhatIsWrongWithIt) {
            {"LD_PRELOAD=/tmp/x.so\n", "line 1: key \"LD_PRELOAD\": refused"},
            {"JOB_RUN_ID=7\n", "line 1: key \"JOB_RUN_ID\": reserved"},
            {"JOB_ANYTHING=7\n", "line 1: key \"JOB_ANYTHING\": reserved"},
+           {"BASH_ENV=/tmp/x\n", "line 1: key \"BASH_ENV\": refused"},
+           {"PYTHONPATH=/tmp\n", "line 1: key \"PYTHONPATH\": refused"},
+           {"NODE_OPTIONS=--require /tmp/x\n", "line 1: key \"NODE_OPTIONS\": refused"},
+           {"A=ok\nCITY=M\xfcnchen\n", "line 2: is not UTF-8"},
+           {"A=\xed\xa0\x80\n", "line 1: is not UTF-8"},  // a surrogate
+           {"A=\xc0\xaf\n", "line 1: is not UTF-8"},      // an overlong "/"
            {std::string("A=x\0y\n", 6), "line 1: holds a NUL byte"},
        }) {
     Result<StepOutputs> out = ParseStepOutput(c.text);
@@ -46,6 +52,15 @@ TEST(StepOutputTest, NamesTheLineAndWhatIsWrongWithIt) {
     EXPECT_EQ(out.status().message().rfind(c.message, 0), 0u)
         << c.text << " -> " << out.status().message();
   }
+}
+
+TEST(StepOutputTest, ValuesAreThoseAFileCouldHold) {
+  EXPECT_EQ(OutputValueProblem("M\xc3\xbcnchen \xf0\x9f\x98\x80"), "");
+  EXPECT_NE(OutputValueProblem("a\nb"), "");
+  EXPECT_NE(OutputValueProblem(std::string("a\0b", 3)), "");
+  EXPECT_NE(OutputValueProblem("a\r"), "");
+  EXPECT_NE(OutputValueProblem("\xff"), "");
+  EXPECT_NE(OutputValueProblem(std::string(kMaxStepOutputBytes + 1, 'x')), "");
 }
 
 TEST(StepOutputTest, AFileOverTheLimitIsRefusedWhole) {

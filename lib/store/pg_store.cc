@@ -30,7 +30,7 @@ constexpr const char* kRunColumns =
     "COALESCE(r.idempotency_key, ''), r.env, r.note, r.finished_ms, r.shard_total, "
     "r.not_before_ms, COALESCE(r.flow_run_id, 0), r.flow_step, r.flow";
 
-// Runs with their job's name, read by ReadRun: columns 0 to 13.
+// Runs with their job's name, read by ReadRun: columns 0 to 16.
 std::string RunQuery(const char* where_and_order) {
   return std::string("SELECT ") + kRunColumns + " FROM runs r JOIN jobs j ON j.id = r.job_id " +
          where_and_order;
@@ -595,7 +595,8 @@ Status PgStore::InsertRun(RunRecord& run) {
       "WITH r AS (INSERT INTO runs(job_id, reason, scheduled_ms, created_ms, state, trace_id, "
       "idempotency_key, env, note, finished_ms, shard_total, not_before_ms, flow_run_id, "
       "flow_step, flow) "
-      "VALUES($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, NULLIF($16, 0), "
+      "VALUES($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, NULLIF($16::bigint, "
+      "0), "
       "$17, $18) ON CONFLICT DO NOTHING RETURNING id), "
       "s AS (INSERT INTO shards(run_id, idx, state, attempt, not_before_ms) "
       "SELECT r.id, u.idx, u.state, 1, u.nb FROM r, "
@@ -1119,16 +1120,23 @@ Result<std::vector<EventRow>> PgStore::ListEvents(const EventFilter& f) {
 Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
   // A run is kept when it is one of the keep_last newest of its job: its id is at least the
   // keep_last-th newest id (runs_by_job answers that in keep_last steps). A job with fewer
-  // runs keeps them all.
+  // runs keeps them all. Column 6: a step run (it goes with its flow run); 7: a step run of
+  // this flow run must stay (open, ended too late, the store's newest or its job's newest
+  // success); 8: how many step runs it has (runs_step answers both).
   static const Sql kScan{
       "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
       "$2::integer > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
       "ORDER BY n.id DESC LIMIT 1 OFFSET GREATEST($2::integer - 1, 0)), 0), "
       "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
       "WHERE n.job_id = r.job_id AND n.state = 'succeeded'), "
-      "r.flow_run_id IS NOT NULL "
+      "r.flow_run_id IS NOT NULL, "
+      "EXISTS(SELECT 1 FROM runs s WHERE s.flow_run_id = r.id AND (s.finished_ms IS NULL OR "
+      "s.finished_ms >= $4::bigint OR s.state IN ('pending', 'running') OR s.id >= (SELECT "
+      "MAX(id) FROM runs) OR (s.state = 'succeeded' AND s.id = (SELECT MAX(n.id) FROM runs n "
+      "WHERE n.job_id = s.job_id AND n.state = 'succeeded')))), "
+      "(SELECT COUNT(*) FROM runs s WHERE s.flow_run_id = r.id) "
       "FROM runs r WHERE r.id > $1 AND r.id < (SELECT MAX(id) FROM runs) ORDER BY r.id LIMIT $3"};
-  // A flow run goes with its step runs, which never go alone.
+  // A flow run's step runs before it.
   static const Sql kSteps{
       "SELECT id FROM runs WHERE flow_run_id = ANY($1::bigint[]) ORDER BY flow_run_id, id"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ANY($1::bigint[])"};
@@ -1140,12 +1148,15 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
   PrunedRuns out;
   const int limit = std::max(r.limit, 1);
   const int scan = limit * 4;
-  Result<Rows> rows = db_->Exec(kScan, Params().Add(r.after_id).Add(r.keep_last).Add(scan));
+  Result<Rows> rows =
+      db_->Exec(kScan, Params().Add(r.after_id).Add(r.keep_last).Add(scan).Add(r.ended_before_ms));
   if (!rows.ok()) return rows.status();
   int seen = 0;
+  int64_t taken = 0;  // runs chosen, step runs counted
   int64_t last = r.after_id;
   bool reached_new = false;
-  for (int i = 0; i < rows->size() && static_cast<int>(out.run_ids.size()) < limit; ++i) {
+  std::vector<int64_t> chosen;
+  for (int i = 0; i < rows->size() && taken < limit; ++i) {
     ++seen;
     // Runs are created in id order: past the first one created after the bound, none has
     // ended before it.
@@ -1157,17 +1168,19 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
     std::string_view state = rows->View(i, 1);
     std::optional<int64_t> finished = rows->OptInt(i, 3);
     bool open = state == "pending" || state == "running";
-    if (open || rows->Bool(i, 4) || rows->Bool(i, 5) || rows->Bool(i, 6) || !finished ||
-        *finished >= r.ended_before_ms) {
+    if (open || rows->Bool(i, 4) || rows->Bool(i, 5) || rows->Bool(i, 6) || rows->Bool(i, 7) ||
+        !finished || *finished >= r.ended_before_ms) {
       continue;
     }
-    out.run_ids.push_back(last);
+    chosen.push_back(last);
+    taken += 1 + rows->Int(i, 8);
   }
-  if (!out.run_ids.empty()) {
-    std::string chosen = ArrayOf(out.run_ids, [](int64_t id) { return std::to_string(id); });
-    Result<Rows> steps = db_->Exec(kSteps, Params().Add(chosen));
+  if (!chosen.empty()) {
+    std::string flows = ArrayOf(chosen, [](int64_t id) { return std::to_string(id); });
+    Result<Rows> steps = db_->Exec(kSteps, Params().Add(flows));
     if (!steps.ok()) return steps.status();
     for (int i = 0; i < steps->size(); ++i) out.run_ids.push_back(steps->Int(i, 0));
+    out.run_ids.insert(out.run_ids.end(), chosen.begin(), chosen.end());
     std::string ids = ArrayOf(out.run_ids, [](int64_t id) { return std::to_string(id); });
     // Rows that name a run first: the foreign keys.
     for (const Sql* sql : {&kEnds, &kShards, &kRuns}) {
@@ -1180,7 +1193,7 @@ Result<PrunedRuns> PgStore::PruneRuns(const RunRetention& r) {
   if (!misses.ok()) return misses.status();
   out.rows += misses->affected();
   // The end of the table (fewer rows than asked) or a run too new ends the pass.
-  bool more = !reached_new && (static_cast<int>(out.run_ids.size()) >= limit || seen >= scan);
+  bool more = !reached_new && (taken >= limit || seen >= scan);
   out.next_after_id = more ? last : 0;
   return out;
 }

@@ -203,15 +203,19 @@ struct RunFilter {
 // not among the newest keep_last runs of their job; never a run still pending or running,
 // nor a job's newest succeeded run (its last success stays known), nor the store's newest run
 // (SQLite would hand its id out again, and output left of it would become a new run's).
+// A flow's step run goes only with its flow run, and a flow run only when each of its step
+// runs could go by these rules too (its job's keep_last aside).
 struct RunRetention {
   int64_t ended_before_ms = 0;
   int keep_last = 20;
-  int limit = 100;       // runs deleted at most by one call
+  // Runs deleted at most by one call, step runs counted; the first flow run a call takes goes
+  // whole, so one call may pass it by a flow's steps (kMaxFlowSteps).
+  int limit = 100;
   int64_t after_id = 0;  // the scan resumes after this run id; 0: from the oldest run
 };
 
 struct PrunedRuns {
-  std::vector<int64_t> run_ids;  // the runs deleted, oldest first
+  std::vector<int64_t> run_ids;  // the runs deleted (a flow run with its step runs)
   int64_t rows = 0;              // rows deleted in all: runs, shards, output ends and misses
   // Where the next call resumes (its after_id): 0 once the scan reached runs that are too
   // new, so that the next pass starts again from the oldest.

@@ -81,7 +81,7 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
 // Columns 0-18 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Statement::Use& use) {
   JobHead h;
-  // A name this version does not know reads as its default here; the job's spec (column 13)
+  // A name this version does not know reads as its default here; the job's spec (column 17)
   // is what the coordinator runs, and ForEachJobHead reports such rows as unreadable.
   ReadHead(use, &h);
   return JobRow{
@@ -700,17 +700,23 @@ Result<std::vector<EventRow>> SqliteStore::ListEvents(const EventFilter& f) {
 Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
   // A run is kept when it is one of the keep_last newest of its job: its id is at least the
   // keep_last-th newest id (runs_by_job answers that in keep_last steps). A job with fewer
-  // runs keeps them all.
+  // runs keeps them all. Column 6: a step run (it goes with its flow run); 7: a step run of
+  // this flow run must stay (open, ended too late, the store's newest or its job's newest
+  // success); 8: how many step runs it has (runs_step answers both).
   static const Sql kScan{
       "SELECT r.id, r.state, r.created_ms, r.finished_ms, "
       "?2 > 0 AND r.id >= COALESCE((SELECT n.id FROM runs n WHERE n.job_id = r.job_id "
       "ORDER BY n.id DESC LIMIT 1 OFFSET ?2 - 1), 0), "
       "r.state = 'succeeded' AND r.id = (SELECT MAX(n.id) FROM runs n "
       "WHERE n.job_id = r.job_id AND n.state = 'succeeded'), "
-      "r.flow_run_id IS NOT NULL "
+      "r.flow_run_id IS NOT NULL, "
+      "EXISTS(SELECT 1 FROM runs s WHERE s.flow_run_id = r.id AND (s.finished_ms IS NULL OR "
+      "s.finished_ms >= ?4 OR s.state IN ('pending', 'running') OR s.id >= (SELECT MAX(id) "
+      "FROM runs) OR (s.state = 'succeeded' AND s.id = (SELECT MAX(n.id) FROM runs n WHERE "
+      "n.job_id = s.job_id AND n.state = 'succeeded')))), "
+      "(SELECT COUNT(*) FROM runs s WHERE s.flow_run_id = r.id) "
       "FROM runs r WHERE r.id > ?1 AND r.id < (SELECT MAX(id) FROM runs) ORDER BY r.id LIMIT ?3"};
-  // A flow run goes with its step runs, which never go alone.
-  static const Sql kSteps{"SELECT id FROM runs WHERE flow_run_id = ?1"};
+  static const Sql kSteps{"SELECT id FROM runs WHERE flow_run_id = ?1 ORDER BY id"};
   static const Sql kEnds{"DELETE FROM output_ends WHERE run_id = ?1"};
   static const Sql kShards{"DELETE FROM shards WHERE run_id = ?1"};
   static const Sql kRun{"DELETE FROM runs WHERE id = ?1"};
@@ -721,12 +727,14 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
   const int limit = std::max(r.limit, 1);
   const int scan = limit * 4;
   int seen = 0;
+  int64_t taken = 0;  // runs chosen, step runs counted
   int64_t last = r.after_id;
   bool reached_new = false;
+  std::vector<int64_t> chosen;
   {
     auto use = db_.Use(kScan);
-    use.Bind(1, r.after_id).Bind(2, r.keep_last).Bind(3, scan);
-    while (static_cast<int>(out.run_ids.size()) < limit && use.Step()) {
+    use.Bind(1, r.after_id).Bind(2, r.keep_last).Bind(3, scan).Bind(4, r.ended_before_ms);
+    while (taken < limit && use.Step()) {
       ++seen;
       // Runs are created in id order: past the first one created after the bound, none has
       // ended before it.
@@ -738,25 +746,22 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
       std::string state = use.Text(1);
       std::optional<int64_t> finished = use.OptInt(3);
       bool open = state == "pending" || state == "running";
-      if (open || use.Int(4) != 0 || use.Int(5) != 0 || use.Int(6) != 0 || !finished ||
-          *finished >= r.ended_before_ms) {
+      if (open || use.Int(4) != 0 || use.Int(5) != 0 || use.Int(6) != 0 || use.Int(7) != 0 ||
+          !finished || *finished >= r.ended_before_ms) {
         continue;
       }
-      out.run_ids.push_back(last);
+      chosen.push_back(last);
+      taken += 1 + use.Int(8);
     }
     if (!use.status().ok()) return use.status();
   }
-  for (size_t i = 0, chosen = out.run_ids.size(); i < chosen; ++i) {
+  // Each flow run's step runs before it.
+  for (int64_t id : chosen) {
     auto use = db_.Use(kSteps);
-    use.Bind(1, out.run_ids[i]);
-    std::vector<int64_t> steps;
-    while (use.Step()) steps.push_back(use.Int(0));
+    use.Bind(1, id);
+    while (use.Step()) out.run_ids.push_back(use.Int(0));
     if (!use.status().ok()) return use.status();
-    // Before their flow run: they are deleted in this order.
-    out.run_ids.insert(out.run_ids.begin() + static_cast<std::ptrdiff_t>(i), steps.begin(),
-                       steps.end());
-    i += steps.size();
-    chosen += steps.size();
+    out.run_ids.push_back(id);
   }
   for (int64_t id : out.run_ids) {
     for (const Sql* sql : {&kEnds, &kShards, &kRun}) {
@@ -769,7 +774,7 @@ Result<PrunedRuns> SqliteStore::PruneRuns(const RunRetention& r) {
   }
   out.rows += sqlite3_changes(db_.handle());
   // The end of the table (fewer rows than asked) or a run too new ends the pass.
-  bool more = !reached_new && (static_cast<int>(out.run_ids.size()) >= limit || seen >= scan);
+  bool more = !reached_new && (taken >= limit || seen >= scan);
   out.next_after_id = more ? last : 0;
   return out;
 }

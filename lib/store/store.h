@@ -157,11 +157,11 @@ class Store {
   virtual Status ForEachToken(const std::function<void(TokenRow&&)>& fn) = 0;  // by id
 
   // Retention (the coordinator's Pruner). Inside a transaction: deletes at most
-  // retention.limit runs that RunRetention allows, oldest first, with their shards and output
-  // ends, and at most as many misses that ended before retention.ended_before_ms. It looks at
-  // a bounded number of runs per call (a few times the limit), from after_id on in id order,
-  // so that a call stays short however large the store is; a pass over the store is a chain
-  // of calls, each resuming at the last one's next_after_id.
+  // retention.limit runs that RunRetention allows (as it says), oldest first, with their shards and
+  // output ends, and at most as many misses that ended before retention.ended_before_ms. It looks
+  // at a bounded number of runs per call (a few times the limit), from after_id on in id order, so
+  // that a call stays short however large the store is; a pass over the store is a chain of calls,
+  // each resuming at the last one's next_after_id.
   virtual Result<PrunedRuns> PruneRuns(const RunRetention& retention) = 0;
   // Of `ids`, those that name no run (deleted, or never recorded), in the order given: the
   // Pruner's sweep for output left by runs deleted before a crash.

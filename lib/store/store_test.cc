@@ -562,6 +562,13 @@ TEST_P(StoreTest, AStepOfAFlowRunRunsOnceAndItsRunsAreReadBackByStep) {
   EXPECT_EQ((*got)->flow_json, flow_run.flow_json);
   EXPECT_TRUE((*got)->shards.empty());
   EXPECT_TRUE(store_->StepRuns(load_run)->empty());
+  // Run ids past 2^31 (the column is 64 bits wide on both backends).
+  RunRecord far = step_run(load, 0);
+  far.flow_run_id = 3'000'000'000;
+  ASSERT_TRUE(store_->Begin().ok());
+  ASSERT_TRUE(store_->InsertRun(far).ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(store_->StepRuns(3'000'000'000)->size(), 1u);
   // Outputs written through pipelined writes too.
   store_->PipelineWrites(true);
   ASSERT_TRUE(store_->Begin().ok());
@@ -1021,6 +1028,90 @@ TEST_P(StoreTest, PruningDeletesAFlowRunWithItsStepRunsAndNeverAStepRunAlone) {
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<int64_t>{new_flow, new_step}));
   EXPECT_EQ(RunIds({}), (std::vector<int64_t>{last}));
+}
+
+// A flow run stays while one of its step runs must: its job's newest success, the store's
+// newest run, or one not ended before the bound.
+TEST_P(StoreTest, AFlowRunStaysWhileOneOfItsStepRunsMust) {
+  int64_t flow = AddJob("etl");
+  int64_t named = AddJob("extract");
+  auto add = [&](int64_t job, int64_t at, RunState state, int64_t flow_run = 0) {
+    RunRecord run = NewRun(job, at, flow_run == 0 ? 0 : 1);
+    if (flow_run != 0) {
+      run.reason = RunReason::kFlow;
+      run.flow_run_id = flow_run;
+      run.flow_step = 0;
+    }
+    int64_t id = AddRun(run);
+    EXPECT_TRUE(store_->Begin().ok());
+    EXPECT_TRUE(store_->UpdateRunState(id, state, at + 10, "").ok());
+    EXPECT_TRUE(store_->Commit().ok());
+    return id;
+  };
+  // The named job's only success is a step of an older flow run that failed.
+  int64_t old_flow = add(flow, 1000, RunState::kFailed);
+  int64_t success = add(named, 1001, RunState::kSucceeded, old_flow);
+  add(flow, 2000, RunState::kSucceeded);
+  add(flow, 3000, RunState::kSucceeded);
+  add(named, 3500, RunState::kFailed);
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<PrunedRuns> pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(std::count(pruned->run_ids.begin(), pruned->run_ids.end(), old_flow), 0);
+  EXPECT_EQ(std::count(pruned->run_ids.begin(), pruned->run_ids.end(), success), 0);
+  EXPECT_TRUE(store_->GetRun(success)->has_value());
+
+  // A flow run whose step is the store's newest run stays, so that no id is handed out twice.
+  int64_t a = add(flow, 4000, RunState::kFailed);
+  add(flow, 4001, RunState::kFailed);
+  int64_t newest = add(named, 4002, RunState::kFailed, a);
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0});
+  ASSERT_TRUE(pruned.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(std::count(pruned->run_ids.begin(), pruned->run_ids.end(), a), 0);
+  EXPECT_TRUE(store_->GetRun(newest)->has_value());
+}
+
+// A flow run's step runs count against a call's limit: one call deletes the first flow run
+// whole, and no more runs than the limit after it.
+TEST_P(StoreTest, StepRunsCountAgainstAPruningCallsLimit) {
+  int64_t flow = AddJob("etl");
+  int64_t step = AddJob("etl:s");
+  std::vector<int64_t> flows;
+  for (int i = 0; i < 3; ++i) {
+    int64_t id = AddRun(NewRun(flow, 1000 + i, 0));
+    flows.push_back(id);
+    for (int k = 0; k < 3; ++k) {
+      RunRecord s = NewRun(step, 1000 + i, 1);
+      s.reason = RunReason::kFlow;
+      s.flow_run_id = id;
+      s.flow_step = k;
+      int64_t sid = AddRun(s);
+      ASSERT_TRUE(store_->Begin().ok());
+      ASSERT_TRUE(store_->UpdateRunState(sid, RunState::kFailed, 1100, "").ok());
+      ASSERT_TRUE(store_->Commit().ok());
+    }
+    ASSERT_TRUE(store_->Begin().ok());
+    ASSERT_TRUE(store_->UpdateRunState(id, RunState::kFailed, 1200, "").ok());
+    ASSERT_TRUE(store_->Commit().ok());
+  }
+  AddRun(NewRun(flow, 5000));  // the newest
+  ASSERT_TRUE(store_->Begin().ok());
+  Result<PrunedRuns> pruned =
+      store_->PruneRuns({.ended_before_ms = 10'000, .keep_last = 0, .limit = 2});
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(pruned->run_ids.size(), 4u);  // the first flow run and its three steps
+  EXPECT_EQ(pruned->run_ids.back(), flows[0]);
+  EXPECT_NE(pruned->next_after_id, 0);
+  ASSERT_TRUE(store_->Begin().ok());
+  pruned = store_->PruneRuns(
+      {.ended_before_ms = 10'000, .keep_last = 0, .limit = 8, .after_id = pruned->next_after_id});
+  ASSERT_TRUE(pruned.ok());
+  ASSERT_TRUE(store_->Commit().ok());
+  EXPECT_EQ(pruned->run_ids.size(), 8u);
 }
 
 // SQLite gives a new run the largest id plus one: were the newest run deleted, its id would be

@@ -1,6 +1,7 @@
 #include "wire/agent_messages.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "wire/bounded_json.h"
 #include "wire/fields.h"
@@ -41,16 +42,17 @@ Result<const json*> ArrayField(const json& j, const char* key) {
 
 // Outputs as a step's process may have written them: keys OutputKeyProblem allows, values
 // of one line, within `max_bytes` in all.
-Status CheckOutputs(const std::map<std::string, std::string>& outputs, size_t max_bytes) {
+Status CheckOutputs(const std::map<std::string, std::string>& outputs, size_t max_bytes,
+                    const char* field) {
   for (const auto& [k, v] : outputs) {
-    if (!OutputKeyProblem(k).empty() ||
-        v.find_first_of(std::string("\0\n", 2)) != std::string::npos) {
-      return Status::InvalidArgument("field \"outputs\" holds a key or value no step may write");
+    if (!OutputKeyProblem(k).empty() || !OutputValueProblem(v).empty()) {
+      return Status::InvalidArgument(std::string("field \"") + field +
+                                     "\" holds a key or value no step may write");
     }
   }
   if (OutputBytes(outputs) > max_bytes) {
-    return Status::InvalidArgument("field \"outputs\" is over " + std::to_string(max_bytes) +
-                                   " bytes");
+    return Status::InvalidArgument(std::string("field \"") + field + "\" is over " +
+                                   std::to_string(max_bytes) + " bytes");
   }
   return Status::Ok();
 }
@@ -88,7 +90,17 @@ Result<StepContext> StepContext::FromJson(const json& j) {
     }
     c.needs[it.key()] = it.value().get<int64_t>();
   }
-  if (Status s = CheckOutputs(c.outputs, kMaxNeededOutputBytes); !s.ok()) return s;
+  // Two needs read the same in the environment only in a flow no file could hold.
+  for (auto a = c.needs.begin(); a != c.needs.end(); ++a) {
+    for (auto b = std::next(a); b != c.needs.end(); ++b) {
+      if (StepEnvName(a->first) == StepEnvName(b->first)) {
+        return Status::InvalidArgument("field \"step.needs\" names two steps alike");
+      }
+    }
+  }
+  if (Status s = CheckOutputs(c.outputs, kMaxNeededOutputBytes, "step.outputs"); !s.ok()) {
+    return s;
+  }
   return c;
 }
 
@@ -109,11 +121,14 @@ Result<ClaimRequest> ClaimRequest::FromJson(const json& j) {
       !s.ok()) {
     return s;
   }
-  if (r.features.size() > kMaxFeatures ||
-      std::any_of(r.features.begin(), r.features.end(),
-                  [](const std::string& f) { return f.size() > 64; })) {
+  auto bad = [](const std::string& f) {
+    return f.empty() || f.size() > 64 || !std::all_of(f.begin(), f.end(), [](char c) {
+             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+           });
+  };
+  if (r.features.size() > kMaxFeatures || std::any_of(r.features.begin(), r.features.end(), bad)) {
     return Status::InvalidArgument("field \"features\": at most " + std::to_string(kMaxFeatures) +
-                                   ", of 64 characters each");
+                                   " names of [a-z0-9_]" + ", of 64 characters each");
   }
   return r;
 }
@@ -343,7 +358,7 @@ Result<ShardResult> ShardResult::FromJson(const json& j) {
       !s.ok()) {
     return s;
   }
-  if (Status s = CheckOutputs(r.outputs, kMaxStepOutputBytes); !s.ok()) return s;
+  if (Status s = CheckOutputs(r.outputs, kMaxStepOutputBytes, "outputs"); !s.ok()) return s;
   if (r.output_seq && (*r.output_seq < 0 || *r.output_seq > kMaxOutputSeq)) {
     return Status::InvalidArgument("field \"output_seq\" is out of range (0 to " +
                                    std::to_string(kMaxOutputSeq) + ")");

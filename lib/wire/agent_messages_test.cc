@@ -265,6 +265,10 @@ TEST(AgentMessagesTest, AClaimRoundTrips) {
   EXPECT_FALSE(ClaimRequest::FromJson(many).ok());
   many["features"] = {std::string(65, 'x')};
   EXPECT_FALSE(ClaimRequest::FromJson(many).ok());
+  for (const char* bad : {"", "Step", "a b", "x\n"}) {
+    many["features"] = {bad};
+    EXPECT_FALSE(ClaimRequest::FromJson(many).ok()) << bad;
+  }
 }
 
 StepContext AStep() {
@@ -303,6 +307,14 @@ TEST(AgentMessagesTest, AStepContextACheckedFlowCouldNotHoldIsRefused) {
   EXPECT_FALSE(with([](json& j) { j["outputs"]["PATH"] = "/tmp"; }).ok());
   EXPECT_FALSE(with([](json& j) { j["outputs"]["JOB_RUN_ID"] = "1"; }).ok());
   EXPECT_FALSE(with([](json& j) { j["outputs"]["A"] = "two\nlines"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["outputs"]["BASH_ENV"] = "/tmp/x"; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["outputs"]["A"] = "cr\r"; }).ok());
+  EXPECT_FALSE(with([](json& j) {
+                 j["needs"]["a-b"] = 1;
+                 j["needs"]["a.b"] = 2;
+               }).ok());
+  EXPECT_FALSE(with([](json& j) { j["needs"]["extract"] = 1.5; }).ok());
+  EXPECT_FALSE(with([](json& j) { j["needs"]["extract"] = true; }).ok());
   EXPECT_FALSE(
       with([](json& j) { j["outputs"]["A"] = std::string(kMaxNeededOutputBytes, 'x'); }).ok());
   EXPECT_FALSE(with([](json& j) {
