@@ -141,6 +141,56 @@ INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated
 
 // A job whose stored enum names this binary does not know (a newer release wrote them) keeps
 // the defaults and is counted, instead of stopping the start.
+// A file of version 10 (before flows) opens with its jobs, runs and shards as they were: none
+// a flow or a step, and step runs unique per step from then on.
+TEST(StoreMigrationTest, AFileFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/jobctl.db";
+  {
+    std::vector<Database::Migration> before(SchedulerMigrations().begin(),
+                                            SchedulerMigrations().begin() + 10);
+    ASSERT_EQ(before.back().version, 10);
+    Database db;
+    ASSERT_TRUE(db.Open(path, before).ok());
+    ASSERT_TRUE(db.Exec(R"sql(
+INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms, schedule)
+  VALUES (1, 'backup', '{"name":"backup","schedule":"@daily"}', 1, 0, 5000, 1, 1, '@daily');
+INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
+  VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
+INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
+)sql")
+                    .ok());
+  }
+  Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  Result<JobRow> job = (*store)->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->timing.kind, JobKind::kJob);
+  EXPECT_EQ(job->timing.flow_id, std::nullopt);
+  Result<std::optional<RunRecord>> run = (*store)->GetRun(7);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->flow_run_id, 0);
+  EXPECT_EQ((*run)->flow_step, -1);
+  EXPECT_EQ((*run)->flow_json, "");
+  ASSERT_EQ((*run)->shards.size(), 1u);
+  EXPECT_EQ((*run)->shards[0].outputs_json, "");
+  // The migrated table keeps a step to one run of a flow run.
+  RunRecord step;
+  step.job_id = 1;
+  step.reason = RunReason::kFlow;
+  step.trace_id = "0123456789abcdef0123456789abcdef";
+  step.flow_run_id = 7;
+  step.flow_step = 0;
+  ASSERT_TRUE((*store)->Begin().ok());
+  ASSERT_TRUE((*store)->InsertRun(step).ok());
+  RunRecord again = step;
+  EXPECT_FALSE((*store)->InsertRun(again).ok());
+  (*store)->Rollback();
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StoreMigrationTest, JobsWithUnknownTimingNamesAreCountedAsUnreadable) {
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());
