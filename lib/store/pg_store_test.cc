@@ -307,6 +307,53 @@ TEST_F(PgStoreTest, AStandbysLogStoreReadsAHoldersLogTablesWithoutRetention) {
   EXPECT_EQ(*(*logs)->RunBytes(7), 5);
 }
 
+// A database of schema 5, from before flows, opens with its jobs and runs as plain ones, and
+// a step's second run is refused on the migrated table.
+TEST_F(PgStoreTest, ADatabaseFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
+  {
+    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
+    ASSERT_TRUE(older.ok()) << older.status().ToString();
+    std::vector<pg::Connection::Migration> before(PgSchedulerMigrations().begin(),
+                                                  PgSchedulerMigrations().begin() + 5);
+    ASSERT_EQ(before.back().version, 5);
+    ASSERT_TRUE((*older)->Migrate("scheduler", before).ok());
+    ASSERT_TRUE(
+        (*older)
+            ->Script("INSERT INTO jobs(id, name, spec, active, revision, updated_ms, "
+                     "schedule) VALUES(1, 'backup', '{}', true, 1, 1, '@daily'); "
+                     "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
+                     "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
+                     "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
+                     "INSERT INTO shards(run_id, idx, state, attempt) "
+                     "VALUES(7, 0, 'succeeded', 1)")
+            .ok());
+  }
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  Result<JobRow> job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->timing.kind, JobKind::kJob);
+  EXPECT_EQ(job->timing.flow_id, std::nullopt);
+  Result<std::optional<RunRecord>> run = store->GetRun(7);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->flow_run_id, 0);
+  EXPECT_EQ((*run)->flow_step, -1);
+  EXPECT_EQ((*run)->flow_json, "");
+  ASSERT_EQ((*run)->shards.size(), 1u);
+  EXPECT_EQ((*run)->shards[0].outputs_json, "");
+  RunRecord step;
+  step.job_id = 1;
+  step.reason = RunReason::kFlow;
+  step.trace_id = "0123456789abcdef0123456789abcdef";
+  step.flow_run_id = 7;
+  step.flow_step = 0;
+  ASSERT_TRUE(store->Begin().ok());
+  ASSERT_TRUE(store->InsertRun(step).ok());
+  RunRecord again = step;
+  EXPECT_EQ(store->InsertRun(again).code(), Status::Code::kConflict);
+  store->Rollback();
+}
+
 TEST_F(PgStoreTest, AFailedStatementRollsTheTransactionBackAndCommitSaysSo) {
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
