@@ -83,6 +83,25 @@ const KeyTables& Tables() {
 
 int Line(const Node& n) { return static_cast<int>(n.source().begin.line); }
 
+// The table's name when it is a string that `valid` accepts, else nullopt after reporting why
+// (to a scope that names the table by its place).
+std::optional<std::string> ReadName(const toml::table& t, Scope& unnamed,
+                                    bool (*valid)(std::string_view), size_t max_length) {
+  const Node* n = t.get("name");
+  std::optional<std::string> name = n ? n->value_exact<std::string>() : std::nullopt;
+  if (n == nullptr) {
+    unnamed.Fail(t.source(), "", "missing required key \"name\"");
+  } else if (!name) {
+    unnamed.Fail(*n, "name", "expected a string, got " + Render(*n));
+  } else if (!valid(*name)) {
+    unnamed.Fail(*n, "name",
+                 fmt::format("expected [a-z0-9][a-z0-9._-]*, at most {} characters, got {}",
+                             max_length, Render(*n)));
+    return std::nullopt;
+  }
+  return name;
+}
+
 }  // namespace
 
 void FlowReader::Read(const toml::table& t, size_t index) {
@@ -91,16 +110,7 @@ void FlowReader::Read(const toml::table& t, size_t index) {
   f.root = fmt::format("flow[{}]", index);
   Scope unnamed(reporter_, Subject{}, f.root);
   const Node* n = t.get("name");
-  std::optional<std::string> name = n ? n->value_exact<std::string>() : std::nullopt;
-  if (n == nullptr) {
-    unnamed.Fail(t.source(), "", "missing required key \"name\"");
-  } else if (!name) {
-    unnamed.Fail(*n, "name", "expected a string, got " + Render(*n));
-  } else if (!IsValidJobName(*name)) {
-    unnamed.Fail(*n, "name",
-                 "expected [a-z0-9][a-z0-9._-]*, at most 128 characters, got " + Render(*n));
-    name.reset();
-  }
+  std::optional<std::string> name = ReadName(t, unnamed, IsValidJobName, 128);
   f.errors += unnamed.errors();
   f.flow.name = name.value_or("");
   Scope scope(reporter_, Subject{.flow = f.flow.name}, name ? "" : f.root);
@@ -185,18 +195,7 @@ void FlowReader::ReadStep(const toml::table& t, size_t index, FlowRead& f) {
   s.table = &t;
   s.index = index;
   Scope unnamed = StepScope(f, "", index);
-  const Node* n = t.get("name");
-  std::optional<std::string> name = n ? n->value_exact<std::string>() : std::nullopt;
-  if (n == nullptr) {
-    unnamed.Fail(t.source(), "", "missing required key \"name\"");
-  } else if (!name) {
-    unnamed.Fail(*n, "name", "expected a string, got " + Render(*n));
-  } else if (!IsValidStepName(*name)) {
-    unnamed.Fail(*n, "name",
-                 fmt::format("expected [a-z0-9][a-z0-9._-]*, at most {} characters, got {}",
-                             kMaxStepNameLength, Render(*n)));
-    name.reset();
-  }
+  std::optional<std::string> name = ReadName(t, unnamed, IsValidStepName, kMaxStepNameLength);
   f.errors += unnamed.errors();
   s.step.name = name.value_or("");
   Scope scope = StepScope(f, s.step.name, index);
