@@ -35,7 +35,10 @@ void Api::GetJobFile(Call& c) {
 void Api::ListJobs(Call& c) {
   std::vector<const JobEntry*> jobs;
   p_.jobs->ForEach([&jobs, &c](const JobEntry& j) {
-    if (j.active && Auth::Allows(c.who, Role::kRead, j.name)) jobs.push_back(&j);
+    // A step's own job is shown with its flow.
+    if (j.active && j.kind != JobKind::kStep && Auth::Allows(c.who, Role::kRead, j.name)) {
+      jobs.push_back(&j);
+    }
   });
   std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
   std::vector<wire::JobSummaryView> out;
@@ -60,11 +63,20 @@ void Api::ShowJob(Call& c) {
   if (!row.ok()) return Fail(c, row.status());
   wire::JobView out;
   out.summary = JobSummaryOf(*job);
-  Result<Job> definition = wire::JobFromJson(json::parse(row->spec_json, nullptr, false));
-  if (!definition.ok())
-    return Fail(c,
-                Status::Corrupt("job " + out.summary.name + ": " + definition.status().message()));
-  out.definition = std::move(definition).value();
+  std::optional<Flow> flow;
+  if (job->kind == JobKind::kFlow) {
+    Result<Flow> f = wire::FlowFromJson(json::parse(row->spec_json, nullptr, false));
+    if (!f.ok()) {
+      return Fail(c, Status::Corrupt("flow " + out.summary.name + ": " + f.status().message()));
+    }
+    flow = std::move(*f);
+  } else {
+    Result<Job> definition = wire::JobFromJson(json::parse(row->spec_json, nullptr, false));
+    if (!definition.ok())
+      return Fail(
+          c, Status::Corrupt("job " + out.summary.name + ": " + definition.status().message()));
+    out.definition = std::move(definition).value();
+  }
   // Environment values may be secrets: only an admin reads them (as in the job file).
   if (c.who.role != Role::kAdmin) {
     for (auto& [name, value] : out.definition.env) value = "(hidden)";
@@ -84,7 +96,13 @@ void Api::ShowJob(Call& c) {
   Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(filter);
   if (!runs.ok()) return Fail(c, runs.status());
   for (const RunRecord& r : *runs) out.recent_runs.push_back(RunViewOf(r, c.who));
-  Json(c, 200, out.ToJson());
+  json j = out.ToJson();
+  if (flow) {
+    j.erase("definition");
+    j["kind"] = "flow";
+    j["flow"] = wire::FlowToJson(*flow);
+  }
+  Json(c, 200, j);
 }
 
 void Api::ListRuns(Call& c) {

@@ -54,13 +54,26 @@ void Api::Trigger(Call& c) {
       return Json(c, 200, out.ToJson());
     }
   }
-  // A trigger sets only what the job declares (jobs.toml params), within its limits.
-  Result<std::shared_ptr<const Job>> spec = p_.book->SpecOf(*job);
-  if (!spec.ok()) return Fail(c, spec.status());
-  Result<std::map<std::string, std::string>> params = ResolveParams((*spec)->params, req->params);
-  if (!params.ok())
-    return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
-  std::string env_json = params->empty() ? "" : json(*params).dump();
+  if (job->kind == JobKind::kStep) {
+    return FailWith(c, 409, "conflict",
+                    "\"" + std::string(job->name) +
+                        "\" is a step of a flow and runs only with it; trigger the flow");
+  }
+  std::string env_json;
+  if (job->kind == JobKind::kFlow) {
+    if (!req->params.empty()) {
+      return FailWith(c, 400, "bad_request",
+                      "trigger " + std::string(job->name) + ": a flow declares no parameters");
+    }
+  } else {
+    // A trigger sets only what the job declares (jobs.toml params), within its limits.
+    Result<std::shared_ptr<const Job>> spec = p_.book->SpecOf(*job);
+    if (!spec.ok()) return Fail(c, spec.status());
+    Result<std::map<std::string, std::string>> params = ResolveParams((*spec)->params, req->params);
+    if (!params.ok())
+      return Fail(c, params.status().WithContext("trigger " + std::string(job->name)));
+    env_json = params->empty() ? "" : json(*params).dump();
+  }
   // A deferred run is created now (it can be listed and canceled) and starts at its time.
   const int64_t now = ctx_->NowMs();
   int64_t start = now;
@@ -133,6 +146,14 @@ void Api::RetryRun(Call& c) {
   Result<std::optional<RunRecord>> old = ctx_->store->GetRun(*id);
   if (!old.ok()) return Fail(c, old.status());
   if (!*old) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
+  if (RunBook::IsFlowRun(**old) || (*old)->flow_run_id != 0) {
+    return FailWith(
+        c, 409, "conflict",
+        "run " + c.params["id"] + " is " +
+            ((*old)->flow_run_id != 0 ? "a step of flow run " + std::to_string((*old)->flow_run_id)
+                                      : std::string("a flow run")) +
+            "; a flow run is not retried yet: trigger the flow again");
+  }
   if ((*old)->state == RunState::kSucceeded || (*old)->state == RunState::kSkipped) {
     return FailWith(c, 409, "conflict",
                     "run " + c.params["id"] + " " + std::string(RunStateName((*old)->state)) +

@@ -1,6 +1,7 @@
 #include "coordinator/applier.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -16,26 +17,44 @@ namespace jobctl::coordinator {
 
 using nlohmann::json;
 
-Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now) {
-  Result<Schedule> schedule = Schedule::Parse(ScheduleSpecOf(job));
-  if (!schedule.ok()) return schedule.status();
-  store::JobTiming timing = store::JobTiming::Of(job);
-  std::string spec = wire::JobToJson(job).dump();
+Status Applier::Upsert(Item& item, int64_t revision, int64_t now) {
+  JobEntry* existing = item.entry;
+  store::JobTiming& t = item.timing;
+  if (!item.flow.empty()) {
+    // A step's own job: its flow was upserted before it, in this write.
+    JobEntry* flow = jobs_->FindByName(item.flow);
+    if (flow == nullptr) return Status::Internal("flow " + item.flow + " of " + item.name);
+    t.flow_id = flow->id;
+  }
+  // A job that only runs as a step has no schedule, and never fires on its own.
+  std::optional<Schedule> schedule;
+  if (!t.schedule.empty()) {
+    Result<Schedule> parsed = Schedule::Parse({.expr = t.schedule,
+                                               .dialect = t.dialect,
+                                               .timezone = t.timezone,
+                                               .hash_key = item.name,
+                                               .anchor = FromUnixMs(t.anchor_ms)});
+    if (!parsed.ok()) return parsed.status();
+    schedule.emplace(std::move(*parsed));
+  }
   // Keep the next fire unless something that decides it changed.
   bool timing_changed = true;
   if (existing != nullptr) {
-    const Job* before = existing->spec.get();
-    timing_changed = !existing->active || existing->timing == 0 || before == nullptr ||
-                     before->schedule != job.schedule || before->dialect != job.dialect ||
-                     before->timezone != job.timezone || before->anchor_ms != job.anchor_ms ||
-                     before->enabled != job.enabled;
-    if (Status s = ctx_->store->UpdateJobSpec(existing->id, spec, timing, revision, now); !s.ok()) {
+    const std::optional<store::JobTiming>& b = item.before;
+    timing_changed = !existing->active || existing->timing == 0 || !b ||
+                     b->schedule != t.schedule || b->dialect != t.dialect ||
+                     b->timezone != t.timezone || b->anchor_ms != t.anchor_ms ||
+                     b->enabled != t.enabled;
+    if (Status s = ctx_->store->UpdateJobSpec(existing->id, item.spec_json, t, revision, now);
+        !s.ok()) {
       return s;
     }
   }
   std::optional<int64_t> next_fire;
   bool reschedule = timing_changed || !existing->next_fire_ms;
-  if (reschedule && schedule->delay() && existing != nullptr && existing->open_runs > 0) {
+  if (!schedule) {
+    // Nothing to fire.
+  } else if (reschedule && schedule->delay() && existing != nullptr && existing->open_runs > 0) {
     // A fixed-delay job's next fire is set when its open runs end.
   } else if (reschedule) {
     std::optional<WallTime> next = schedule->Next(FromUnixMs(now));
@@ -45,12 +64,12 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   }
   JobEntry* entry = existing;
   if (existing == nullptr) {
-    Result<int64_t> id =
-        ctx_->store->InsertJob({0, job.name, spec, true, false, next_fire, revision, timing}, now);
+    Result<int64_t> id = ctx_->store->InsertJob(
+        {0, item.name, item.spec_json, true, false, next_fire, revision, t}, now);
     if (!id.ok()) return id.status();
-    entry = jobs_->Add(*id, job.name);
+    entry = jobs_->Add(*id, item.name);
     if (entry == nullptr) {
-      return Status::Corrupt("job " + job.name + " got id " + std::to_string(*id) +
+      return Status::Corrupt("job " + item.name + " got id " + std::to_string(*id) +
                              ", which the coordinator cannot hold");
     }
   } else if (Status s = ctx_->store->SetNextFire(entry->id, next_fire); !s.ok()) {
@@ -58,22 +77,23 @@ Status Applier::Upsert(const Job& job, JobEntry* existing, int64_t revision, int
   }
   entry->next_fire_ms = next_fire;
   entry->active = true;
-  entry->enabled = job.enabled;
-  entry->misfire = job.misfire;
-  entry->overlap = job.overlap;
-  entry->misfire_cap = job.misfire_cap;
-  entry->expect_success_within_ms = timing.expect_success_within_ms;
+  entry->kind = t.kind;
+  entry->enabled = t.enabled;
+  entry->misfire = t.misfire;
+  entry->overlap = t.overlap;
+  entry->misfire_cap = t.misfire_cap;
+  entry->expect_success_within_ms = t.expect_success_within_ms;
   entry->since_ms = now;  // the store's updated_ms, as Insert/UpdateJobSpec wrote it
-  jobs_->SetTiming(*entry, job.schedule, job.dialect, job.timezone, job.anchor_ms);
+  jobs_->SetTiming(*entry, t.schedule, t.dialect, t.timezone, t.anchor_ms);
   // Open runs keep the definition they started with; new runs load the new one.
-  if (entry->open_runs > 0) {
-    entry->spec = std::make_shared<const Job>(job);
+  if (item.job != nullptr && entry->open_runs > 0) {
+    entry->spec = std::make_shared<const Job>(*item.job);
   } else {
     entry->spec.reset();
   }
-  if (reschedule) {
+  if (reschedule && schedule) {
     ctx_->EventAfterCommit("scheduled",
-                           {{"job", job.name}, {"next_fire_ms", next_fire.value_or(-1)}});
+                           {{"job", item.name}, {"next_fire_ms", next_fire.value_or(-1)}});
   }
   scheduler_->Track(*entry);
   return Status::Ok();
@@ -96,25 +116,21 @@ std::pair<int, int> Locate(std::string_view text, const std::string& needle, siz
 Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   JobFileResult parsed = ParseJobFile(req.text, req.filename);
   // What the file cannot know: whether this coordinator has the channels its jobs name.
-  for (size_t i = 0; target_problem && parsed.ok() && i < parsed.file.jobs.size(); ++i) {
-    const Job& job = parsed.file.jobs[i];
-    for (const std::string& target : job.notify.to) {
+  auto check_targets = [&](const std::string& name, const NotifyPolicy& notify, bool is_flow) {
+    for (const std::string& target : notify.to) {
       std::string why = target_problem(target);
       if (why.empty()) continue;
-      size_t from = req.text.find("\"" + job.name + "\"");
+      size_t from = req.text.find("\"" + name + "\"");
       auto [line, column] = Locate(req.text, target, from == std::string::npos ? 0 : from);
       if (line == 0) std::tie(line, column) = Locate(req.text, target, 0);
-      parsed.errors.push_back({req.filename, line, column, job.name, "notify: " + why});
+      parsed.errors.push_back(
+          {req.filename, line, column, is_flow ? "" : name, "notify: " + why, is_flow ? name : ""});
     }
-  }
-  // Flows are read and checked, not yet run: refused rather than dropped.
-  for (size_t i = 0; i < parsed.file.flows.size(); ++i) {
-    const Flow& flow = parsed.file.flows[i];
-    const JobFileResult::Place& at = parsed.flow_places[i];
-    parsed.errors.push_back({req.filename, at.line, at.column, "",
-                             "this coordinator does not run flows yet; remove the [[flow]] "
-                             "to apply the file",
-                             flow.name});
+  };
+  if (target_problem && parsed.ok()) {
+    for (const Job& job : parsed.file.jobs) check_targets(job.name, job.notify, false);
+    for (const Flow& flow : parsed.file.flows) check_targets(flow.name, flow.notify, true);
+    for (const Job& job : parsed.file.step_jobs) check_targets(job.name, job.notify, false);
   }
   if (!parsed.ok()) {
     json errors = json::array();
@@ -148,40 +164,100 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
          {"author", current->author},
          {"applied_at", FormatUtc(FromUnixMs(current->at_ms))}}};
   }
-  // Diff against the jobs the coordinator has now.
+  // Diff against the jobs and flows the coordinator has now. A step's own job is part of its
+  // flow: what changed in it is listed as the flow's ("step \"x\".command").
   wire::ApplyReply reply;
   reply.dry_run = req.dry_run;
   reply.revision = current->id;
   std::vector<bool> in_file(static_cast<size_t>(jobs_->id_limit()));  // by job id
-  std::vector<std::pair<const Job*, JobEntry*>> upserts;
-  for (const Job& job : parsed.file.jobs) {
-    JobEntry* entry = jobs_->FindByName(job.name);
-    if (entry != nullptr) in_file[static_cast<size_t>(entry->id)] = true;
-    if (entry == nullptr || !entry->active) {
-      reply.created.push_back(job.name);
-      upserts.push_back({&job, entry});
+  std::vector<Item> upserts, steps, flows;
+  // The entry named `name`, and whether it is new (absent or removed); marks it in the file.
+  auto find = [&](const std::string& name, Item& item) {
+    item.entry = jobs_->FindByName(name);
+    if (item.entry != nullptr) in_file[static_cast<size_t>(item.entry->id)] = true;
+    return item.entry == nullptr || !item.entry->active;
+  };
+  // The stored definition of an existing entry: its timing, and its JSON when it reads.
+  auto stored = [&](Item& item) -> std::optional<json> {
+    Result<store::JobRow> row = ctx_->store->GetJob(item.entry->id);
+    if (!row.ok()) return std::nullopt;
+    item.before = row->timing;
+    if (row->timing.kind != item.timing.kind) return std::nullopt;
+    json j = json::parse(row->spec_json, nullptr, false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+  };
+  auto job_changes = [&](Item& item, const Job& job) -> std::vector<std::string> {
+    std::optional<json> j = stored(item);
+    Result<Job> before = j ? wire::JobFromJson(*j) : Result<Job>(Status::Corrupt(""));
+    return before.ok() ? wire::ChangedFields(*before, job)
+                       : std::vector<std::string>{"(unreadable)"};
+  };
+  std::map<std::string, std::vector<std::string>> step_changes;  // by flow
+  for (const Job& job : parsed.file.step_jobs) {
+    Item item{job.name, wire::JobToJson(job).dump(), store::JobTiming::Of(job), &job};
+    item.timing.kind = JobKind::kStep;
+    item.flow = job.name.substr(0, job.name.find(':'));
+    const std::string step = job.name.substr(job.name.find(':') + 1);
+    if (find(job.name, item)) {
+      steps.push_back(std::move(item));
       continue;
     }
-    Result<store::JobRow> row = ctx_->store->GetJob(entry->id);
-    Result<Job> before = row.ok() ? wire::JobFromJson(json::parse(row->spec_json, nullptr, false))
-                                  : Result<Job>(row.status());
-    std::vector<std::string> fields =
-        before.ok() ? wire::ChangedFields(*before, job) : std::vector<std::string>{"(unreadable)"};
+    std::vector<std::string> fields = job_changes(item, job);
+    if (fields.empty()) continue;
+    for (const std::string& f : fields) {
+      step_changes[item.flow].push_back("step \"" + step + "\"." + f);
+    }
+    steps.push_back(std::move(item));
+  }
+  for (const Job& job : parsed.file.jobs) {
+    Item item{job.name, wire::JobToJson(job).dump(), store::JobTiming::Of(job), &job};
+    if (find(job.name, item)) {
+      reply.created.push_back(job.name);
+      upserts.push_back(std::move(item));
+      continue;
+    }
+    std::vector<std::string> fields = job_changes(item, job);
     if (fields.empty()) {
       reply.unchanged.push_back(job.name);
     } else {
       reply.changed.push_back({job.name, fields});
-      if (before.ok()) entry->spec = std::make_shared<const Job>(*before);
-      upserts.push_back({&job, entry});
+      upserts.push_back(std::move(item));
     }
+  }
+  for (const Flow& flow : parsed.file.flows) {
+    Item item{flow.name, wire::FlowToJson(flow).dump(), store::JobTiming::Of(flow), nullptr};
+    if (find(flow.name, item)) {
+      reply.created.push_back(flow.name);
+      flows.push_back(std::move(item));
+      continue;
+    }
+    std::optional<json> j = stored(item);
+    Result<Flow> before = j ? wire::FlowFromJson(*j) : Result<Flow>(Status::Corrupt(""));
+    std::vector<std::string> fields = before.ok() ? wire::FlowChangedFields(*before, flow)
+                                                  : std::vector<std::string>{"(unreadable)"};
+    // What changed in its steps' own jobs is listed with the flow.
+    for (const std::string& f : step_changes[flow.name]) fields.push_back(f);
+    if (fields.empty()) {
+      reply.unchanged.push_back(flow.name);
+    } else {
+      reply.changed.push_back({flow.name, fields});
+      flows.push_back(std::move(item));
+    }
+  }
+  // Jobs, then flows, then the steps' own jobs (which name their flows).
+  for (std::vector<Item>* more : {&flows, &steps}) {
+    for (Item& item : *more) upserts.push_back(std::move(item));
   }
   std::vector<JobEntry*> removals;
   jobs_->ForEach([&](JobEntry& entry) {
     if (entry.active && !in_file[static_cast<size_t>(entry.id)]) removals.push_back(&entry);
   });
-  for (JobEntry* e : removals) reply.removed.push_back(std::string(e->name));
+  for (JobEntry* e : removals) {
+    if (e->kind != JobKind::kStep) reply.removed.push_back(std::string(e->name));
+  }
   bool no_change = reply.created.empty() && reply.changed.empty() && reply.removed.empty() &&
-                   current->text == req.text;
+                   upserts.empty() && removals.empty() && current->text == req.text;
   if (req.dry_run || no_change) return ApplyOutcome{200, reply.ToJson()};
 
   int64_t now = ctx_->NowMs();
@@ -192,8 +268,8 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   Result<int64_t> revision = ctx_->batch->Write([&]() -> Result<int64_t> {
     Result<int64_t> id = ctx_->store->InsertRevision(req.text, req.author, now, summary);
     if (!id.ok()) return id;
-    for (auto& [job, entry] : upserts) {
-      if (Status s = Upsert(*job, entry, *id, now); !s.ok()) return s;
+    for (Item& item : upserts) {
+      if (Status s = Upsert(item, *id, now); !s.ok()) return s;
     }
     for (JobEntry* e : removals) {
       if (Status s = ctx_->store->DeactivateJob(e->id, *id, now); !s.ok()) return s;

@@ -50,7 +50,17 @@ class Applier {
   std::function<std::string(const std::string& target)> target_problem;
 
  private:
-  Status Upsert(const Job& job, JobEntry* existing, int64_t revision, int64_t now);
+  // One row of the job table as the file has it: a [[job]], a [[flow]], or a step's own job.
+  struct Item {
+    std::string name;
+    std::string spec_json;
+    store::JobTiming timing;
+    const Job* job = nullptr;   // the definition new runs take; null for a flow
+    std::string flow;           // a step's own job: its flow (timing.flow_id is set from it)
+    JobEntry* entry = nullptr;  // null: new
+    std::optional<store::JobTiming> before;  // the stored timing of an existing one
+  };
+  Status Upsert(Item& item, int64_t revision, int64_t now);
   Context* ctx_;
   JobIndex* jobs_;
   Scheduler* scheduler_;

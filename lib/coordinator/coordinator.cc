@@ -178,6 +178,7 @@ Status Coordinator::Load(bool quiet) {
         e->misfire_cap = h.misfire_cap;
         e->expect_success_within_ms = h.expect_success_within_ms;
         e->since_ms = h.updated_ms;
+        e->kind = h.kind;
         if (h.active) jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
       },
       &unreadable);
@@ -223,12 +224,15 @@ void Coordinator::ClearMemory() {
   jobs_.Clear();
   dispatcher_->Clear();
   book_->Clear();
+  flow_book_->Clear();
   scheduler_->Clear();
 }
 
 void Coordinator::Reload() {
   ClearMemory();
-  if (Status s = Load(); !s.ok()) {
+  Status s = Load();
+  if (s.ok()) flow_book_->Reconcile();
+  if (!s.ok()) {
     // A shared store that cannot be read again (the database is down, or held by another
     // coordinator now): stop, so that the service restarts this one, as a standby if need be,
     // rather than serve nothing.
@@ -247,6 +251,8 @@ Status Coordinator::Start() {
   dispatcher_ = std::make_unique<Dispatcher>(&ctx_);
   book_ = std::make_unique<RunBook>(&ctx_, &jobs_, dispatcher_.get());
   RunBook* book = book_.get();
+  flow_book_ = std::make_unique<FlowBook>(&ctx_, &jobs_, book);
+  book_->set_flow_hooks(flow_book_->Hooks());
   dispatcher_->set_shard_events(
       {[book](ShardKey key, const std::string& agent, int64_t token, int64_t now_ms) {
          return book->Grant(key, agent, token, now_ms);
@@ -374,6 +380,9 @@ Status Coordinator::Lead() {
   book_->Start();
   log_hub_->Start();
   if (Status s = Load(); !s.ok()) return s.WithContext("loading state from the store");
+  // What only a crash between a step's end and its commit could leave: none, as each step's
+  // end commits with what follows from it; this writes only if that ever failed.
+  flow_book_->Reconcile();
   scheduler_->Start();
   // Only the holder prunes: a standby writes nothing, and its pruner is not armed until it
   // takes over.

@@ -20,6 +20,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
+#include "coordinator/flow_book.h"
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
 #include "coordinator/metrics.h"
@@ -95,6 +96,7 @@ class Coordinator {
   Auth auth_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<RunBook> book_;
+  std::unique_ptr<FlowBook> flow_book_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<Applier> applier_;
   std::unique_ptr<LogHub> log_hub_;

@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/flow_spec.h"
 #include "model/health.h"
 #include "model/job.h"
 #include "model/run.h"
@@ -48,6 +49,8 @@ struct JobEntry {
   int open_runs = 0;
   Misfire misfire = Misfire::kFireOnce;
   Overlap overlap = Overlap::kForbid;
+  // A [[flow]] fires flow runs (FlowBook); a step's own job runs only as a step of its flow.
+  JobKind kind = JobKind::kJob;
   std::optional<RunState> last_state;
   bool active = true;  // in the current job file
   bool paused = false;

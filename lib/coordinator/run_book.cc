@@ -80,6 +80,12 @@ Result<std::shared_ptr<const Job>> RunBook::SpecOf(JobEntry& job) {
 Status RunBook::Load(RunRecord run) {
   JobEntry* job = jobs_->Find(run.job_id);
   if (job == nullptr) return Status::Corrupt("run " + std::to_string(run.id) + " of unknown job");
+  if (IsFlowRun(run)) {
+    OpenRun& open = open_[run.id];
+    open.rec = std::move(run);
+    ++job->open_runs;
+    return flow_hooks_.opened ? flow_hooks_.opened(open.rec, /*loaded=*/true) : Status::Ok();
+  }
   Result<std::shared_ptr<const Job>> spec = SpecOf(*job);
   if (!spec.ok()) return spec.status();
   OpenRun& open = open_[run.id];
@@ -106,6 +112,7 @@ Status RunBook::LoadSpecs(const std::vector<JobEntry*>& jobs) {
   std::vector<int64_t> ids;
   std::unordered_map<int64_t, JobEntry*> by_id;
   for (JobEntry* job : jobs) {
+    if (job->kind == JobKind::kFlow) continue;  // a flow run's graph is the FlowBook's
     if (job->spec || !by_id.emplace(job->id, job).second) continue;
     ids.push_back(job->id);
   }
@@ -124,8 +131,6 @@ Status RunBook::LoadSpecs(const std::vector<JobEntry*>& jobs) {
 Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int64_t scheduled_ms,
                                            const std::string& env_json, const std::string& key,
                                            int64_t not_before_ms, const std::string& trace_id) {
-  Result<std::shared_ptr<const Job>> spec = SpecOf(job);
-  if (!spec.ok()) return spec.status();
   int64_t now = ctx_->NowMs();
   RunRecord rec;
   rec.job_id = job.id;
@@ -137,6 +142,18 @@ Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int6
   rec.idempotency_key = key;
   rec.env_json = env_json;
   rec.not_before_ms = not_before_ms;
+  if (job.kind == JobKind::kFlow) {
+    // A flow run has no shards: it runs from the moment it exists, through its steps.
+    if (!flow_hooks_.graph) return Status::Internal("this coordinator runs no flows");
+    Result<std::string> graph = flow_hooks_.graph(job);
+    if (!graph.ok()) return graph.status();
+    rec.flow_json = std::move(*graph);
+    rec.shard_total = 0;
+    rec.state = RunState::kRunning;
+    return Prepared{&job, std::move(rec), nullptr};
+  }
+  Result<std::shared_ptr<const Job>> spec = SpecOf(job);
+  if (!spec.ok()) return spec.status();
   if (reason == RunReason::kSchedule && (*spec)->jitter.count() > 0) {
     // A random delay of [0, jitter] for this fire, on the run for all to see.
     uint64_t span = static_cast<uint64_t>((*spec)->jitter.count()) + 1;
@@ -172,6 +189,14 @@ void RunBook::Open(Prepared& run) {
                                   {"scheduled_ms", rec.scheduled_ms},
                                   {"reason", RunReasonName(rec.reason)},
                                   {"shards", rec.shard_total}});
+  if (IsFlowRun(rec)) {
+    OpenRun& open = open_[rec.id];
+    open.rec = rec;
+    ++run.job->open_runs;
+    // Its first steps start in this batch; a failure there fails the turn.
+    if (flow_hooks_.opened) (void)flow_hooks_.opened(open.rec, /*loaded=*/false);
+    return;
+  }
   if (rec.shard_total == 0) return;
   OpenRun& open = open_[rec.id];
   open.rec = rec;
@@ -364,6 +389,12 @@ wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token
   g.cwd = spec.cwd;
   if (spec.timeout) g.timeout_ms = spec.timeout->count();
   g.kill_grace_ms = spec.kill_grace.count();
+  if (run.rec.flow_run_id != 0) {
+    // A step: what it learns of its flow run, as FlowBook recorded it when it started it.
+    Result<wire::StepContext> step =
+        wire::StepContext::FromJson(nlohmann::json::parse(run.rec.flow_json, nullptr, false));
+    if (step.ok()) g.step = std::move(*step);
+  }
   return g;
 }
 
@@ -586,6 +617,11 @@ Status RunBook::Cancel(int64_t run_id, const std::string& why) {
                             std::string(RunStateName((*stored)->state)));
   }
   OpenRun& run = it->second;
+  if (IsFlowRun(run.rec)) {
+    if (!flow_hooks_.cancel) return Status::Internal("this coordinator runs no flows");
+    flow_hooks_.cancel(run_id, why);
+    return Status::Ok();
+  }
   int64_t now = ctx_->NowMs();
   run.rec.note = why;
   for (ShardRecord& shard : run.rec.shards) {
@@ -612,6 +648,17 @@ void RunBook::MaybeFinish(OpenRun& run) {
     }
     return;
   }
+  Finish(run, state);
+}
+
+void RunBook::FinishFlowRun(int64_t run_id, RunState state, const std::string& note) {
+  auto it = open_.find(run_id);
+  if (it == open_.end()) return;
+  if (!note.empty()) it->second.rec.note = note;
+  Finish(it->second, state);
+}
+
+void RunBook::Finish(OpenRun& run, RunState state) {
   int64_t now = ctx_->NowMs();
   run.rec.state = state;
   run.rec.finished_ms = now;
@@ -645,6 +692,8 @@ void RunBook::MaybeFinish(OpenRun& run) {
   });
   for (const ShardRecord& shard : run.rec.shards) answered_.erase({run.rec.id, shard.index});
   open_.erase(run.rec.id);
+  // Last: the FlowBook may start the next steps (and end the flow run) from here.
+  if (rec->flow_run_id != 0 && flow_hooks_.step_ended) flow_hooks_.step_ended(*rec);
 }
 
 void RunBook::Wait(int64_t run_id, std::function<void(std::optional<RunRecord>)> cb) {

@@ -109,6 +109,28 @@ class RunBook {
   // The job's definition, loaded from the store when no open run holds it.
   Result<std::shared_ptr<const Job>> SpecOf(JobEntry& job);
 
+  // Flows. A flow run is a run of a [[flow]]'s row with no shards of its own; its steps are
+  // runs of their jobs that name it (RunRecord::flow_run_id). The RunBook keeps it open (so
+  // overlap, Wait and listing see it) while its owner, the FlowBook, decides its steps
+  // through these hooks; it ends only by FinishFlowRun.
+  struct FlowHooks {
+    // The graph a new run of `flow` starts with (RunRecord::flow_json), or why it cannot run.
+    std::function<Result<std::string>(JobEntry& flow)> graph;
+    // A flow run was opened: inserted in this turn's batch, or `loaded` from the store.
+    std::function<Status(const RunRecord& flow_run, bool loaded)> opened;
+    // A step run ended, in the batch that ended it, after it left the book: the FlowBook may
+    // create runs and finish its flow run from here.
+    std::function<void(const RunRecord& step_run)> step_ended;
+    // Cancel of an open flow run: its steps are canceled, then FinishFlowRun.
+    std::function<void(int64_t flow_run_id, const std::string& why)> cancel;
+  };
+  void set_flow_hooks(FlowHooks hooks) { flow_hooks_ = std::move(hooks); }
+  // Ends an open flow run in the current write batch, as MaybeFinish ends a run whose last
+  // shard ended: waiters, health, on_runs_ended.
+  void FinishFlowRun(int64_t run_id, RunState state, const std::string& note);
+  // A run that is a flow run (not one of its steps, not a plain run).
+  static bool IsFlowRun(const RunRecord& r) { return r.flow_run_id == 0 && !r.flow_json.empty(); }
+
   // Called after the commit that finished a run (log followers stop waiting).
   std::function<void(int64_t run_id)> on_finished;
   // Called in the write batch that finished a job's last open run (a fixed-delay job's
@@ -140,6 +162,8 @@ class RunBook {
   void Requeue(OpenRun& run, ShardRecord& shard, int64_t not_before_ms);
   int64_t BackoffMs(const Job& spec, int attempt) const;
   void MaybeFinish(OpenRun& run);
+  // The terminal half of MaybeFinish: records the run's end and lets it go.
+  void Finish(OpenRun& run, RunState state);
   void Save(const ShardRecord& shard);
   void EraseDeadline(ShardKey key);
   void ArmDeadlines();
@@ -163,6 +187,7 @@ class RunBook {
   std::set<std::pair<int64_t, ShardKey>> deadlines_;
   std::unique_ptr<uvx::Timer> deadline_timer_;
   bool started_ = false;
+  FlowHooks flow_hooks_;
 };
 
 // 32 random hex digits: a W3C trace id for a new run.

@@ -51,6 +51,9 @@ Result<StoreView> Read(store::Store* db, store::LogStore* logs) {
   StoreView view;
   Status bad;
   Status s = db->ForEachJob([&](store::JobRow&& row) {
+    // Flows and the jobs that run only as their steps fire nothing on a schedule of their own:
+    // the checks of jobs' fires are not about them.
+    if (row.timing.kind != JobKind::kJob || row.timing.schedule.empty()) return;
     Result<Job> spec = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
     if (!spec.ok()) {
       if (bad.ok()) bad = spec.status().WithContext("job " + row.name);

@@ -262,9 +262,9 @@ TEST_F(CliE2eTest, ApplyDiffPullRoundTripTheFileByteExact) {
   EXPECT_NE(stale.err.find("alice"), std::string::npos) << stale.err;
 }
 
-// Flows are read and checked everywhere a job file is (validate, diff), and the coordinator
-// refuses a file with one, naming it, rather than applying its jobs without it.
-TEST_F(CliE2eTest, FlowsAreValidatedAndDiffedAndApplyRefusesThemWhole) {
+// Flows are read and checked everywhere a job file is (validate, diff), applied with the file's
+// jobs, listed without their steps' own jobs, and run by `trigger --wait` with its result.
+TEST_F(CliE2eTest, FlowsAreValidatedDiffedAppliedAndTriggered) {
   dir_.Write("jobs.toml", kJobs);
   ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
   std::string with_flow = std::string(kJobs) +
@@ -290,15 +290,19 @@ TEST_F(CliE2eTest, FlowsAreValidatedAndDiffedAndApplyRefusesThemWhole) {
   EXPECT_EQ(diff_json["flows"]["created"], json::array({"nightly"}));
 
   ProcessResult apply = Jobctl({"apply"});
-  EXPECT_EQ(apply.exit_code, 65) << apply.out << apply.err;
-  EXPECT_NE(apply.err.find(":24:8: flow \"nightly\": this coordinator does not run flows yet"),
-            std::string::npos)
-      << apply.err;
-  // Nothing of the file was applied: the jobs are as before.
-  EXPECT_EQ(Jobctl({"diff"}).out, "+ flow nightly\n");
-  ProcessResult pulled = Jobctl({"pull", "-o", dir_.path() + "/pulled.toml"});
-  ASSERT_EQ(pulled.exit_code, 0) << pulled.err;
-  EXPECT_EQ(dir_.Read("pulled.toml"), kJobs);
+  EXPECT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  EXPECT_NE(apply.out.find("created    nightly\n"), std::string::npos) << apply.out;
+  EXPECT_NE(apply.out.find("1 created, 0 changed, 0 removed, 4 unchanged"), std::string::npos)
+      << apply.out;
+  EXPECT_EQ(Jobctl({"diff"}).exit_code, 0);
+  json list = json::parse(Jobctl({"list", "-o", "json"}).out);
+  std::vector<std::string> names;
+  for (const json& j : list) names.push_back(j["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"bad", "nightly", "ok", "slow", "three"}))
+      << list.dump();
+  // "first" runs the job "ok", "then" its own command; the flow run waits for both.
+  ProcessResult run = Jobctl({"trigger", "nightly", "--wait"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
 
   // A changed step of the file's own reads as such.
   std::string bad = with_flow;

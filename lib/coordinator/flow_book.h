@@ -1,0 +1,76 @@
+// FlowBook runs flows: it owns each unfinished flow run's frozen graph and its steps' states,
+// starts a step when AdvanceFlow (model/flow.h) says its needs are met, records as skipped
+// (with the reason) a step that can no longer run, and ends the flow run when nothing waits
+// or runs, each in the write batch of the change that decided it: the turn that accepted a
+// step's last result also creates the next steps' runs. A step run is an ordinary RunBook run
+// (shards, retries, leases, output) of the step's job, reason "flow"; the store's runs_step
+// index refuses a second run of one step of one flow run. After a restart the states are read
+// back from the store and Reconcile advances what a crash could not have left half done.
+// Loop thread only; owned by the Coordinator, called by the RunBook through its FlowHooks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "coordinator/context.h"
+#include "coordinator/job_index.h"
+#include "coordinator/run_book.h"
+#include "model/flow.h"
+#include "model/flow_spec.h"
+
+namespace jobctl::coordinator {
+
+class FlowBook {
+ public:
+  FlowBook(Context* ctx, JobIndex* jobs, RunBook* book);
+  FlowBook(const FlowBook&) = delete;
+  FlowBook& operator=(const FlowBook&) = delete;
+
+  // What the RunBook calls (RunBook::set_flow_hooks).
+  RunBook::FlowHooks Hooks();
+  void Clear();
+  // The holder, after loading: advances every open flow run, in the current write batch.
+  // On a store every commit kept consistent this writes nothing.
+  void Reconcile();
+  size_t open_flow_runs() const { return open_.size(); }
+
+ private:
+  struct OpenFlowRun {
+    int64_t id = 0;
+    int64_t job_id = 0;  // the flow's row
+    int64_t scheduled_ms = 0;
+    std::string trace_id;
+    Flow flow;  // as the run started: its graph does not change under it
+    std::vector<FlowNode> graph;
+    std::vector<StepState> states;  // by step
+    std::vector<int64_t> run_ids;   // by step; 0 while waiting
+    std::string broken;             // why the stored graph does not read; "" when it does
+    bool canceling = false;
+  };
+
+  Result<std::string> GraphOf(JobEntry& flow);
+  Status OnOpened(const RunRecord& flow_run, bool loaded);
+  void OnStepEnded(const RunRecord& step_run);
+  void OnCancel(int64_t flow_run_id, const std::string& why);
+  // Applies AdvanceFlow until nothing more follows: starts, skips, and the end.
+  void Advance(OpenFlowRun& run);
+  // A step run that ends as it is made (skipped, or failed before it could start).
+  RunRecord EndedStep(const OpenFlowRun& run, int step, int64_t job_id, RunState state,
+                      const std::string& note) const;
+  // Inserts runs that ended as they were made; false (the turn failed) when one was not.
+  bool InsertEnded(OpenFlowRun& run, std::vector<RunRecord>& recs);
+  // What a step run records of its flow run (RunRecord::flow_json): wire::StepContext
+  // without outputs.
+  std::string StepContextJson(const OpenFlowRun& run, int step) const;
+  // Ends the flow run (erasing it): succeeded when no step failed; canceled while canceling.
+  void End(OpenFlowRun& run, const std::string& why = "");
+
+  Context* ctx_;
+  JobIndex* jobs_;
+  RunBook* book_;
+  std::map<int64_t, OpenFlowRun> open_;
+};
+
+}  // namespace jobctl::coordinator

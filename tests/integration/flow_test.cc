@@ -1,0 +1,346 @@
+// Flows against the real `jobctl serve`: a flow run starts each step once its needs ended,
+// in the commit that ended them; a step that can no longer run is recorded as skipped with
+// the reason; the flow run ends when nothing waits or runs, succeeded only when no step
+// failed; cancel stops its steps; a coordinator killed between steps resumes the flow run and
+// runs no step twice. The agent is a test agent that chooses each step's result, except in
+// the last test, where real agentd processes run the steps' commands.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "testlib/cluster.h"
+#include "testlib/coordinator_fixture.h"
+
+namespace jobctl::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// a -> (b, c) -> d, each step with its own command.
+constexpr const char* kDiamond = R"([[flow]]
+name = "etl"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "a"
+  shell = "echo a"
+  [[flow.step]]
+  name = "b"
+  needs = ["a"]
+  shell = "echo b"
+  [[flow.step]]
+  name = "c"
+  needs = ["a"]
+  shell = "echo c"
+  [[flow.step]]
+  name = "d"
+  needs = ["b", "c"]
+  shell = "echo d"
+)";
+
+class FlowTest : public CoordinatorFixture {
+ protected:
+  json Trigger(const std::string& flow) {
+    json run = coord_->PostJson("/v1/jobs/" + flow + "/trigger", json::object());
+    EXPECT_TRUE(run.contains("id")) << run.dump();
+    return run;
+  }
+  // The step names of what one claim brings (waiting up to `wait_ms` for the first).
+  static std::set<std::string> StepsOf(const std::vector<json>& grants) {
+    std::set<std::string> out;
+    for (const json& g : grants)
+      out.insert(g.contains("step") ? g["step"]["step"].get<std::string>() : "-");
+    return out;
+  }
+  // Every run of a step's job.
+  json StepRuns(const std::string& job) { return coord_->Runs(job); }
+};
+
+// The diamond: a first; b and c together once a succeeded, each told a's run id; d only
+// once both ended, told both; each step runs once, reason "flow", in the flow run's trace;
+// the flow run succeeds when d does.
+TEST_F(FlowTest, DiamondStartsEachStepOnceWhenItsNeedsHaveEnded) {
+  Start();
+  json applied = coord_->Apply(kDiamond);
+  EXPECT_EQ(applied["created"], json::array({"etl"})) << applied.dump();
+  json flow_run = Trigger("etl");
+  EXPECT_EQ(flow_run["state"], "running") << flow_run.dump();
+  EXPECT_EQ(flow_run["shard_total"], 0);
+  const int64_t flow_run_id = flow_run["id"];
+  TestAgent agent(*coord_, "a1");
+
+  std::vector<json> first = agent.ClaimUpTo(4, 2000);
+  ASSERT_EQ(StepsOf(first), std::set<std::string>{"a"});
+  const json& a = first[0];
+  EXPECT_EQ(a["job"], "etl:a");
+  EXPECT_EQ(a["step"]["flow"], "etl");
+  EXPECT_EQ(a["step"]["flow_run"], flow_run_id);
+  EXPECT_TRUE(a["step"]["needs"].empty());
+  EXPECT_EQ(a["trace_id"], flow_run["trace_id"]);
+  ASSERT_EQ(agent.Finish(a, 0).status, 200);
+
+  std::vector<json> second = agent.ClaimUpTo(2, 5000);
+  ASSERT_EQ(StepsOf(second), (std::set<std::string>{"b", "c"}));
+  for (const json& g : second) {
+    EXPECT_EQ(g["step"]["needs"], json({{"a", a["run"]}})) << g.dump();
+    EXPECT_EQ(g["trace_id"], flow_run["trace_id"]);
+  }
+  ASSERT_EQ(agent.Finish(second[0], 0).status, 200);
+  // d waits for the other one.
+  EXPECT_TRUE(agent.Claim(4, 300).empty());
+  ASSERT_EQ(agent.Finish(second[1], 0).status, 200);
+
+  std::vector<json> third = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(third), std::set<std::string>{"d"});
+  std::map<std::string, int64_t> runs_of;
+  for (const json& g : second) runs_of[g["step"]["step"]] = g["run"];
+  EXPECT_EQ(third[0]["step"]["needs"], json({{"b", runs_of["b"]}, {"c", runs_of["c"]}}));
+  EXPECT_TRUE(coord_->GetJson("/v1/runs/" + std::to_string(flow_run_id))["finished_at"]
+                  .get<std::string>()
+                  .empty());
+  ASSERT_EQ(agent.Finish(third[0], 0).status, 200);
+
+  json done = coord_->WaitRun(flow_run_id, seconds(10));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["note"], "");
+  for (const char* step : {"etl:a", "etl:b", "etl:c", "etl:d"}) {
+    json runs = StepRuns(step);
+    ASSERT_EQ(runs.size(), 1u) << step << ": " << runs.dump();
+    EXPECT_EQ(runs[0]["reason"], "flow");
+    EXPECT_EQ(runs[0]["state"], "succeeded");
+    EXPECT_EQ(runs[0]["trace_id"], flow_run["trace_id"]);
+  }
+  // A step's own job is shown with its flow, not as a job of its own.
+  json list = coord_->GetJson("/v1/jobs");
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_EQ(list[0]["name"], "etl");
+  EXPECT_EQ(list[0]["last_state"], "succeeded");
+}
+
+// load fails: page (when = "failure") and cleanup (when = "always") run, report (needs load's
+// success) is skipped with the reason, and the flow run fails naming load. A step naming a
+// [[job]] runs that job; the job also runs on its own.
+TEST_F(FlowTest, FailedStepRunsTheFailureAndAlwaysStepsAndSkipsTheRest) {
+  Start();
+  coord_->Apply(R"([[job]]
+name = "extract"
+shell = "echo extract"
+
+[[flow]]
+name = "nightly"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "extract"
+  job = "extract"
+  [[flow.step]]
+  name = "load"
+  needs = ["extract"]
+  shell = "exit 3"
+  [[flow.step]]
+  name = "report"
+  needs = ["load"]
+  shell = "echo report"
+  [[flow.step]]
+  name = "page"
+  needs = ["load"]
+  when = "failure"
+  shell = "echo page"
+  [[flow.step]]
+  name = "cleanup"
+  needs = ["load"]
+  when = "always"
+  shell = "echo cleanup"
+)");
+  json flow_run = Trigger("nightly");
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"extract"});
+  EXPECT_EQ(g[0]["job"], "extract");
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"load"});
+  ASSERT_EQ(agent.Finish(g[0], 3).status, 200);
+  g = agent.ClaimUpTo(2, 5000);
+  ASSERT_EQ(StepsOf(g), (std::set<std::string>{"page", "cleanup"}));
+  for (const json& x : g) ASSERT_EQ(agent.Finish(x, 0).status, 200);
+
+  json done = coord_->WaitRun(flow_run["id"], seconds(10));
+  EXPECT_EQ(done["state"], "failed") << done.dump();
+  EXPECT_EQ(done["note"], "load failed; 1 step skipped");
+  json report = StepRuns("nightly:report");
+  ASSERT_EQ(report.size(), 1u) << report.dump();
+  EXPECT_EQ(report[0]["state"], "skipped");
+  EXPECT_EQ(report[0]["shard_total"], 0);
+  EXPECT_NE(report[0]["note"].get<std::string>().find("load"), std::string::npos)
+      << report[0].dump();
+  EXPECT_EQ(StepRuns("nightly:load")[0]["state"], "failed");
+
+  // The named job still runs by itself, as a plain run.
+  json plain = coord_->PostJson("/v1/jobs/extract/trigger", json::object());
+  g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_FALSE(g[0].contains("step")) << g[0].dump();
+  EXPECT_EQ(g[0]["run"], plain["id"]);
+}
+
+// Cancel of a flow run: the running step is canceled (its holder learns it), the waiting ones
+// are skipped "flow run canceled", the flow run ends canceled, and nothing more is handed out.
+TEST_F(FlowTest, CancelStopsTheRunningStepsAndSkipsTheWaitingOnes) {
+  Start();
+  coord_->Apply(kDiamond);
+  json flow_run = Trigger("etl");
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"a"});
+  json canceled = coord_->PostJson(
+      "/v1/runs/" + std::to_string(flow_run["id"].get<int64_t>()) + "/cancel", json::object());
+  EXPECT_EQ(canceled["state"], "canceled") << canceled.dump();
+  EXPECT_EQ(StepRuns("etl:a")[0]["state"], "canceled");
+  for (const char* step : {"etl:b", "etl:c", "etl:d"}) {
+    json runs = StepRuns(step);
+    ASSERT_EQ(runs.size(), 1u) << step;
+    EXPECT_EQ(runs[0]["state"], "skipped");
+    EXPECT_EQ(runs[0]["note"], "flow run canceled");
+  }
+  // The holder's late result changes nothing.
+  agent.Finish(g[0], 0);
+  EXPECT_TRUE(agent.Claim(4, 300).empty());
+  EXPECT_EQ(coord_->WaitRun(flow_run["id"], seconds(5))["state"], "canceled");
+}
+
+// A coordinator killed with SIGKILL after a step's result was acknowledged starts the next
+// steps from the store when it comes back, once each; killed again while they run, it keeps
+// their leases, and the flow run ends as its graph says.
+TEST_F(FlowTest, KilledCoordinatorResumesTheFlowRunAndRunsNoStepTwice) {
+  Start();
+  coord_->Apply(kDiamond);
+  json flow_run = Trigger("etl");
+  std::vector<json> g;
+  {
+    TestAgent agent(*coord_, "a1");
+    g = agent.ClaimUpTo(1, 2000);
+    ASSERT_EQ(StepsOf(g), std::set<std::string>{"a"});
+    ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  }
+  coord_->Kill9();
+  coord_->Start();
+  TestAgent agent(*coord_, "a1");
+  g = agent.ClaimUpTo(2, 5000);
+  ASSERT_EQ(StepsOf(g), (std::set<std::string>{"b", "c"}));
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  coord_->Kill9();
+  coord_->Start();
+  // The other step's lease survived the restart: its result is taken, and d follows.
+  ASSERT_EQ(agent.Finish(g[1], 0).status, 200);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"d"});
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  EXPECT_TRUE(agent.Claim(4, 300).empty());
+  EXPECT_EQ(coord_->WaitRun(flow_run["id"], seconds(10))["state"], "succeeded");
+  for (const char* step : {"etl:a", "etl:b", "etl:c", "etl:d"}) {
+    EXPECT_EQ(StepRuns(step).size(), 1u) << step;
+  }
+}
+
+// A flow fires on its schedule (overlap = "forbid": an instant while its run is open is
+// recorded as skipped); a step's own job cannot be triggered alone; a flow takes no params;
+// a flow run is not retried as a job's run is.
+TEST_F(FlowTest, AFlowFiresOnItsScheduleAndRefusesWhatItCannotDo) {
+  Start();
+  coord_->Apply(R"([[flow]]
+name = "tick"
+schedule = "@every 1s"
+  [[flow.step]]
+  name = "only"
+  shell = "true"
+)");
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return coord_->Runs("tick").size() >= 2; }, seconds(10)));
+  json runs = coord_->Runs("tick");
+  // The newest is skipped (overlap) or the first still runs: no step was finished.
+  bool skipped = false;
+  for (const json& r : runs) {
+    EXPECT_EQ(r["reason"], "schedule");
+    if (r["state"] == "skipped") {
+      skipped = true;
+      EXPECT_NE(r["note"].get<std::string>().find("overlap=forbid"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(skipped) << runs.dump();
+  EXPECT_EQ(StepRuns("tick:only").size(), 1u);
+
+  http::HttpResponse step = coord_->Request("POST", "/v1/jobs/tick:only/trigger", "{}");
+  EXPECT_EQ(step.status, 409) << step.body;
+  http::HttpResponse params =
+      coord_->Request("POST", "/v1/jobs/tick/trigger", R"({"params": {"X": "1"}})");
+  EXPECT_EQ(params.status, 400) << params.body;
+
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_EQ(agent.Finish(g[0], 1).status, 200);
+  int64_t first = g[0]["step"]["flow_run"];
+  EXPECT_EQ(coord_->WaitRun(first, seconds(5))["state"], "failed");
+  http::HttpResponse retry =
+      coord_->Request("POST", "/v1/runs/" + std::to_string(first) + "/retry", "{}");
+  EXPECT_EQ(retry.status, 409) << retry.body;
+}
+
+// Applying: a flow and its steps' own jobs are created together; the same file again changes
+// nothing; a step's command changed is listed as the flow's change; a flow left out of the
+// file is removed with its steps' jobs.
+TEST_F(FlowTest, ApplyCreatesChangesAndRemovesFlowsWithTheirSteps) {
+  Start();
+  json first = coord_->Apply(kDiamond);
+  EXPECT_EQ(first["created"], json::array({"etl"}));
+  json again = coord_->Apply(kDiamond);
+  EXPECT_EQ(again["unchanged"], json::array({"etl"})) << again.dump();
+  EXPECT_TRUE(again["changed"].empty());
+  std::string edited = kDiamond;
+  edited.replace(edited.find("echo d"), 6, "echo D");
+  json changed = coord_->Apply(edited);
+  ASSERT_EQ(changed["changed"].size(), 1u) << changed.dump();
+  EXPECT_EQ(changed["changed"][0]["name"], "etl");
+  EXPECT_EQ(changed["changed"][0]["fields"], json::array({"step \"d\".shell"}));
+  json show = coord_->GetJson("/v1/jobs/etl");
+  EXPECT_EQ(show["kind"], "flow") << show.dump();
+  EXPECT_EQ(show["flow"]["steps"].size(), 4u);
+  json removed = coord_->Apply("[[job]]\nname = \"x\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  EXPECT_EQ(removed["removed"], json::array({"etl"})) << removed.dump();
+  http::HttpResponse gone = coord_->Request("POST", "/v1/jobs/etl/trigger", "{}");
+  EXPECT_NE(gone.status, 201) << gone.body;
+}
+
+// Real agents run the steps' commands, each with its flow context in the environment.
+TEST_F(FlowTest, RealAgentsRunTheStepsWithTheirContext) {
+  Start();
+  coord_->Apply(R"([[flow]]
+name = "pipe"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "first"
+  shell = "echo first $JOB_FLOW $JOB_STEP"
+  [[flow.step]]
+  name = "second-one"
+  needs = ["first"]
+  shell = "echo second $JOB_FLOW_RUN_ID $JOB_NEED_FIRST_RUN_ID"
+)");
+  AgentProcess agent1(*coord_, dir_, "h1");
+  AgentProcess agent2(*coord_, dir_, "h2");
+  json flow_run = Trigger("pipe");
+  json done = coord_->WaitRun(flow_run["id"], seconds(30));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump() << agent1.Logs() << agent2.Logs();
+  json first = StepRuns("pipe:first");
+  json second = StepRuns("pipe:second-one");
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(coord_->Output(first[0]["id"], 0, "stdout"), "first pipe first\n");
+  EXPECT_EQ(coord_->Output(second[0]["id"], 0, "stdout"),
+            "second " + std::to_string(flow_run["id"].get<int64_t>()) + " " +
+                std::to_string(first[0]["id"].get<int64_t>()) + "\n");
+}
+
+}  // namespace
+}  // namespace jobctl::testing
