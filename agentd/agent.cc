@@ -8,6 +8,7 @@
 #include "base/secret_file.h"
 #include "model/env_rules.h"
 #include "secrets.h"
+#include "step_output.h"
 
 namespace jobctl::agentd {
 namespace {
@@ -82,6 +83,16 @@ Status Agent::Start() {
       !s.ok()) {
     log::Warn("cannot start the fence; shards are fenced only while agentd runs",
               {{"error", s.message()}});
+  }
+  // Flow steps come only to agents that say they can take them: one that cannot make its
+  // output directory runs everything else.
+  if (Status s = PrepareOutputDir(settings_.output_dir); !s.ok()) {
+    log::Warn("cannot use the output directory; this agent takes no flow steps",
+              {{"output_dir", settings_.output_dir}, {"error", s.message()}});
+  } else {
+    step_output_ready_ = true;
+    settings_.identity.features = {wire::kStepOutputFeature};
+    claimer_->SetIdentity(settings_.identity);
   }
   log::Info("agentd started", {{"agent", settings_.identity.name},
                                {"coordinator", link_->current_url()},
@@ -195,10 +206,26 @@ void Agent::Launch(RunningShard& shard) {
     user = *u;
     switch_user = true;
   }
+  std::string output_path;
+  if (a.step) {
+    if (!step_output_ready_) {
+      return EndUnstarted(a.key, Outcome::kSpawnFailed,
+                          "this agentd cannot run flow steps: its output_dir is not usable");
+    }
+    Result<std::string> path =
+        CreateStepOutput(settings_.output_dir, a.key, NewSpanId(), user, switch_user);
+    if (!path.ok()) return EndUnstarted(a.key, Outcome::kSpawnFailed, path.status().message());
+    output_path = *path;
+    step_outputs_[a.key] = output_path;
+  }
   SpawnSpec spec = BuildSpawnSpec(a, {settings_.exe_path, settings_.state_dir, user, switch_user,
-                                      NewSpanId(), std::move(*secrets)});
+                                      NewSpanId(), std::move(*secrets), output_path});
   shipper_->Open(a.key, a.token);
   if (Status s = shard.Start(spec); !s.ok()) {
+    if (!output_path.empty()) {
+      ::unlink(output_path.c_str());
+      step_outputs_.erase(a.key);
+    }
     log::Warn("cannot start shard", {{"job", a.job},
                                      {"run", a.key.run},
                                      {"shard", a.key.shard},
@@ -250,6 +277,20 @@ void Agent::OnShardDone(ShardResult result) {
                            {"outcome", OutcomeName(result.outcome)},
                            {"exit", result.exit_code.value_or(-1)}});
   if (it->second->pid() > 0) fence_.Disarm(it->second->pid(), result.key);
+  if (auto out = step_outputs_.find(result.key); out != step_outputs_.end()) {
+    // What the step left for the steps that need it; read (and removed) whatever the ending.
+    Result<StepOutputs> outputs = CollectStepOutput(out->second);
+    step_outputs_.erase(out);
+    if (result.outcome == Outcome::kExited && result.exit_code == 0) {
+      if (outputs.ok()) {
+        result.outputs = std::move(*outputs);
+      } else {
+        // It exited 0 but what it wrote does not read: its dependents would run without it.
+        result.outcome = Outcome::kBadOutput;
+        result.message = outputs.status().message();
+      }
+    }
+  }
   // Destroys the RunningShard, whose callback this is; it touches nothing after calling it.
   shards_.erase(it);
   if (stale_.erase(result.key) > 0) {

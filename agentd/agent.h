@@ -46,6 +46,7 @@ struct AgentSettings {
   std::string exe_path;  // agentd itself, for the exec helper
   Policy policy;
   std::string secrets_dir = "/etc/agentd/secrets";  // jobs' `secrets` files (secrets.h)
+  std::string output_dir;  // flow steps' $JOB_OUTPUT files (step_output.h); "" = none
   std::chrono::milliseconds drain_timeout{60'000};
   std::chrono::milliseconds kill_grace{10'000};
   int64_t spool_max_bytes = int64_t{256} << 20;
@@ -109,6 +110,9 @@ class Agent {
   std::unique_ptr<Claimer> claimer_;
   std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
   std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
+  // Flow steps' $JOB_OUTPUT files, by attempt, from their start to their end.
+  std::map<AttemptKey, std::string> step_outputs_;
+  bool step_output_ready_ = false;  // settings_.output_dir is usable: flow steps are taken
   uvx::Timer drain_timer_;
   uvx::Timer flush_timer_;
   bool started_ = false;

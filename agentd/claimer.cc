@@ -58,6 +58,7 @@ void Claimer::MaybeClaim() {
 void Claimer::Claim(int free, int64_t wait_ms) {
   wire::ClaimRequest body{identity_.name, identity_.labels,  identity_.slots,
                           free,           identity_.version, wait_ms};
+  body.features = identity_.features;
   uint64_t seq = ++seq_;
   open_ = true;
   int64_t sent = clock_->MonotonicMs();

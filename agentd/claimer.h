@@ -30,6 +30,7 @@ struct AgentIdentity {
   std::map<std::string, std::string> labels;
   int slots = 1;
   std::string version;
+  std::vector<std::string> features;  // what it can do beyond the base protocol (ClaimRequest)
 };
 
 class Claimer {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -113,6 +114,16 @@ Result<LoadedSettings> LoadSettings(const Flags& flags, const char* token_env,
   s.exe_path = exe_path;
   s.policy = {c.allow_run_as, c.allow_commands};
   s.secrets_dir = c.secrets_dir;
+  // Under systemd the unit's RuntimeDirectory (/run/agentd) holds the step output files, so
+  // that steps running as other users can reach theirs; else a directory in the state dir.
+  if (!c.output_dir.empty()) {
+    s.output_dir = c.output_dir;
+  } else if (const char* run = std::getenv("RUNTIME_DIRECTORY");
+             run != nullptr && *run == '/' && std::strchr(run, ':') == nullptr) {
+    s.output_dir = std::string(run) + "/outputs";
+  } else {
+    s.output_dir = s.state_dir + "/outputs";
+  }
   s.drain_timeout = c.drain_timeout;
   s.kill_grace = c.kill_grace;
   s.spool_max_bytes = c.spool_max_bytes;

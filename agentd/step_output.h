@@ -19,7 +19,7 @@ namespace jobctl::agentd {
 // `dir` as an output directory: created when missing, never through a link, owned by
 // agentd's user, mode 0711, and emptied of the files a previous agentd left behind (their
 // attempts ended with it); any other entry is left alone. Its parent must be writable by
-// agentd's user alone (the default, /run/agentd, is).
+// agentd's user alone (as /run/agentd, the unit's RuntimeDirectory, and the state dir are).
 Status PrepareOutputDir(const std::string& dir);
 
 // Creates dir/r<run>-s<shard>-a<attempt>-<suffix> (O_EXCL, O_NOFOLLOW), mode 0600, owned by

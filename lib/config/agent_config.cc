@@ -118,6 +118,11 @@ void ReadSecretsDir(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
   if (c.secrets_dir.empty() || c.secrets_dir.front() != '/') p.Expected(n, k, "an absolute path");
 }
 
+void ReadOutputDir(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
+  ReadName(n, k, p, c.output_dir);
+  if (c.output_dir.empty() || c.output_dir.front() != '/') p.Expected(n, k, "an absolute path");
+}
+
 void ReadSpoolMax(const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
   std::optional<int64_t> v = ParseSize(n);
   if (v && *v >= kMinSpoolBytes)
@@ -145,6 +150,7 @@ constexpr KeySpec<AgentConfig, KeyProblems> kAgentKeys[] = {
        ReadStrings(n, k, p, c.allow_run_as, Single::kRejected); }},
     {"allow_commands", ReadAllowCommands},
     {"secrets_dir", ReadSecretsDir},
+    {"output_dir", ReadOutputDir},
     {"drain_timeout", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {
        ReadDuration(n, k, p, c.drain_timeout); }},
     {"kill_grace", [](const Node& n, Key k, KeyProblems& p, AgentConfig& c) {

@@ -30,6 +30,9 @@ struct AgentConfig {
   std::vector<std::string> allow_run_as;            // users jobs may run as; root only when listed
   std::vector<std::string> allow_commands;          // program path prefixes; empty = any program
   std::string secrets_dir = "/etc/agentd/secrets";  // where jobs' `secrets` files are read
+  // Where flow steps' $JOB_OUTPUT files are made; "" = $RUNTIME_DIRECTORY/outputs under
+  // systemd, else <state_dir>/outputs.
+  std::string output_dir;
   Millis drain_timeout = std::chrono::seconds(60);
   Millis kill_grace = std::chrono::seconds(10);  // when the coordinator does not say
   int64_t spool_max_bytes = int64_t{256} << 20;

@@ -32,6 +32,7 @@ drain_timeout = "2m"
 kill_grace = "5s"
 spool_max = "64MiB"
 event_log = "/var/log/agentd-events.jsonl"
+output_dir = "/run/agentd/outputs"
 )",
                                            "agentd.toml");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -47,6 +48,7 @@ event_log = "/var/log/agentd-events.jsonl"
   EXPECT_EQ(c->kill_grace, std::chrono::seconds(5));
   EXPECT_EQ(c->spool_max_bytes, int64_t{64} << 20);
   EXPECT_EQ(c->event_log, "/var/log/agentd-events.jsonl");
+  EXPECT_EQ(c->output_dir, "/run/agentd/outputs");
 }
 
 TEST(AgentConfigTest, SingleCoordinatorMayBeAString) {
@@ -77,11 +79,12 @@ TEST(AgentConfigTest, ReportsEveryProblem) {
 TEST(AgentConfigTest, UnknownKeyListsEveryKey) {
   Result<AgentConfig> c = ParseAgentConfig("\n\ncolour = \"blue\"\n", "agentd.toml");
   ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().message(),
-            "agentd.toml:3:1: unknown key \"colour\" (expected coordinator, token_file, name, "
-            "labels, slots, state_dir, log_level, event_log, allow_run_as, allow_commands, "
-            "secrets_dir, drain_timeout, kill_grace, spool_max, ca_file, client_cert or "
-            "client_key)");
+  EXPECT_EQ(
+      c.status().message(),
+      "agentd.toml:3:1: unknown key \"colour\" (expected coordinator, token_file, name, "
+      "labels, slots, state_dir, log_level, event_log, allow_run_as, allow_commands, "
+      "secrets_dir, output_dir, drain_timeout, kill_grace, spool_max, ca_file, client_cert or "
+      "client_key)");
 }
 
 TEST(AgentConfigTest, SyntaxErrorHasPosition) {
@@ -92,11 +95,15 @@ TEST(AgentConfigTest, SyntaxErrorHasPosition) {
 
 TEST(AgentConfigTest, RejectsBadCoordinatorUrlAndRelativeCommandPrefix) {
   Result<AgentConfig> c = ParseAgentConfig(
-      "coordinator = \"coord:7070\"\nallow_commands = [\"bin/\"]\n", "agentd.toml");
+      "coordinator = \"coord:7070\"\nallow_commands = [\"bin/\"]\noutput_dir = \"out\"\n",
+      "agentd.toml");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("coordinator: expected a URL like"), std::string::npos);
   EXPECT_NE(c.status().message().find("allow_commands: expected absolute path prefixes"),
             std::string::npos);
+  EXPECT_NE(c.status().message().find("agentd.toml:3:14: output_dir: expected an absolute path"),
+            std::string::npos)
+      << c.status().message();
 }
 
 TEST(AgentConfigTest, RejectsBadLabel) {

@@ -96,9 +96,11 @@ bool AgentRegistry::Alive(const AgentInfo& a) const {
                                                                ctx_->config.lease_ttl.count());
 }
 
-std::vector<std::string> AgentRegistry::Eligible(const std::vector<LabelSelector>& on) const {
+std::vector<std::string> AgentRegistry::Eligible(const std::vector<LabelSelector>& on,
+                                                 bool step) const {
   std::vector<std::string> out;
   for (const auto& [name, a] : agents_) {
+    if (step && !a.step_output) continue;
     if (!a.draining && Alive(a) && MatchesLabels(on, a.labels)) out.push_back(name);
   }
   return out;

@@ -57,6 +57,9 @@ struct AgentInfo {
   int64_t last_seen_ms = 0;
   bool draining = false;
   bool described = false;  // its labels, slots and version came from a claim or the store
+  // Its last claim said it runs flow steps (wire::kStepOutputFeature); not stored: an agent
+  // says so again with its first claim to a restarted coordinator.
+  bool step_output = false;
   HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;
@@ -91,8 +94,9 @@ class AgentRegistry {
 
   // Has a claim open, or was heard from within one lease TTL.
   bool Alive(const AgentInfo& a) const;
-  // The agents with the labels matching `on` that are alive and not draining, by name.
-  std::vector<std::string> Eligible(const std::vector<LabelSelector>& on) const;
+  // The agents with the labels matching `on` that are alive and not draining, by name; for a
+  // flow step (`step`), only those that run steps.
+  std::vector<std::string> Eligible(const std::vector<LabelSelector>& on, bool step) const;
   std::map<std::string, AgentInfo>& all() { return agents_; }
   const std::map<std::string, AgentInfo>& all() const { return agents_; }
 

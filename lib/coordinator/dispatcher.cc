@@ -113,6 +113,8 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
   views_.clear();
   view_agents_.clear();
   auto add = [this, &shard](AgentInfo& a) {
+    // An agent that does not say it runs steps would run one without its context.
+    if (shard.step && !a.step_output) return;
     views_.push_back({.name = a.name,
                       .labels = &a.labels,
                       .draining = a.draining,
@@ -210,6 +212,8 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   AgentInfo& a = registry_.Get(req.agent);
   registry_.Seen(a);
   registry_.Describe(a, std::move(req.labels), req.slots, std::move(req.version));
+  a.step_output = std::find(req.features.begin(), req.features.end(), wire::kStepOutputFeature) !=
+                  req.features.end();
   int64_t wait_ms = claims_.Open(a, std::move(responder), req.token_id, req.free, req.wait_ms,
                                  req.token_expires_ms);
   TryDispatch();

@@ -58,6 +58,7 @@ struct PendingShard {
   std::string bound_agent;    // broadcast: only this agent
   int64_t not_before_ms = 0;  // wall clock (retry backoff)
   int64_t since_mono = 0;
+  bool step = false;  // a flow step's: only agents that run steps take it
 };
 
 // A claim as the Dispatcher takes it: the agent's message, its "agent" replaced by the
@@ -121,9 +122,11 @@ class Dispatcher {
   Status SetDraining(const std::string& agent, bool draining) {
     return registry_.SetDraining(agent, draining);
   }
-  // The agents with the labels matching `on` that were seen within one TTL, by name.
-  std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on) const {
-    return registry_.Eligible(on);
+  // The agents with the labels matching `on` that were seen within one TTL, by name; for a
+  // flow step, only those that run steps.
+  std::vector<std::string> EligibleAgents(const std::vector<LabelSelector>& on,
+                                          bool step = false) const {
+    return registry_.Eligible(on, step);
   }
 
   // The agent has a claim open now: it is alive and asking for work.

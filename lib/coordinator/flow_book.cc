@@ -19,6 +19,12 @@ RunBook::FlowHooks FlowBook::Hooks() {
   h.opened = [this](const RunRecord& run, bool loaded) { return OnOpened(run, loaded); };
   h.step_ended = [this](const RunRecord& run) { OnStepEnded(run); };
   h.cancel = [this](int64_t id, const std::string& why) { OnCancel(id, why); };
+  h.step_outputs = [this](const RunRecord& step) -> StepOutputs {
+    auto it = open_.find(step.flow_run_id);
+    if (it == open_.end()) return {};
+    Result<StepOutputs> needed = NeededBy(it->second, step.flow_step);
+    return needed.ok() ? std::move(*needed) : StepOutputs{};
+  };
   return h;
 }
 
@@ -49,6 +55,7 @@ Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
   }
   run.states.assign(run.flow.steps.size(), StepState::kWaiting);
   run.run_ids.assign(run.flow.steps.size(), 0);
+  run.outputs.assign(run.flow.steps.size(), {});
   if (!loaded) {
     Advance(run);
     return Status::Ok();
@@ -65,6 +72,7 @@ Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
     }
     run.states[static_cast<size_t>(step.flow_step)] = StepStateOf(step.state);
     run.run_ids[static_cast<size_t>(step.flow_step)] = step.id;
+    run.outputs[static_cast<size_t>(step.flow_step)] = OutputsOf(step);
   }
   return Status::Ok();
 }
@@ -89,6 +97,7 @@ void FlowBook::OnStepEnded(const RunRecord& step) {
   if (step.flow_step < 0 || step.flow_step >= static_cast<int>(run.states.size())) return;
   run.states[static_cast<size_t>(step.flow_step)] = StepStateOf(step.state);
   run.run_ids[static_cast<size_t>(step.flow_step)] = step.id;
+  run.outputs[static_cast<size_t>(step.flow_step)] = OutputsOf(step);
   if (run.canceling) return;  // OnCancel ends it once its steps have stopped
   Advance(run);
 }
@@ -172,6 +181,32 @@ bool FlowBook::InsertEnded(OpenFlowRun& run, std::vector<RunRecord>& recs) {
   return true;
 }
 
+StepOutputs FlowBook::OutputsOf(const RunRecord& step) {
+  std::vector<StepOutputs> layers;
+  for (const ShardRecord& shard : step.shards) {
+    if (shard.outputs_json.empty()) continue;
+    json j = json::parse(shard.outputs_json, nullptr, false);
+    if (!j.is_object()) continue;
+    StepOutputs o;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.value().is_string()) o[it.key()] = it.value().get<std::string>();
+    }
+    layers.push_back(std::move(o));
+  }
+  return MergeOutputs(layers);
+}
+
+Result<StepOutputs> FlowBook::NeededBy(const OpenFlowRun& run, int step) const {
+  if (step < 0 || step >= static_cast<int>(run.flow.steps.size())) return StepOutputs{};
+  std::vector<StepOutputs> needs;
+  for (const std::string& need : run.flow.steps[static_cast<size_t>(step)].needs) {
+    for (size_t i = 0; i < run.flow.steps.size(); ++i) {
+      if (run.flow.steps[i].name == need) needs.push_back(run.outputs[i]);
+    }
+  }
+  return NeededOutputs(needs);
+}
+
 std::string FlowBook::StepContextJson(const OpenFlowRun& run, int step) const {
   const FlowStep& s = run.flow.steps[static_cast<size_t>(step)];
   wire::StepContext c;
@@ -214,6 +249,8 @@ void FlowBook::Advance(OpenFlowRun& run) {
         why = "job \"" + step.job + "\" does not exist";
       } else if (!job->active) {
         why = "job \"" + step.job + "\" is no longer in the job file";
+      } else if (Result<StepOutputs> needed = NeededBy(run, i); !needed.ok()) {
+        why = needed.status().message();
       } else {
         Result<RunBook::Prepared> p =
             book_->Prepare(*job, RunReason::kFlow, run.scheduled_ms, "", "", 0, run.trace_id);

@@ -19,6 +19,7 @@
 #include "coordinator/run_book.h"
 #include "model/flow.h"
 #include "model/flow_spec.h"
+#include "model/step_output.h"
 
 namespace jobctl::coordinator {
 
@@ -44,9 +45,10 @@ class FlowBook {
     std::string trace_id;
     Flow flow;  // as the run started: its graph does not change under it
     std::vector<FlowNode> graph;
-    std::vector<StepState> states;  // by step
-    std::vector<int64_t> run_ids;   // by step; 0 while waiting
-    std::string broken;             // why the stored graph does not read; "" when it does
+    std::vector<StepState> states;     // by step
+    std::vector<int64_t> run_ids;      // by step; 0 while waiting
+    std::vector<StepOutputs> outputs;  // by step: what its run's shards wrote, once it ended
+    std::string broken;                // why the stored graph does not read; "" when it does
     bool canceling = false;
   };
 
@@ -54,6 +56,10 @@ class FlowBook {
   Status OnOpened(const RunRecord& flow_run, bool loaded);
   void OnStepEnded(const RunRecord& step_run);
   void OnCancel(int64_t flow_run_id, const std::string& why);
+  // What step `step` receives from its needs; kResourceExhausted over kMaxNeededOutputBytes.
+  Result<StepOutputs> NeededBy(const OpenFlowRun& run, int step) const;
+  // A step run's outputs: its shards' ($JOB_OUTPUT of each one's last attempt), by index.
+  static StepOutputs OutputsOf(const RunRecord& step_run);
   // Applies AdvanceFlow until nothing more follows: starts, skips, and the end.
   void Advance(OpenFlowRun& run);
   // A step run that ends as it is made (skipped, or failed before it could start).

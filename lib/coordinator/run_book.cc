@@ -162,7 +162,7 @@ Result<RunBook::Prepared> RunBook::Prepare(JobEntry& job, RunReason reason, int6
   std::vector<std::string> bound;
   if ((*spec)->route == Route::kBroadcast) {
     // One shard per eligible agent at fire time, each bound to its agent.
-    bound = dispatcher_->EligibleAgents((*spec)->on);
+    bound = dispatcher_->EligibleAgents((*spec)->on, /*step=*/reason == RunReason::kFlow);
     rec.shard_total = static_cast<int>(bound.size());
   } else {
     rec.shard_total = (*spec)->shards;
@@ -345,6 +345,7 @@ void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
   p.route = run.spec->route;
   if (run.spec->route == Route::kBroadcast) p.bound_agent = shard.agent;
   p.not_before_ms = shard.not_before_ms;
+  p.step = run.rec.flow_run_id != 0;
   dispatcher_->Enqueue(std::move(p));
 }
 
@@ -393,7 +394,10 @@ wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token
     // A step: what it learns of its flow run, as FlowBook recorded it when it started it.
     Result<wire::StepContext> step =
         wire::StepContext::FromJson(nlohmann::json::parse(run.rec.flow_json, nullptr, false));
-    if (step.ok()) g.step = std::move(*step);
+    if (step.ok()) {
+      if (flow_hooks_.step_outputs) step->outputs = flow_hooks_.step_outputs(run.rec);
+      g.step = std::move(*step);
+    }
   }
   return g;
 }
@@ -512,6 +516,8 @@ RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r
   shard.exit_code = r.exit_code;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
+  // A flow step's: what it wrote to $JOB_OUTPUT (the agent sends it for an exit 0 only).
+  shard.outputs_json = r.outputs.empty() ? "" : nlohmann::json(r.outputs).dump();
   switch (d.action) {
     case ResultAction::kRerunLost:
       ++shard.lost_count;

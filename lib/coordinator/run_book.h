@@ -123,6 +123,8 @@ class RunBook {
     std::function<void(const RunRecord& step_run)> step_ended;
     // Cancel of an open flow run: its steps are canceled, then FinishFlowRun.
     std::function<void(int64_t flow_run_id, const std::string& why)> cancel;
+    // What an open step run receives from the steps it needs ($JOB_OUTPUT), for its grants.
+    std::function<StepOutputs(const RunRecord& step_run)> step_outputs;
   };
   void set_flow_hooks(FlowHooks hooks) { flow_hooks_ = std::move(hooks); }
   // Ends an open flow run in the current write batch, as MaybeFinish ends a run whose last

@@ -342,5 +342,83 @@ schedule = "@yearly"
                 std::to_string(first[0]["id"].get<int64_t>()) + "\n");
 }
 
+// What a step writes to $JOB_OUTPUT reaches the steps that need it (merged in their needs'
+// order, a later one winning), and a step goes only to agents that say they run steps.
+TEST_F(FlowTest, OutputsReachTheStepsThatNeedThemAndStepsGoOnlyToAgentsThatRunThem) {
+  Start();
+  coord_->Apply(kDiamond);
+  json flow_run = Trigger("etl");
+  TestAgent old(*coord_, "old");
+  old.set_features({});
+  EXPECT_TRUE(old.Claim(4, 300).empty());
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"a"});
+  json body = agent.ResultBody(g[0], 0);
+  body["outputs"] = {{"ROWS", "42"}, {"DAY", "mon"}};
+  ASSERT_EQ(agent.PostResult(body).status, 200);
+  g = agent.ClaimUpTo(2, 5000);
+  ASSERT_EQ(StepsOf(g), (std::set<std::string>{"b", "c"}));
+  for (const json& x : g) {
+    EXPECT_EQ(x["step"]["outputs"], json({{"ROWS", "42"}, {"DAY", "mon"}})) << x.dump();
+    json r = agent.ResultBody(x, 0);
+    r["outputs"] = {{"DAY", x["step"]["step"] == "b" ? "tue" : "wed"}};
+    ASSERT_EQ(agent.PostResult(r).status, 200);
+  }
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"d"});
+  // d needs b then c: c's value wins; a's are not d's (it does not need a).
+  EXPECT_EQ(g[0]["step"]["outputs"], json({{"DAY", "wed"}})) << g[0].dump();
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  EXPECT_EQ(coord_->WaitRun(flow_run["id"], seconds(10))["state"], "succeeded");
+  EXPECT_TRUE(old.Claim(4, 100).empty());
+}
+
+// With real agents: a step's $JOB_OUTPUT lines become its dependent's environment, and a step
+// that exits 0 having written what does not read fails (bad_output), failing the flow run.
+TEST_F(FlowTest, RealAgentsPassOutputsDownstreamAndRefuseOutputThatDoesNotRead) {
+  Start();
+  coord_->Apply(R"([[flow]]
+name = "pass"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "count"
+  shell = "echo ROWS=42 >> $JOB_OUTPUT; echo 'NOTE=two words' >> $JOB_OUTPUT"
+  [[flow.step]]
+  name = "use"
+  needs = ["count"]
+  shell = "echo rows=$ROWS note=$NOTE"
+
+[[flow]]
+name = "broken"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "bad"
+  shell = "echo 'not a key value line' > $JOB_OUTPUT"
+  [[flow.step]]
+  name = "after"
+  needs = ["bad"]
+  shell = "true"
+)");
+  AgentProcess agent(*coord_, dir_, "h1");
+  json ok = Trigger("pass");
+  json done = coord_->WaitRun(ok["id"], seconds(30));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump() << agent.Logs();
+  json use = StepRuns("pass:use");
+  ASSERT_EQ(use.size(), 1u);
+  EXPECT_EQ(coord_->Output(use[0]["id"], 0, "stdout"), "rows=42 note=two words\n");
+
+  json bad = Trigger("broken");
+  done = coord_->WaitRun(bad["id"], seconds(30));
+  EXPECT_EQ(done["state"], "failed") << done.dump();
+  json step = StepRuns("broken:bad");
+  ASSERT_EQ(step.size(), 1u);
+  EXPECT_EQ(step[0]["shards"][0]["outcome"], "bad_output") << step[0].dump();
+  EXPECT_NE(step[0]["shards"][0]["message"].get<std::string>().find("JOB_OUTPUT"),
+            std::string::npos)
+      << step[0].dump();
+  EXPECT_EQ(StepRuns("broken:after")[0]["state"], "skipped");
+}
+
 }  // namespace
 }  // namespace jobctl::testing

@@ -324,8 +324,9 @@ TestAgent::TestAgent(const Coordinator& c, std::string name,
 http::HttpResponse TestAgent::ClaimRaw(int free, int wait_ms) {
   http::RequestOptions o;
   o.method = "POST";
-  o.body = nlohmann::json{{"agent", name_}, {"labels", labels_}, {"slots", std::max(free, 1)},
-                          {"free", free},   {"version", "test"}, {"wait_ms", wait_ms}}
+  o.body = nlohmann::json{{"agent", name_},       {"labels", labels_}, {"slots", std::max(free, 1)},
+                          {"free", free},         {"version", "test"}, {"wait_ms", wait_ms},
+                          {"features", features_}}
                .dump();
   o.timeout = std::chrono::milliseconds(wait_ms + 30'000);
   Result<http::HttpResponse> r = http_.Request("/v1/agent/claim", o);
