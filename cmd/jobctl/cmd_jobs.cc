@@ -79,37 +79,59 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
     PrintJson(*reply);
     return kExitOk;
   }
+  if (job->flow) {
+    const Flow& f = *job->flow;
+    std::cout << "Name:      " << Shown(name) << " (flow)\n"
+              << "Schedule:  "
+              << Shown(f.schedule + (f.timezone.empty() ? "" : " (" + f.timezone + ")")) << '\n'
+              << "Policies:  "
+              << Shown("overlap " + std::string(OverlapName(f.overlap)) + "  misfire " +
+                       std::string(MisfireName(f.misfire)))
+              << '\n'
+              << "Paused:    " << (job->summary.paused ? "yes" : "no") << '\n'
+              << "Steps:\n";
+    Table steps({"STEP", "RUNS", "NEEDS", "WHEN"});
+    for (const FlowStep& s : f.steps) {
+      std::string needs;
+      for (const std::string& n : s.needs) needs += (needs.empty() ? "" : ", ") + n;
+      steps.Add({s.name, s.own ? "its own command" : "job " + s.job, needs.empty() ? "-" : needs,
+                 std::string(StepWhenName(s.when))});
+    }
+    steps.Print(std::cout);
+  }
   const Job& d = job->definition;
-  std::cout << "Name:      " << Shown(name) << '\n'
-            << "Schedule:  "
-            << Shown(d.schedule + (d.timezone.empty() ? "" : " (" + d.timezone + ")")) << '\n';
-  std::string cmd = d.shell;
-  if (cmd.empty()) {
-    for (const std::string& a : d.command) cmd += (cmd.empty() ? "" : " ") + a;
-  }
-  std::cout << "Command:   " << Shown(cmd) << '\n'
-            << "Shards:    " << d.shards << "  route "
-            << Shown(std::string(RouteName(d.route)) + "  overlap " +
-                     std::string(OverlapName(d.overlap)) + "  misfire " +
-                     std::string(MisfireName(d.misfire)))
-            << '\n'
-            << "Paused:    " << (job->summary.paused ? "yes" : "no") << '\n';
-  if (d.expect_success_within) {
-    const wire::JobSummaryView& sum = job->summary;
-    std::cout << "Expect:    a success within " << FormatDuration(*d.expect_success_within)
-              << "; last success " << (sum.last_success ? LocalTime(*sum.last_success) : "none")
-              << (sum.overdue ? "; overdue" : "") << '\n';
-  }
-  if (d.jitter.count() > 0) {
-    std::cout << "Jitter:    each fire starts up to " << FormatDuration(d.jitter)
-              << " late (random per fire)\n";
-  }
-  if (d.log_cap_bytes > 0) {
-    std::cout << "Log cap:   " << FormatSize(d.log_cap_bytes) << " of output kept per run\n";
+  if (!job->flow) {
+    std::cout << "Name:      " << Shown(name) << '\n'
+              << "Schedule:  "
+              << Shown(d.schedule + (d.timezone.empty() ? "" : " (" + d.timezone + ")")) << '\n';
+    std::string cmd = d.shell;
+    if (cmd.empty()) {
+      for (const std::string& a : d.command) cmd += (cmd.empty() ? "" : " ") + a;
+    }
+    std::cout << "Command:   " << Shown(cmd) << '\n'
+              << "Shards:    " << d.shards << "  route "
+              << Shown(std::string(RouteName(d.route)) + "  overlap " +
+                       std::string(OverlapName(d.overlap)) + "  misfire " +
+                       std::string(MisfireName(d.misfire)))
+              << '\n'
+              << "Paused:    " << (job->summary.paused ? "yes" : "no") << '\n';
+    if (d.expect_success_within) {
+      const wire::JobSummaryView& sum = job->summary;
+      std::cout << "Expect:    a success within " << FormatDuration(*d.expect_success_within)
+                << "; last success " << (sum.last_success ? LocalTime(*sum.last_success) : "none")
+                << (sum.overdue ? "; overdue" : "") << '\n';
+    }
+    if (d.jitter.count() > 0) {
+      std::cout << "Jitter:    each fire starts up to " << FormatDuration(d.jitter)
+                << " late (random per fire)\n";
+    }
+    if (d.log_cap_bytes > 0) {
+      std::cout << "Log cap:   " << FormatSize(d.log_cap_bytes) << " of output kept per run\n";
+    }
   }
   std::cout << "Next fires:\n";
   for (const std::string& f : job->next_fires) std::cout << "  " << Shown(f) << '\n';
-  if (IsFixedDelay(d.schedule)) {
+  if (IsFixedDelay(job->flow ? job->flow->schedule : d.schedule)) {
     std::cout << "  then each one delay after the previous run ended\n";
   }
   std::cout << "Recent runs:\n";

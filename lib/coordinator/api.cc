@@ -368,6 +368,7 @@ wire::JobSummaryView Api::JobSummaryOf(const JobEntry& j) const {
   v.paused = j.paused;
   v.enabled = j.enabled;
   v.open_runs = j.open_runs;
+  v.kind = j.kind == JobKind::kFlow ? "flow" : "job";
   if (j.last_state) v.last_state = RunStateName(*j.last_state);
   if (j.last_finished_ms) v.last_finished_at = Rfc3339(j.last_finished_ms);
   if (j.last_success_ms) v.last_success = Rfc3339(j.last_success_ms);

@@ -96,13 +96,8 @@ void Api::ShowJob(Call& c) {
   Result<std::vector<RunRecord>> runs = ctx_->store->ListRuns(filter);
   if (!runs.ok()) return Fail(c, runs.status());
   for (const RunRecord& r : *runs) out.recent_runs.push_back(RunViewOf(r, c.who));
-  json j = out.ToJson();
-  if (flow) {
-    j.erase("definition");
-    j["kind"] = "flow";
-    j["flow"] = wire::FlowToJson(*flow);
-  }
-  Json(c, 200, j);
+  out.flow = std::move(flow);
+  Json(c, 200, out.ToJson());
 }
 
 void Api::ListRuns(Call& c) {

@@ -97,6 +97,11 @@ void Api::Trigger(Call& c) {
   Result<RunRecord> run = p_.book->Create(*job, RunReason::kManual, std::max(start, now), env_json,
                                           key, start > now ? start : 0, trace_id);
   if (!run.ok()) return Fail(c, run.status());
+  if (RunBook::IsFlowRun(*run) && p_.book->FindOpen(run->id) == nullptr) {
+    // Ended as it was made (none of its first steps could start): its end, as written.
+    Result<std::optional<RunRecord>> ended = ctx_->store->GetRun(run->id);
+    if (ended.ok() && *ended) run = std::move(**ended);
+  }
   Audit(c, "trigger", std::string(job->name),
         "run " + std::to_string(run->id) +
             (start > now ? " at " + FormatUtc(FromUnixMs(start)) : std::string()));

@@ -189,6 +189,7 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
   };
   auto job_changes = [&](Item& item, const Job& job) -> std::vector<std::string> {
     std::optional<json> j = stored(item);
+    if (item.before && item.before->kind != item.timing.kind) return {"kind"};
     Result<Job> before = j ? wire::JobFromJson(*j) : Result<Job>(Status::Corrupt(""));
     return before.ok() ? wire::ChangedFields(*before, job)
                        : std::vector<std::string>{"(unreadable)"};
@@ -236,6 +237,7 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     Result<Flow> before = j ? wire::FlowFromJson(*j) : Result<Flow>(Status::Corrupt(""));
     std::vector<std::string> fields = before.ok() ? wire::FlowChangedFields(*before, flow)
                                                   : std::vector<std::string>{"(unreadable)"};
+    if (item.before && item.before->kind != item.timing.kind) fields = {"kind"};
     // What changed in its steps' own jobs is listed with the flow.
     for (const std::string& f : step_changes[flow.name]) fields.push_back(f);
     if (fields.empty()) {
@@ -243,6 +245,24 @@ Result<ApplyOutcome> Applier::Apply(const ApplyRequest& req) {
     } else {
       reply.changed.push_back({flow.name, fields});
       flows.push_back(std::move(item));
+    }
+  }
+  // A job that becomes a flow (or a flow a job) keeps its name and its history, but its open
+  // runs were made as the other kind: it changes once they have ended.
+  for (const std::vector<Item>* items : {&upserts, &flows}) {
+    for (const Item& item : *items) {
+      if (item.entry == nullptr || item.entry->kind == item.timing.kind ||
+          item.entry->open_runs == 0) {
+        continue;
+      }
+      return ApplyOutcome{
+          409,
+          {{"error", "conflict"},
+           {"message", item.name + " has " + std::to_string(item.entry->open_runs) +
+                           " open run(s) as a " + std::string(JobKindName(item.entry->kind)) +
+                           "; it can become a " + std::string(JobKindName(item.timing.kind)) +
+                           " once they have ended (wait, or cancel them), and nothing of the "
+                           "file was applied"}}};
     }
   }
   // Jobs, then flows, then the steps' own jobs (which name their flows).

@@ -273,12 +273,11 @@ Status Coordinator::Start() {
   applier_->target_problem = [notifier](const std::string& t) {
     return notifier->TargetProblem(t);
   };
-  book_->on_run_ended = [notifier](JobEntry& job, const Job& spec, const RunRecord& run) {
-    notifier->RunEnded(job, spec, run);
-  };
+  book_->on_run_ended = [notifier](JobEntry& job, const NotifyPolicy& notify,
+                                   const RunRecord& run) { notifier->RunEnded(job, notify, run); };
   book_->on_agent_lost = [notifier](JobEntry& job, const Job& spec, const RunRecord& run,
                                     const ShardRecord& shard) {
-    notifier->Notice(job, spec, NotifyEvent::kAgentLost, run.id,
+    notifier->Notice(job, spec.notify, NotifyEvent::kAgentLost, run.id,
                      fmt::format("agent {} lost while running shard {} (attempt {}); {}",
                                  shard.agent, shard.index, shard.attempt,
                                  spec.on_lost == OnLost::kRerun ? "the shard is run again"
@@ -288,13 +287,14 @@ Status Coordinator::Start() {
   // after a long outage): it is read only when a channel could take the notification.
   book_->on_skipped = [this](JobEntry& job, const RunRecord& skipped) {
     if (!notifier_->HasChannels()) return;
-    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
-    if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kSkipped, skipped.id, skipped.note);
+    Result<NotifyPolicy> notify = NotifyOf(job);
+    if (notify.ok())
+      notifier_->Notice(job, *notify, NotifyEvent::kSkipped, skipped.id, skipped.note);
   };
   scheduler_->on_missed = [this](JobEntry& job, const std::string& detail) {
     if (!notifier_->HasChannels()) return;
-    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
-    if (spec.ok()) notifier_->Notice(job, **spec, NotifyEvent::kMissed, 0, detail);
+    Result<NotifyPolicy> notify = NotifyOf(job);
+    if (notify.ok()) notifier_->Notice(job, *notify, NotifyEvent::kMissed, 0, detail);
   };
   notifier_->on_overdue_check = [this] { CheckOverdue(); };
   book_->on_runs_ended = [this](JobEntry& job) { scheduler_->OnRunsEnded(job); };
@@ -448,8 +448,8 @@ void Coordinator::CheckOverdue() {
   jobs_.ForEach([&](JobEntry& job) {
     bool overdue = job.expect_success_within_ms != 0 && job.Overdue(now);
     if (!overdue && !notifier_->OverdueAlerted(job.id)) return;
-    Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
-    if (!spec.ok()) return;
+    Result<NotifyPolicy> notify = NotifyOf(job);
+    if (!notify.ok()) return;
     std::string detail;
     if (overdue) {
       detail = job.last_success_ms != 0
@@ -458,8 +458,15 @@ void Coordinator::CheckOverdue() {
       detail +=
           " (expect_success_within " + FormatDuration(Millis(job.expect_success_within_ms)) + ")";
     }
-    notifier_->Overdue(job, **spec, overdue, detail);
+    notifier_->Overdue(job, *notify, overdue, detail);
   });
+}
+
+Result<NotifyPolicy> Coordinator::NotifyOf(JobEntry& job) {
+  if (job.kind == JobKind::kFlow) return flow_book_->NotifyOf(job);
+  Result<std::shared_ptr<const Job>> spec = book_->SpecOf(job);
+  if (!spec.ok()) return spec.status();
+  return (*spec)->notify;
 }
 
 Status Coordinator::ReloadTls() { return tls_ ? tls_->Reload() : Status::Ok(); }

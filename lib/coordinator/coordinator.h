@@ -74,6 +74,8 @@ class Coordinator {
   void RefreshView();
   // The dead-man's switches: each job overdue, or no longer, goes to the Notifier.
   void CheckOverdue();
+  // Whom a job or a flow tells: its notify keys, from its definition.
+  Result<NotifyPolicy> NotifyOf(JobEntry& job);
 
   Context ctx_;
   Metrics metrics_;

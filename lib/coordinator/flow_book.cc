@@ -39,11 +39,20 @@ Result<std::string> FlowBook::GraphOf(JobEntry& flow) {
   return std::move(row->spec_json);
 }
 
+Result<NotifyPolicy> FlowBook::NotifyOf(JobEntry& flow) {
+  Result<store::JobRow> row = ctx_->store->GetJob(flow.id);
+  if (!row.ok()) return row.status();
+  Result<Flow> spec = wire::FlowFromJson(json::parse(row->spec_json, nullptr, false));
+  if (!spec.ok()) return spec.status().WithContext("flow " + std::string(flow.name));
+  return std::move(spec->notify);
+}
+
 Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
   OpenFlowRun& run = open_[rec.id];
   run.id = rec.id;
   run.job_id = rec.job_id;
   run.scheduled_ms = rec.scheduled_ms;
+  run.not_before_ms = rec.not_before_ms;
   run.trace_id = rec.trace_id;
   Result<Flow> flow = wire::FlowFromJson(json::parse(rec.flow_json, nullptr, false));
   if (!flow.ok()) {
@@ -233,12 +242,15 @@ void FlowBook::Advance(OpenFlowRun& run) {
   // file, a broadcast with no agent) changes the states, and another round follows.
   for (size_t round = 0; round <= run.states.size(); ++round) {
     FlowAdvance next = AdvanceFlow(run.graph, run.states);
+    // The skips first: a step started in the same round that needs one learns its run id.
     std::vector<RunRecord> ended;
     for (const StepSkip& skip : next.skip) {
       JobEntry* job = jobs_->FindByName(run.flow.steps[static_cast<size_t>(skip.step)].job);
       ended.push_back(
           EndedStep(run, skip.step, job ? job->id : run.job_id, RunState::kSkipped, skip.reason));
     }
+    if (!InsertEnded(run, ended)) return;
+    ended.clear();
     std::vector<RunBook::Prepared> starts;
     bool again = false;
     for (int i : next.start) {
@@ -252,8 +264,8 @@ void FlowBook::Advance(OpenFlowRun& run) {
       } else if (Result<StepOutputs> needed = NeededBy(run, i); !needed.ok()) {
         why = needed.status().message();
       } else {
-        Result<RunBook::Prepared> p =
-            book_->Prepare(*job, RunReason::kFlow, run.scheduled_ms, "", "", 0, run.trace_id);
+        Result<RunBook::Prepared> p = book_->Prepare(*job, RunReason::kFlow, run.scheduled_ms, "",
+                                                     "", run.not_before_ms, run.trace_id);
         if (p.ok()) {
           p->rec.flow_run_id = run.id;
           p->rec.flow_step = i;
@@ -314,8 +326,9 @@ void FlowBook::End(OpenFlowRun& run, const std::string& why) {
   ctx_->EventAfterCommit(
       "flow_end", {{"run", run.id}, {"flow", run.flow.name}, {"state", RunStateName(state)}});
   int64_t id = run.id;
-  open_.erase(id);  // before FinishFlowRun, whose hooks may look
-  book_->FinishFlowRun(id, state, note);
+  NotifyPolicy notify = run.flow.notify;  // one notification per flow run, as the flow says
+  open_.erase(id);                        // before FinishFlowRun, whose hooks may look
+  book_->FinishFlowRun(id, state, note, notify);
 }
 
 }  // namespace jobctl::coordinator

@@ -36,12 +36,15 @@ class FlowBook {
   // On a store every commit kept consistent this writes nothing.
   void Reconcile();
   size_t open_flow_runs() const { return open_.size(); }
+  // Whom the flow tells (its notify keys), read from the store.
+  Result<NotifyPolicy> NotifyOf(JobEntry& flow);
 
  private:
   struct OpenFlowRun {
     int64_t id = 0;
     int64_t job_id = 0;  // the flow's row
     int64_t scheduled_ms = 0;
+    int64_t not_before_ms = 0;  // a deferred trigger's: its first steps start no earlier
     std::string trace_id;
     Flow flow;  // as the run started: its graph does not change under it
     std::vector<FlowNode> graph;

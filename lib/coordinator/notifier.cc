@@ -219,10 +219,10 @@ void Notifier::SaveAlertState(int64_t job_id, const AlertState& before, const Al
   ctx_->batch->Stage([&] { return ctx_->store->PutAlertState(job_id, after); });
 }
 
-void Notifier::Enqueue(JobEntry& job, const Job& spec, const Alert& alert, int64_t run_id,
-                       const std::string& detail) {
+void Notifier::Enqueue(JobEntry& job, const NotifyPolicy& notify, const Alert& alert,
+                       int64_t run_id, const std::string& detail) {
   int64_t now = ctx_->NowMs();
-  for (const std::string& target : spec.notify.to) {
+  for (const std::string& target : notify.to) {
     store::NotificationRow row;
     row.created_ms = now;
     row.job_id = job.id;
@@ -237,38 +237,39 @@ void Notifier::Enqueue(JobEntry& job, const Job& spec, const Alert& alert, int64
     row.next_ms = now;
     ctx_->batch->Stage([&] { return ctx_->store->InsertNotification(row); });
   }
-  ctx_->metrics->notifications_queued_total += spec.notify.to.size();
+  ctx_->metrics->notifications_queued_total += notify.to.size();
   ctx_->batch->OnCommit([this](const Status& s) {
     if (s.ok()) Kick();
   });
 }
 
-void Notifier::RunEnded(JobEntry& job, const Job& spec, const RunRecord& run) {
-  if (spec.notify.to.empty() || !started_) return;
+void Notifier::RunEnded(JobEntry& job, const NotifyPolicy& notify, const RunRecord& run) {
+  if (notify.to.empty() || !started_) return;
   AlertState& state = alerts_[job.id];
   AlertState before = state;
-  std::optional<Alert> alert = OnRunEnded(state, run.state, spec.notify, ctx_->NowMs());
+  std::optional<Alert> alert = OnRunEnded(state, run.state, notify, ctx_->NowMs());
   SaveAlertState(job.id, before, state);
-  if (alert) Enqueue(job, spec, *alert, run.id, run.note);
+  if (alert) Enqueue(job, notify, *alert, run.id, run.note);
 }
 
-void Notifier::Notice(JobEntry& job, const Job& spec, NotifyEvent event, int64_t run_id,
+void Notifier::Notice(JobEntry& job, const NotifyPolicy& notify, NotifyEvent event, int64_t run_id,
                       const std::string& detail) {
-  if (spec.notify.to.empty() || !started_) return;
+  if (notify.to.empty() || !started_) return;
   AlertState& state = alerts_[job.id];
   AlertState before = state;
-  std::optional<Alert> alert = OnNotice(state, event, spec.notify, ctx_->NowMs());
+  std::optional<Alert> alert = OnNotice(state, event, notify, ctx_->NowMs());
   SaveAlertState(job.id, before, state);
-  if (alert) Enqueue(job, spec, *alert, run_id, detail);
+  if (alert) Enqueue(job, notify, *alert, run_id, detail);
 }
 
-void Notifier::Overdue(JobEntry& job, const Job& spec, bool overdue, const std::string& detail) {
-  if (spec.notify.to.empty() || !started_) return;
+void Notifier::Overdue(JobEntry& job, const NotifyPolicy& notify, bool overdue,
+                       const std::string& detail) {
+  if (notify.to.empty() || !started_) return;
   AlertState& state = alerts_[job.id];
   AlertState before = state;
-  std::optional<Alert> alert = OnOverdueCheck(state, overdue, spec.notify, ctx_->NowMs());
+  std::optional<Alert> alert = OnOverdueCheck(state, overdue, notify, ctx_->NowMs());
   SaveAlertState(job.id, before, state);
-  if (alert) Enqueue(job, spec, *alert, 0, detail);
+  if (alert) Enqueue(job, notify, *alert, 0, detail);
 }
 
 // ---- Delivering (after the commit) -------------------------------------------------------

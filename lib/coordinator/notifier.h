@@ -54,13 +54,13 @@ class Notifier {
   // Each job's AlertState, from the store.
   Status Load();
 
-  // In the turn (the write batch) of the change; each does nothing for a job that notifies
-  // nobody.
-  void RunEnded(JobEntry& job, const Job& spec, const RunRecord& run);
-  void Notice(JobEntry& job, const Job& spec, NotifyEvent event, int64_t run_id,
+  // In the turn (the write batch) of the change, with the job's (or flow's) notify keys;
+  // each does nothing for one that notifies nobody.
+  void RunEnded(JobEntry& job, const NotifyPolicy& notify, const RunRecord& run);
+  void Notice(JobEntry& job, const NotifyPolicy& notify, NotifyEvent event, int64_t run_id,
               const std::string& detail);
   // The overdue check of one job: `overdue` says whether it is now, `detail` how long.
-  void Overdue(JobEntry& job, const Job& spec, bool overdue, const std::string& detail);
+  void Overdue(JobEntry& job, const NotifyPolicy& notify, bool overdue, const std::string& detail);
 
   // "" when a job may name `target` (a channel of coordinator.toml, or mailto: with a
   // mailto_channel set); else why not.
@@ -85,7 +85,7 @@ class Notifier {
     std::optional<notify::EmailChannel> email;
     std::optional<notify::WebhookChannel> webhook;
   };
-  void Enqueue(JobEntry& job, const Job& spec, const Alert& alert, int64_t run_id,
+  void Enqueue(JobEntry& job, const NotifyPolicy& notify, const Alert& alert, int64_t run_id,
                const std::string& detail);
   void SaveAlertState(int64_t job_id, const AlertState& before, const AlertState& after);
   void Kick();

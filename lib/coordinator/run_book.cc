@@ -657,21 +657,23 @@ void RunBook::MaybeFinish(OpenRun& run) {
   Finish(run, state);
 }
 
-void RunBook::FinishFlowRun(int64_t run_id, RunState state, const std::string& note) {
+void RunBook::FinishFlowRun(int64_t run_id, RunState state, const std::string& note,
+                            const NotifyPolicy& notify) {
   auto it = open_.find(run_id);
   if (it == open_.end()) return;
   if (!note.empty()) it->second.rec.note = note;
-  Finish(it->second, state);
+  Finish(it->second, state, &notify);
 }
 
-void RunBook::Finish(OpenRun& run, RunState state) {
+void RunBook::Finish(OpenRun& run, RunState state, const NotifyPolicy* notify) {
   int64_t now = ctx_->NowMs();
   run.rec.state = state;
   run.rec.finished_ms = now;
   ctx_->batch->Stage(
       [&] { return ctx_->store->UpdateRunState(run.rec.id, state, now, run.rec.note); });
   if (JobEntry* job = jobs_->Find(run.rec.job_id)) {
-    if (on_run_ended && run.spec) on_run_ended(*job, *run.spec, run.rec);
+    if (run.spec) notify = &run.spec->notify;
+    if (on_run_ended && notify != nullptr) on_run_ended(*job, *notify, run.rec);
     job->last_state = state;
     job->last_finished_ms = now;
     job->last_duration_ms = RunDurationMs(run.rec);

@@ -128,8 +128,9 @@ class RunBook {
   };
   void set_flow_hooks(FlowHooks hooks) { flow_hooks_ = std::move(hooks); }
   // Ends an open flow run in the current write batch, as MaybeFinish ends a run whose last
-  // shard ended: waiters, health, on_runs_ended.
-  void FinishFlowRun(int64_t run_id, RunState state, const std::string& note);
+  // shard ended: waiters, health, on_run_ended (with the flow's `notify`), on_runs_ended.
+  void FinishFlowRun(int64_t run_id, RunState state, const std::string& note,
+                     const NotifyPolicy& notify);
   // A run that is a flow run (not one of its steps, not a plain run).
   static bool IsFlowRun(const RunRecord& r) { return r.flow_run_id == 0 && !r.flow_json.empty(); }
 
@@ -138,8 +139,9 @@ class RunBook {
   // Called in the write batch that finished a job's last open run (a fixed-delay job's
   // next fire is set there).
   std::function<void(JobEntry& job)> on_runs_ended;
-  // Called in the write batch that finished a run, with the run's definition (notifications).
-  std::function<void(JobEntry& job, const Job& spec, const RunRecord& run)> on_run_ended;
+  // Called in the write batch that finished a run, with whom it tells (its definition's, or
+  // its flow's for a flow run): notifications.
+  std::function<void(JobEntry& job, const NotifyPolicy& notify, const RunRecord& run)> on_run_ended;
   // Called in the write batch that recorded a skipped instant.
   std::function<void(JobEntry& job, const RunRecord& skipped)> on_skipped;
   // Called in the write batch that found a running shard's lease expired (its agent lost).
@@ -165,7 +167,7 @@ class RunBook {
   int64_t BackoffMs(const Job& spec, int attempt) const;
   void MaybeFinish(OpenRun& run);
   // The terminal half of MaybeFinish: records the run's end and lets it go.
-  void Finish(OpenRun& run, RunState state);
+  void Finish(OpenRun& run, RunState state, const NotifyPolicy* notify = nullptr);
   void Save(const ShardRecord& shard);
   void EraseDeadline(ShardKey key);
   void ArmDeadlines();

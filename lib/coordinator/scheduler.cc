@@ -289,6 +289,8 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now, bool batche
     }
     case OverlapAction::kCancelAndFire:
       for (int64_t run : book_->OpenRunsOf(job.id)) {
+        // A step of a flow run is the flow's: its job's own schedule does not replace it.
+        if (const RunRecord* open = book_->FindOpen(run); open && open->flow_run_id != 0) continue;
         if (Status s =
                 book_->Cancel(run, "replaced by the run for " + FormatUtc(FromUnixMs(instant)));
             !s.ok()) {

@@ -49,6 +49,7 @@ void Read(FieldReader& r, RunView* v) {
 
 void Read(FieldReader& r, JobSummaryView* v) {
   std::optional<bool> overdue;
+  std::optional<std::string> kind;
   r.Need("name", &v->name)
       .Need("next_fire", &v->next_fire)
       .Need("paused", &v->paused)
@@ -58,10 +59,12 @@ void Read(FieldReader& r, JobSummaryView* v) {
       .Need("last_finished_at", &v->last_finished_at)
       .Opt("last_success", &v->last_success)
       .Opt("overdue", &overdue)
+      .Opt("kind", &kind)
       .Opt("schedule", &v->schedule)
       .Opt("timezone", &v->timezone)
       .Opt("description", &v->description);
   v->overdue = overdue.value_or(false);
+  v->kind = kind.value_or("job");
 }
 
 void Read(FieldReader& r, JobFileView* v) {
@@ -253,7 +256,8 @@ json JobSummaryView::ToJson() const {
               {"last_state", Nullable(last_state)},
               {"last_finished_at", last_finished_at},
               {"last_success", Nullable(last_success)},
-              {"overdue", overdue}};
+              {"overdue", overdue},
+              {"kind", kind}};
   if (schedule) out["schedule"] = *schedule;
   if (timezone) out["timezone"] = *timezone;
   if (description) out["description"] = *description;
@@ -263,7 +267,11 @@ Result<JobSummaryView> JobSummaryView::FromJson(const json& j) { return Decode<J
 
 json JobView::ToJson() const {
   json out = summary.ToJson();
-  out["definition"] = JobToJson(definition);
+  if (flow) {
+    out["flow"] = FlowToJson(*flow);
+  } else {
+    out["definition"] = JobToJson(definition);
+  }
   out["next_fires"] = Strings(next_fires);
   out["recent_runs"] = ListToJson(recent_runs);
   return out;
@@ -273,11 +281,26 @@ Result<JobView> JobView::FromJson(const json& j) {
   JobView v;
   json definition;
   Read(r, &v.summary);
-  r.Need("definition", &definition)
-      .Need("next_fires", &v.next_fires)
+  const bool is_flow = v.summary.kind == "flow";
+  if (is_flow) {
+    r.Need("flow", &definition);
+  } else {
+    r.Need("definition", &definition);
+  }
+  r.Need("next_fires", &v.next_fires)
       .List("recent_runs", &v.recent_runs,
             [](FieldReader& item, RunView* run) { Read(item, run); });
   if (Status s = r.Finish(kName); !s.ok()) return s;
+  if (is_flow) {
+    Result<Flow> flow = FlowFromJson(definition);
+    if (!flow.ok()) {
+      return Status::InvalidArgument(std::string(kName) + ": field \"flow\" is not a flow (" +
+                                     flow.status().message() + ") " +
+                                     std::string(kVersionSkewHint));
+    }
+    v.flow = std::move(*flow);
+    return v;
+  }
   Result<Job> job = JobFromJson(definition);
   if (!job.ok()) {
     return Status::InvalidArgument(std::string(kName) + ": field \"definition\" is not a job (" +

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/flow_spec.h"
 #include "model/job.h"
 
 namespace jobctl::wire {
@@ -88,6 +89,7 @@ struct JobSummaryView {
   // null and false).
   std::optional<std::string> last_success;
   bool overdue = false;
+  std::string kind = "job";  // "job" or "flow" (older coordinators: absent, read as "job")
   // GET /v1/jobs only: from the job's definition.
   std::optional<std::string> schedule;
   std::optional<std::string> timezone;
@@ -103,7 +105,8 @@ struct JobSummaryView {
 struct JobView {
   static constexpr std::string_view kName = "job view";
   JobSummaryView summary;
-  Job definition;  // as wire::JobToJson writes it; env values "(hidden)" unless admin
+  Job definition;            // as wire::JobToJson writes it; env values "(hidden)" unless admin
+  std::optional<Flow> flow;  // a flow's (summary.kind "flow"), instead of `definition`
   std::vector<std::string> next_fires;  // local to the job's timezone
   std::vector<RunView> recent_runs;     // newest first
 

@@ -300,6 +300,13 @@ TEST_F(CliE2eTest, FlowsAreValidatedDiffedAppliedAndTriggered) {
   for (const json& j : list) names.push_back(j["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"bad", "nightly", "ok", "slow", "three"}))
       << list.dump();
+  ProcessResult show = Jobctl({"show", "nightly"});
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Name:      nightly (flow)"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("then   its own command  first"), std::string::npos) << show.out;
+  json shown = json::parse(Jobctl({"show", "nightly", "-o", "json"}).out);
+  EXPECT_EQ(shown["kind"], "flow");
+  EXPECT_EQ(shown["flow"]["steps"].size(), 2u);
   // "first" runs the job "ok", "then" its own command; the flow run waits for both.
   ProcessResult run = Jobctl({"trigger", "nightly", "--wait"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;

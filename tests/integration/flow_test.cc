@@ -19,6 +19,12 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // a -> (b, c) -> d, each step with its own command.
 constexpr const char* kDiamond = R"([[flow]]
 name = "etl"
@@ -309,8 +315,51 @@ TEST_F(FlowTest, ApplyCreatesChangesAndRemovesFlowsWithTheirSteps) {
   EXPECT_EQ(show["flow"]["steps"].size(), 4u);
   json removed = coord_->Apply("[[job]]\nname = \"x\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
   EXPECT_EQ(removed["removed"], json::array({"etl"})) << removed.dump();
-  http::HttpResponse gone = coord_->Request("POST", "/v1/jobs/etl/trigger", "{}");
-  EXPECT_NE(gone.status, 201) << gone.body;
+  EXPECT_EQ(coord_->Request("POST", "/v1/jobs/etl/trigger", "{}").status, 404);
+  EXPECT_EQ(coord_->Request("GET", "/v1/jobs/etl:a").status, 404);
+}
+
+// A job becomes a flow of the same name only once its open runs have ended: until then the
+// file is refused whole, saying why.
+TEST_F(FlowTest, AJobBecomesAFlowOnlyOnceItsRunsHaveEnded) {
+  Start();
+  coord_->Apply("[[job]]\nname = \"etl\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  json run = coord_->PostJson("/v1/jobs/etl/trigger", json::object());
+  http::HttpResponse refused =
+      coord_->Request("POST", "/v1/jobfile", json{{"text", kDiamond}}.dump());
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("etl has 1 open run(s) as a job"), std::string::npos) << refused.body;
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  coord_->WaitRun(run["id"], seconds(5));
+  json applied = coord_->Apply(kDiamond);
+  ASSERT_EQ(applied["changed"].size(), 1u) << applied.dump();
+  EXPECT_EQ(applied["changed"][0]["fields"], json::array({"kind"}));
+  EXPECT_EQ(coord_->GetJson("/v1/jobs/etl")["kind"], "flow");
+  // Its history stays; it restarts as a flow.
+  coord_->Kill9();
+  coord_->Start();
+  json flow_run = Trigger("etl");
+  g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"a"});
+  EXPECT_EQ(g[0]["step"]["flow_run"], flow_run["id"]);
+  EXPECT_EQ(coord_->Runs("etl").size(), 2u);
+}
+
+// A deferred trigger of a flow: the flow run exists at once, its first steps start at the time
+// asked for, not before.
+TEST_F(FlowTest, ADeferredFlowRunStartsItsStepsAtItsTime) {
+  Start();
+  coord_->Apply(kDiamond);
+  json flow_run = coord_->PostJson("/v1/jobs/etl/trigger", json{{"in", "2s"}});
+  ASSERT_TRUE(flow_run.contains("id")) << flow_run.dump();
+  TestAgent agent(*coord_, "a1");
+  EXPECT_TRUE(agent.Claim(4, 1000).empty());
+  std::vector<json> g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"a"});
+  EXPECT_GE(NowMs(), UnixMs(flow_run["not_before"].get<std::string>()));
 }
 
 // Real agents run the steps' commands, each with its flow context in the environment.

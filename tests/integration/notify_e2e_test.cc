@@ -173,6 +173,37 @@ TEST_F(NotifyTest, AFailureNotifiesOnceWithItsOutputAndTheRecoveryToo) {
   EXPECT_EQ(coord_->Metric("jobctl_notifications_sent_total{channel=\"hook\"}"), 2);
 }
 
+// A flow notifies once per flow run, as its own notify keys say, naming the step that failed;
+// its steps' own jobs notify nobody unless they say so.
+TEST_F(NotifyTest, AFailedFlowRunNotifiesOnceNamingItsFailedStep) {
+  StartAll();
+  if (IsSkipped()) return;
+  coord_->Apply(
+      "[[flow]]\nname = \"nightly\"\nschedule = \"@yearly\"\nnotify = [\"hook\"]\n"
+      "  [[flow.step]]\n  name = \"extract\"\n  shell = \"true\"\n"
+      "  [[flow.step]]\n  name = \"load\"\n  needs = [\"extract\"]\n  shell = \"false\"\n");
+  TestAgent agent(*coord_, "db-03");
+  int64_t flow_run = coord_->PostJson("/v1/jobs/nightly/trigger", json::object())["id"];
+  std::vector<json> a = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(agent.Finish(a[0], 0).status, 200);
+  a = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(agent.Finish(a[0], 1).status, 200);
+  EXPECT_EQ(coord_->WaitRun(flow_run, seconds(10))["state"], "failed");
+  ASSERT_TRUE(hook_->WaitForRequests(1, seconds(20)));
+  ASSERT_TRUE(Coordinator::Eventually([&] { return Notifications("?state=sent").size() == 1; },
+                                      seconds(10)));
+  std::vector<ReceivedRequest> got = hook_->Received();
+  ASSERT_EQ(got.size(), 1u);
+  json body = json::parse(got[0].body);
+  EXPECT_EQ(body["event"], "failed");
+  EXPECT_EQ(body["job"], "nightly");
+  EXPECT_EQ(body["run_id"], flow_run);
+  EXPECT_EQ(body["detail"], "load failed");
+  EXPECT_EQ(smtp_->Received().size(), 0u);
+}
+
 // The receiver fails the first attempt; the coordinator is killed (SIGKILL) with the row
 // still pending; after the restart it is delivered, and `jobctl notifications` shows the
 // failed attempt's error while it waits and the delivery once done.
