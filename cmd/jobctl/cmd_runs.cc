@@ -160,8 +160,14 @@ int RunTrigger(const TriggerOptions& opt, const GlobalOptions& g) {
     fo.follow = true;
     fo.prefix = run->shard_total > 1;
     fo.stop = &g_interrupted;
-    LogFollower follower(client->get(), id, fo);
-    if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
+    if (run->steps) {
+      // A flow run: every step's output, each line prefixed with its step.
+      FlowFollower follower(client->get(), id, fo);
+      if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
+    } else {
+      LogFollower follower(client->get(), id, fo);
+      if (Status s = follower.Run(); !s.ok()) return Fail("trigger", opt.job, s);
+    }
   }
   json last;
   wire::RunView ended;
@@ -214,6 +220,28 @@ struct RunsOptions {
   int limit = 20;
 };
 
+// A flow run's steps under it, each indented by its depth in the graph (a step one deeper than
+// the deepest step it needs), in the flow's order, where a step follows what it needs.
+void AddSteps(Table& t, const std::vector<wire::StepView>& steps, const GlobalOptions& g) {
+  std::map<std::string, int> depth;
+  for (const wire::StepView& s : steps) {
+    int d = 1;
+    for (const std::string& n : s.needs) d = std::max(d, depth[n] + 1);
+    depth[s.name] = d;
+    std::string what = std::string(static_cast<size_t>(2 * d), ' ') + s.name;
+    if (s.when != "success") what += " (" + s.when + ")";
+    std::string run = s.run == 0 ? "-" : std::to_string(s.run);
+    std::string state = s.state;
+    if (s.kept) state += " (kept)";
+    std::string ok =
+        s.shard_total > 0 ? std::to_string(s.shards_ok) + "/" + std::to_string(s.shard_total) : "-";
+    std::string hosts;
+    for (const std::string& h : s.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+    std::string detail = hosts.empty() ? (s.note.empty() ? "-" : s.note) : hosts;
+    t.Add({run, what, "", "", Colored(state, g), ok, detail});
+  }
+}
+
 int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("runs", opt.job, client.status(), kExitConfig);
@@ -255,6 +283,7 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
     Cell state = r.output_pruned ? Cell(r.state + " (output pruned)") : Colored(r.state, g);
     t.Add({std::to_string(r.id), r.job, r.reason, scheduled, state, ShardCount(r),
            hosts.empty() ? "-" : hosts});
+    if (r.steps) AddSteps(t, *r.steps, g);
   }
   t.Print(std::cout);
   return kExitOk;
@@ -306,6 +335,11 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
   const bool keep = opt.color == "always" || (opt.color == "auto" && ColorEnabled(g));
   fo.sgr = keep ? SgrPolicy::kKeep : SgrPolicy::kDrop;
   fo.raw = opt.raw;
+  if (info->steps) {
+    FlowFollower follower(client->get(), run, fo);
+    if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
+    return g_interrupted ? kExitInterrupted : kExitOk;
+  }
   LogFollower follower(client->get(), run, fo);
   if (Status s = follower.Run(); !s.ok()) return Fail("logs", opt.target, s);
   if (!follower.pruned().empty()) {
@@ -316,11 +350,12 @@ int RunLogs(const LogsOptions& opt, const GlobalOptions& g) {
 }
 
 int RunAction(const std::string& verb, const std::string& run, bool failed_shards,
-              const GlobalOptions& g) {
+              const std::vector<std::string>& from, const GlobalOptions& g) {
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail(verb, run, client.status(), kExitConfig);
   json body = json::object();
   if (failed_shards) body["failed_shards"] = true;
+  if (!from.empty()) body["from"] = from;
   Result<json> r = (*client)->Post("/v1/runs/" + UrlEncode(run) + "/" + verb, body);
   if (!r.ok()) return Fail(verb, run, r.status());
   // A retry answers with the new run; a cancel with the run as it ended, or only its id.
@@ -417,6 +452,7 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
   for (const char* verb : {"cancel", "retry"}) {
     auto run = std::make_shared<std::string>();
     auto failed_shards = std::make_shared<bool>(false);
+    auto from = std::make_shared<std::vector<std::string>>();
     const bool retry = std::string(verb) == "retry";
     auto* sub = app.add_subcommand(verb, retry ? "Run a failed run again (a new run, reason retry)"
                                                : "Cancel a run: its shards' processes are killed");
@@ -425,15 +461,24 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
       sub->add_flag("--failed-shards", *failed_shards,
                     "Run only the shards that did not succeed; the new run keeps the others as "
                     "they ended (outcome \"kept\")");
+      sub->add_option("--from", *from,
+                      "A flow run: run this step again, with every step that needs it (repeat "
+                      "for several); the other steps keep how they ended. Default: the steps "
+                      "that failed");
       sub->footer(
           "Examples:\n  jobctl retry 1234\n  jobctl retry 1234 --failed-shards\n"
+          "  jobctl retry 812 --from load\n"
           "Prints the new run's id (-o json: the run). The new run uses the job's definition\n"
-          "as it is now; with --failed-shards the job must still have the run's shard count.");
+          "as it is now; with --failed-shards the job must still have the run's shard count.\n"
+          "A flow run is retried as a new flow run with the graph it ran with: the steps run\n"
+          "again start from their jobs' definitions as they are now, the others are kept.");
     } else {
       sub->footer("Example:\n  jobctl cancel 1234");
     }
     std::string v = verb;
-    sub->callback([run, v, failed_shards, &g, rc] { *rc = RunAction(v, *run, *failed_shards, g); });
+    sub->callback([run, v, failed_shards, from, &g, rc] {
+      *rc = RunAction(v, *run, *failed_shards, *from, g);
+    });
   }
 }
 

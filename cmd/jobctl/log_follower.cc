@@ -5,6 +5,7 @@
 #include "base/base64.h"
 #include "model/time_format.h"
 #include "output.h"
+#include "wire/views.h"
 
 namespace jobctl::cli {
 namespace {
@@ -27,7 +28,7 @@ void LogFollower::Emit(const std::string& key, bool to_stderr, const std::string
     sanitizers_.try_emplace(key, options_.sgr).first->second.Feed(data, &safe);
   }
   const std::string& shown = terminal_[fd] ? safe : data;
-  if (!options_.prefix) {
+  if (!options_.prefix && options_.label.empty()) {
     WriteAll(fd, shown);
     return;
   }
@@ -48,7 +49,7 @@ void LogFollower::FlushPartials() {
     std::string rest;
     sanitizer.Finish(&rest);
     if (rest.empty()) continue;
-    if (options_.prefix) {
+    if (options_.prefix || !options_.label.empty()) {
       partial_[key] += rest;
     } else {
       WriteAll(key.back() == 'e' ? STDERR_FILENO : STDOUT_FILENO, rest);
@@ -80,6 +81,9 @@ Result<LogFollower::Read> LogFollower::ReadOnce(int wait_ms) {
     std::string data = Base64Decode(ch.data);
     std::string shard = "shard " + std::to_string(ch.shard);
     if (ch.attempt > 1) shard += " attempt " + std::to_string(ch.attempt);
+    if (!options_.label.empty()) {
+      shard = ch.shard == 0 && ch.attempt <= 1 ? options_.label : options_.label + " " + shard;
+    }
     Emit(shard + (stream == "stderr" ? ":e" : ":o"), stream != "stdout", "[" + shard + "] ", data);
   }
   after_ = page->next;
@@ -97,6 +101,68 @@ Status LogFollower::Run() {
     if (!options_.follow && read->chunks == 0) break;
   }
   FlushPartials();
+  return Status::Ok();
+}
+
+Status FlowFollower::Run() {
+  // One follower per step run, made as each step starts; each read does not wait, and the
+  // flow run's own wait (up to 1 s) paces the rounds while nothing is printed.
+  std::map<int64_t, std::unique_ptr<LogFollower>> steps;
+  std::vector<int64_t> order;
+  std::map<int64_t, bool> done;
+  while (true) {
+    if (options_.stop && options_.stop->load()) break;
+    Result<nlohmann::json> reply = client_->Get("/v1/runs/" + std::to_string(run_));
+    if (!reply.ok()) return reply.status();
+    Result<wire::RunView> flow = ReplyAs<wire::RunView>(*reply);
+    if (!flow.ok()) return flow.status();
+    const bool ended = !flow->finished_at.empty();
+    for (const wire::StepView& s : flow->steps.value_or(std::vector<wire::StepView>{})) {
+      if (s.run == 0 || s.kept || s.shard_total == 0 || steps.count(s.run) > 0) continue;
+      FollowOptions o = options_;
+      o.label = s.name;
+      o.follow = false;
+      steps[s.run] = std::make_unique<LogFollower>(client_, s.run, o);
+      order.push_back(s.run);
+    }
+    size_t printed = 0;
+    bool all_done = true;
+    for (int64_t id : order) {
+      if (done[id]) continue;
+      Result<LogFollower::Read> read = steps[id]->ReadOnce(0);
+      if (!read.ok()) return read.status();
+      printed += read->chunks;
+      if (read->done) {
+        steps[id]->FlushPartials();
+        done[id] = true;
+      } else {
+        all_done = false;
+      }
+    }
+    if (!options_.follow || (ended && all_done)) break;
+    if (printed > 0) continue;
+    if (!ended) {
+      // Nothing new: wait for the flow run's end (a step starting shows at the next round).
+      Result<nlohmann::json> wait = client_->Get(
+          "/v1/runs/" + std::to_string(run_) + "/wait?timeout_ms=1000", std::chrono::seconds(40));
+      if (!wait.ok()) return wait.status();
+      continue;
+    }
+    // Ended, with a step's output still arriving: wait on that output.
+    for (int64_t id : order) {
+      if (done[id]) continue;
+      Result<LogFollower::Read> read = steps[id]->ReadOnce(1000);
+      if (!read.ok()) return read.status();
+      if (read->done) {
+        steps[id]->FlushPartials();
+        done[id] = true;
+      }
+      break;
+    }
+  }
+  for (int64_t id : order) {
+    if (!done[id]) steps[id]->FlushPartials();
+  }
   return Status::Ok();
 }
 

@@ -28,6 +28,9 @@ struct FollowOptions {
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler: return early
   SgrPolicy sgr = SgrPolicy::kDrop;         // on a terminal: the job's colour sequences
   bool raw = false;                         // on a terminal too, the bytes as printed
+  // Each line prefixed with "[label] " ("[label shard N] " past shard 0 or attempt 1): a flow
+  // step's name (FlowFollower). Implies prefix.
+  std::string label;
 };
 
 class LogFollower {
@@ -46,11 +49,12 @@ class LogFollower {
   Result<Read> ReadOnce(int wait_ms);
   // Why retention deleted the run's output ("logs_for 7d"), once a read found it gone; "" else.
   const std::string& pruned() const { return pruned_; }
+  // Writes out what is held back (a last line without its newline).
+  void FlushPartials();
 
  private:
   void Emit(const std::string& key, bool to_stderr, const std::string& prefix,
             const std::string& data);
-  void FlushPartials();
 
   Client* client_;
   int64_t run_;
@@ -62,6 +66,21 @@ class LogFollower {
   // Per (shard, stream) written to a terminal: sequences may be cut between chunks.
   std::map<std::string, TerminalSanitizer> sanitizers_;
   bool terminal_[3] = {false, false, false};  // by fd
+};
+
+// FlowFollower writes out the output of each step of a flow run as LogFollower does, each line
+// prefixed with its step's name, the steps in the order they started; with follow on, until
+// the flow run has ended and every step's output was read.
+class FlowFollower {
+ public:
+  FlowFollower(Client* client, int64_t flow_run, FollowOptions options)
+      : client_(client), run_(flow_run), options_(std::move(options)) {}
+  Status Run();
+
+ private:
+  Client* client_;
+  int64_t run_;
+  FollowOptions options_;
 };
 
 }  // namespace jobctl::cli

@@ -6,6 +6,7 @@
 #include "http/path_pattern.h"
 #include "model/time_format.h"
 #include "wire/bounded_json.h"
+#include "wire/job_json.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::coordinator {
@@ -358,7 +359,57 @@ wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who) const {
   v.note = r.note;
   v.idempotency_key = r.idempotency_key;
   v.shard_total = r.shard_total;
+  if (r.flow_run_id != 0) {
+    v.flow_run = r.flow_run_id;
+    json ctx = json::parse(r.flow_json, nullptr, false);
+    if (ctx.is_object() && ctx.contains("step") && ctx["step"].is_string()) v.step = ctx["step"];
+  }
+  if (RunBook::IsFlowRun(r)) v.steps = StepViewsOf(r);
   return v;
+}
+
+std::vector<wire::StepView> Api::StepViewsOf(const RunRecord& r) const {
+  std::vector<wire::StepView> out;
+  json graph = json::parse(r.flow_json, nullptr, false);
+  Result<Flow> flow = wire::FlowFromJson(graph);
+  if (!flow.ok()) return out;
+  std::map<int, KeptStep> kept = KeptStepsOf(graph);
+  std::map<int, RunRecord> runs;
+  if (Result<std::vector<RunRecord>> steps = ctx_->store->StepRuns(r.id); steps.ok()) {
+    for (RunRecord& s : *steps) runs[s.flow_step] = std::move(s);
+  }
+  for (size_t i = 0; i < flow->steps.size(); ++i) {
+    const FlowStep& s = flow->steps[i];
+    wire::StepView v;
+    v.name = s.name;
+    v.job = s.job;
+    v.needs = s.needs;
+    v.when = StepWhenName(s.when);
+    v.state = "waiting";
+    if (auto it = runs.find(static_cast<int>(i)); it != runs.end()) {
+      const RunRecord& run = it->second;
+      v.state = RunStateName(run.state);
+      v.run = run.id;
+      v.note = run.note;
+      v.shard_total = run.shard_total;
+      for (const ShardRecord& shard : run.shards) {
+        if (shard.state == RunState::kSucceeded) ++v.shards_ok;
+        if (!shard.agent.empty() &&
+            std::find(v.hosts.begin(), v.hosts.end(), shard.agent) == v.hosts.end()) {
+          v.hosts.push_back(shard.agent);
+        }
+      }
+      v.created_at = Rfc3339(run.created_ms);
+      v.finished_at = Rfc3339(run.finished_ms);
+    } else if (auto k = kept.find(static_cast<int>(i)); k != kept.end()) {
+      v.state = RunStateName(k->second.state);
+      v.run = k->second.run;
+      v.kept = true;
+      v.note = "kept from run " + std::to_string(k->second.run);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 wire::JobSummaryView Api::JobSummaryOf(const JobEntry& j) const {

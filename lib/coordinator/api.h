@@ -16,6 +16,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
+#include "coordinator/flow_book.h"
 #include "coordinator/http_errors.h"
 #include "coordinator/job_index.h"
 #include "coordinator/log_hub.h"
@@ -42,6 +43,7 @@ struct Parts {
   // Who holds the store now, for a standby's refusals.
   std::function<std::string()> holder;
   Notifier* notifier = nullptr;  // jobctl notify test; null: no channels can be tested
+  FlowBook* flows = nullptr;     // retries of flow runs; null: none
 };
 
 class Api {
@@ -108,6 +110,8 @@ class Api {
 
   // Fencing tokens only for admins: anyone else who knew one could pose as the holder.
   wire::RunView RunViewOf(const RunRecord& r, const Principal& who) const;
+  // A flow run's steps, from its graph, its step runs and what a retry kept.
+  std::vector<wire::StepView> StepViewsOf(const RunRecord& flow_run) const;
   // Sets output_pruned of an ended run's view when retention deleted its output.
   Status MarkPruned(wire::RunView& v);
   // A token limited to a jobs glob reads only those jobs' runs: false (and answered 403) for

@@ -151,13 +151,36 @@ void Api::RetryRun(Call& c) {
   Result<std::optional<RunRecord>> old = ctx_->store->GetRun(*id);
   if (!old.ok()) return Fail(c, old.status());
   if (!*old) return FailWith(c, 404, "not_found", "no such run: " + c.params["id"]);
-  if (RunBook::IsFlowRun(**old) || (*old)->flow_run_id != 0) {
-    return FailWith(
-        c, 409, "conflict",
-        "run " + c.params["id"] + " is " +
-            ((*old)->flow_run_id != 0 ? "a step of flow run " + std::to_string((*old)->flow_run_id)
-                                      : std::string("a flow run")) +
-            "; a flow run is not retried yet: trigger the flow again");
+  if ((*old)->flow_run_id != 0) {
+    json ctx = json::parse((*old)->flow_json, nullptr, false);
+    std::string step = ctx.is_object() ? ctx.value("step", "STEP") : "STEP";
+    const std::string flow_run = std::to_string((*old)->flow_run_id);
+    return FailWith(c, 409, "conflict",
+                    "run " + c.params["id"] + " is step \"" + step + "\" of flow run " + flow_run +
+                        "; retry the flow run from it: jobctl retry " + flow_run + " --from " +
+                        step);
+  }
+  if (RunBook::IsFlowRun(**old)) {
+    if (req->failed_shards) {
+      return FailWith(c, 400, "bad_request",
+                      "a flow run has no shards of its own: retry it --from its steps");
+    }
+    JobEntry* flow = p_.jobs->Find((*old)->job_id);
+    if (flow == nullptr || !flow->active || flow->kind != JobKind::kFlow || p_.flows == nullptr) {
+      return FailWith(c, 404, "not_found", "its flow was removed");
+    }
+    Result<RunRecord> run = p_.flows->Retry(*flow, **old, req->from);
+    if (!run.ok()) return Fail(c, run.status());
+    std::string from;
+    for (const std::string& s : req->from) from += (from.empty() ? "" : ", ") + s;
+    Audit(c, "retry", "run " + c.params["id"],
+          "run " + std::to_string(run->id) + (from.empty() ? ", failed steps" : ", from " + from));
+    JsonAfterCommit(c, 201, RunViewOf(run.value(), c.who).ToJson());
+    return;
+  }
+  if (!req->from.empty()) {
+    return FailWith(c, 400, "bad_request",
+                    "run " + c.params["id"] + " is not a flow run: --from names a flow's steps");
   }
   if ((*old)->state == RunState::kSucceeded || (*old)->state == RunState::kSkipped) {
     return FailWith(c, 409, "conflict",

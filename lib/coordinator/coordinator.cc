@@ -322,7 +322,7 @@ Status Coordinator::Start() {
   api_ = std::make_unique<Api>(
       &ctx_, Parts{&jobs_, book_.get(), dispatcher_.get(), scheduler_.get(), applier_.get(), &auth_,
                    log_hub_.get(), [this] { return loaded_; }, [this] { return standby_; },
-                   [this] { return store_->Holder(); }, notifier_.get()});
+                   [this] { return store_->Holder(); }, notifier_.get(), flow_book_.get()});
   http::Limits limits;
   limits.body_limit = [max = static_cast<size_t>(ctx_.config.max_jobfile_bytes)](
                           const http::Request& head) { return Api::BodyLimit(head, max); };

@@ -10,6 +10,25 @@ namespace jobctl::coordinator {
 
 using nlohmann::json;
 
+std::map<int, KeptStep> KeptStepsOf(const json& flow_json) {
+  std::map<int, KeptStep> out;
+  auto kept = flow_json.find("kept");
+  if (kept == flow_json.end() || !kept->is_array()) return out;
+  for (const json& k : *kept) {
+    if (!k.is_object() || !k.value("step", json()).is_number_integer()) continue;
+    KeptStep s;
+    s.run = k.value("run", int64_t{0});
+    s.state = ParseRunState(k.value("state", "")).value_or(RunState::kFailed);
+    if (auto o = k.find("outputs"); o != k.end() && o->is_object()) {
+      for (auto it = o->begin(); it != o->end(); ++it) {
+        if (it.value().is_string()) s.outputs[it.key()] = it.value().get<std::string>();
+      }
+    }
+    out[k["step"].get<int>()] = std::move(s);
+  }
+  return out;
+}
+
 FlowBook::FlowBook(Context* ctx, JobIndex* jobs, RunBook* book)
     : ctx_(ctx), jobs_(jobs), book_(book) {}
 
@@ -47,6 +66,74 @@ Result<NotifyPolicy> FlowBook::NotifyOf(JobEntry& flow) {
   return std::move(spec->notify);
 }
 
+Result<RunRecord> FlowBook::Retry(JobEntry& flow, const RunRecord& old,
+                                  std::vector<std::string> from) {
+  const std::string of_run = "flow run " + std::to_string(old.id);
+  json graph = json::parse(old.flow_json, nullptr, false);
+  Result<Flow> spec = wire::FlowFromJson(graph);
+  if (!spec.ok()) return spec.status().WithContext(of_run);
+  std::vector<FlowNode> nodes = jobctl::GraphOf(*spec);
+  const size_t n = spec->steps.size();
+  // How each step ended in `old`: its own step runs, and what it kept itself.
+  std::vector<StepState> ended(n, StepState::kWaiting);
+  std::vector<KeptStep> was(n);
+  for (auto& [i, kept] : KeptStepsOf(graph)) {
+    if (i < 0 || i >= static_cast<int>(n)) continue;
+    ended[static_cast<size_t>(i)] = StepStateOf(kept.state);
+    was[static_cast<size_t>(i)] = std::move(kept);
+  }
+  Result<std::vector<RunRecord>> steps = ctx_->store->StepRuns(old.id);
+  if (!steps.ok()) return steps.status();
+  for (const RunRecord& step : *steps) {
+    if (step.flow_step < 0 || step.flow_step >= static_cast<int>(n)) continue;
+    ended[static_cast<size_t>(step.flow_step)] = StepStateOf(step.state);
+    was[static_cast<size_t>(step.flow_step)] = {step.id, step.state, OutputsOf(step)};
+  }
+  std::vector<int> from_idx;
+  if (from.empty()) {
+    for (size_t i = 0; i < n; ++i) {
+      if (ended[i] == StepState::kFailed) from_idx.push_back(static_cast<int>(i));
+    }
+    if (from_idx.empty()) return Status::Conflict("no step of " + of_run + " failed");
+  }
+  for (const std::string& name : from) {
+    int at = -1;
+    std::string names;
+    for (size_t i = 0; i < n; ++i) {
+      if (spec->steps[i].name == name) at = static_cast<int>(i);
+      names += (names.empty() ? "" : ", ") + spec->steps[i].name;
+    }
+    if (at < 0) {
+      return Status::InvalidArgument("\"" + name + "\" is no step of " + of_run +
+                                     " (its steps: " + names + ")");
+    }
+    from_idx.push_back(at);
+  }
+  Result<std::vector<StepState>> start = RerunFrom(nodes, ended, from_idx);
+  if (!start.ok()) return start.status().WithContext(of_run);
+  json kept = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    if ((*start)[i] == StepState::kWaiting) continue;
+    kept.push_back({{"step", i},
+                    {"run", was[i].run},
+                    {"state", RunStateName(was[i].state)},
+                    {"outputs", was[i].outputs}});
+  }
+  json frozen = wire::FlowToJson(*spec);
+  frozen["kept"] = std::move(kept);
+  Result<RunBook::Prepared> p =
+      book_->Prepare(flow, RunReason::kRetry, old.scheduled_ms, "", "", 0, old.trace_id);
+  if (!p.ok()) return p.status();
+  p->rec.flow_json = frozen.dump();
+  p->rec.note = "retry of " + of_run;
+  std::vector<RunBook::Prepared> runs;
+  runs.push_back(std::move(*p));
+  std::vector<bool> created;
+  if (Status s = book_->CreateAll(runs, created); !s.ok()) return s;
+  if (!created[0]) return Status::Internal(of_run + ": its retry was not inserted");
+  return std::move(runs[0].rec);
+}
+
 Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
   OpenFlowRun& run = open_[rec.id];
   run.id = rec.id;
@@ -65,6 +152,13 @@ Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
   run.states.assign(run.flow.steps.size(), StepState::kWaiting);
   run.run_ids.assign(run.flow.steps.size(), 0);
   run.outputs.assign(run.flow.steps.size(), {});
+  // A retry's kept steps ended in the earlier flow run: as they ended there.
+  for (auto& [i, kept] : KeptStepsOf(json::parse(rec.flow_json, nullptr, false))) {
+    if (i < 0 || i >= static_cast<int>(run.states.size())) continue;
+    run.states[static_cast<size_t>(i)] = StepStateOf(kept.state);
+    run.run_ids[static_cast<size_t>(i)] = kept.run;
+    run.outputs[static_cast<size_t>(i)] = std::move(kept.outputs);
+  }
   if (!loaded) {
     Advance(run);
     return Status::Ok();

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@
 #include "model/step_output.h"
 
 namespace jobctl::coordinator {
+
+// What a retried flow run keeps of the earlier one (RunRecord::flow_json's "kept"), by step
+// index: the run of each step that is not run again, how it ended and what it wrote.
+struct KeptStep {
+  int64_t run = 0;
+  RunState state = RunState::kSucceeded;
+  StepOutputs outputs;
+};
+std::map<int, KeptStep> KeptStepsOf(const nlohmann::json& flow_json);
 
 class FlowBook {
  public:
@@ -38,6 +48,12 @@ class FlowBook {
   size_t open_flow_runs() const { return open_.size(); }
   // Whom the flow tells (its notify keys), read from the store.
   Result<NotifyPolicy> NotifyOf(JobEntry& flow);
+  // A new flow run (reason retry, in the current write batch) of the ended flow run `old` that
+  // runs the steps `from` again, with every step that needs one of them, and keeps how each
+  // other step ended (its run, state and outputs, frozen into the new run's graph). No `from`:
+  // the steps that failed. kConflict when a `from` step would be skipped again at once, or
+  // nothing failed; kInvalidArgument for a name that is no step of it.
+  Result<RunRecord> Retry(JobEntry& flow, const RunRecord& old, std::vector<std::string> from);
 
  private:
   struct OpenFlowRun {

@@ -2,6 +2,7 @@
 
 #include <type_traits>
 
+#include "model/flow_spec.h"
 #include "model/time_format.h"
 #include "wire/fields.h"
 #include "wire/log_batch.h"
@@ -49,13 +50,28 @@ Result<DrainRequest> DrainRequestFromJson(const json& body) {
 
 Result<RetryRequest> RetryRequestFromJson(const json& body) {
   for (auto it = body.begin(); it != body.end(); ++it) {
-    if (it.key() != "failed_shards") {
+    if (it.key() != "failed_shards" && it.key() != "from") {
       return Status::InvalidArgument(
-          "a retry takes no field but \"failed_shards\" (true or false)");
+          "a retry takes no field but \"failed_shards\" (true or false) and \"from\" (an array "
+          "of a flow's step names)");
     }
   }
   RetryRequest req;
   if (Status s = Opt(body, "failed_shards", &req.failed_shards); !s.ok()) return s;
+  if (auto from = body.find("from"); from != body.end()) {
+    if (!from->is_array() || from->size() > static_cast<size_t>(kMaxFlowSteps)) {
+      return Status::InvalidArgument("\"from\": expected an array of at most " +
+                                     std::to_string(kMaxFlowSteps) + " step names");
+    }
+    for (const json& name : *from) {
+      if (!name.is_string() || !IsValidStepName(name.get<std::string>())) {
+        return Status::InvalidArgument(
+            "\"from\": expected step names ([a-z0-9][a-z0-9._-]*, at "
+            "most 64 characters)");
+      }
+      req.from.push_back(name.get<std::string>());
+    }
+  }
   return req;
 }
 

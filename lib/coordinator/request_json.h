@@ -29,6 +29,8 @@ struct DrainRequest {
 // POST /v1/runs/{id}/retry: the whole run again, or only its shards that did not succeed.
 struct RetryRequest {
   bool failed_shards = false;
+  // A flow run's: the steps to run again (with what depends on them); none: those that failed.
+  std::vector<std::string> from;
 };
 
 struct TokenRequest {

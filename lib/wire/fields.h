@@ -164,6 +164,19 @@ class FieldReader {
     return *this;
   }
 
+  // An array of objects that may be absent or null (nullopt), each decoded as List does.
+  template <typename T, typename ReadFn>
+  FieldReader& OptList(const char* key, std::optional<std::vector<T>>* out, ReadFn read) {
+    out->reset();
+    const nlohmann::json* v = Find(key);
+    if (v == nullptr || v->is_null()) return *this;
+    if (!v->is_array()) return Bad(key, "a list");
+    std::vector<T> items;
+    ReadElements(*v, path_ + key, &items, read);
+    if (ok()) *out = std::move(items);
+    return *this;
+  }
+
   // The elements of `array` (itself the message, as in a list reply), each read by `read`.
   template <typename T, typename ReadFn>
   void ReadElements(const nlohmann::json& array, const std::string& path, std::vector<T>* out,

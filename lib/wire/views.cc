@@ -27,6 +27,22 @@ void Read(FieldReader& r, ShardView* v) {
       .Need("finished_at", &v->finished_at);
 }
 
+void Read(FieldReader& r, StepView* v) {
+  r.Need("name", &v->name)
+      .Need("job", &v->job)
+      .Need("needs", &v->needs)
+      .Need("when", &v->when)
+      .Need("state", &v->state)
+      .Need("run", &v->run)
+      .Need("kept", &v->kept)
+      .Need("note", &v->note)
+      .Need("shard_total", &v->shard_total)
+      .Need("shards_ok", &v->shards_ok)
+      .Need("hosts", &v->hosts)
+      .Need("created_at", &v->created_at)
+      .Need("finished_at", &v->finished_at);
+}
+
 void Read(FieldReader& r, RunView* v) {
   r.Need("id", &v->id)
       .Need("job", &v->job)
@@ -44,7 +60,10 @@ void Read(FieldReader& r, RunView* v) {
       .List("shards", &v->shards, [](FieldReader& item, ShardView* s) { Read(item, s); })
       .Opt("existing", &v->existing)
       .Opt("done", &v->done)
-      .Opt("output_pruned", &v->output_pruned);
+      .Opt("output_pruned", &v->output_pruned)
+      .Opt("flow_run", &v->flow_run)
+      .Opt("step", &v->step)
+      .OptList("steps", &v->steps, [](FieldReader& item, StepView* s) { Read(item, s); });
 }
 
 void Read(FieldReader& r, JobSummaryView* v) {
@@ -225,6 +244,22 @@ json ShardView::ToJson() const {
 }
 Result<ShardView> ShardView::FromJson(const json& j) { return Decode<ShardView>(j); }
 
+json StepView::ToJson() const {
+  return {{"name", name},
+          {"job", job},
+          {"needs", needs},
+          {"when", when},
+          {"state", state},
+          {"run", run},
+          {"kept", kept},
+          {"note", note},
+          {"shard_total", shard_total},
+          {"shards_ok", shards_ok},
+          {"hosts", hosts},
+          {"created_at", created_at},
+          {"finished_at", finished_at}};
+}
+
 json RunView::ToJson() const {
   json out = {{"id", id},
               {"job", job},
@@ -243,6 +278,9 @@ json RunView::ToJson() const {
   if (existing) out["existing"] = *existing;
   if (done) out["done"] = *done;
   if (output_pruned) out["output_pruned"] = *output_pruned;
+  if (flow_run) out["flow_run"] = *flow_run;
+  if (step) out["step"] = *step;
+  if (steps) out["steps"] = ListToJson(*steps);
   return out;
 }
 Result<RunView> RunView::FromJson(const json& j) { return Decode<RunView>(j); }

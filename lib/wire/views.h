@@ -47,6 +47,26 @@ struct ShardView {
 
 // GET /v1/runs/{id} and each item of GET /v1/runs; also the replies of trigger (with
 // "existing"), retry, cancel and GET /v1/runs/{id}/wait (with "done").
+// A step of a flow run, in the flow's order (RunView::steps).
+struct StepView {
+  std::string name;
+  std::string job;  // the job it runs
+  std::vector<std::string> needs;
+  std::string when;   // success, failure, always
+  std::string state;  // "waiting", or the state of its run
+  int64_t run = 0;    // its run; 0 while waiting
+  bool kept = false;  // a retry's: the run of the earlier flow run it keeps
+  std::string note;
+  int shard_total = 0;
+  int shards_ok = 0;
+  std::vector<std::string> hosts;
+  std::string created_at;  // when its needs were met and its run made; "" while waiting
+  std::string finished_at;
+
+  nlohmann::json ToJson() const;
+  bool operator==(const StepView&) const = default;
+};
+
 struct RunView {
   static constexpr std::string_view kName = "run view";
   int64_t id = 0;
@@ -67,6 +87,11 @@ struct RunView {
   std::optional<bool> done;      // wait: whether the run has ended
   // Why retention deleted the run's output ("logs_for 7d"); absent while it is kept.
   std::optional<std::string> output_pruned;
+  // A flow step's run: its flow run and step. Absent for other runs.
+  std::optional<int64_t> flow_run;
+  std::optional<std::string> step;
+  // A flow run's steps, in the flow's order. Absent for other runs.
+  std::optional<std::vector<StepView>> steps;
 
   // "existing", "done" and "output_pruned" only when set; jitter_ms always.
   nlohmann::json ToJson() const;

@@ -307,9 +307,29 @@ TEST_F(CliE2eTest, FlowsAreValidatedDiffedAppliedAndTriggered) {
   json shown = json::parse(Jobctl({"show", "nightly", "-o", "json"}).out);
   EXPECT_EQ(shown["kind"], "flow");
   EXPECT_EQ(shown["flow"]["steps"].size(), 2u);
-  // "first" runs the job "ok", "then" its own command; the flow run waits for both.
-  ProcessResult run = Jobctl({"trigger", "nightly", "--wait"});
+  // "first" runs the job "ok", "then" its own command; the flow run waits for both, and
+  // --follow prints each step's output, prefixed with the step.
+  ProcessResult run = Jobctl({"trigger", "nightly", "--wait", "--follow"});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_EQ(run.out, "[first] hello from ok\n[then] then\n");
+  EXPECT_NE(run.err.find("[first] to-stderr\n"), std::string::npos) << run.err;
+  ProcessResult runs = Jobctl({"runs", "nightly"});
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_NE(runs.out.find("  first "), std::string::npos) << runs.out;
+  EXPECT_NE(runs.out.find("    then "), std::string::npos) << runs.out;
+  json listed = json::parse(Jobctl({"runs", "nightly", "-o", "json"}).out);
+  ASSERT_EQ(listed.size(), 1u);
+  const std::string flow_run = std::to_string(listed[0]["id"].get<int64_t>());
+  EXPECT_EQ(listed[0]["steps"][1]["name"], "then");
+  EXPECT_EQ(listed[0]["steps"][1]["state"], "succeeded");
+  ProcessResult logs = Jobctl({"logs", flow_run});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+  EXPECT_EQ(logs.out, "[first] hello from ok\n[then] then\n");
+  // Nothing failed: nothing to retry.
+  ProcessResult retry = Jobctl({"retry", flow_run});
+  EXPECT_EQ(retry.exit_code, 75) << retry.err;
+  EXPECT_NE(retry.err.find("no step of flow run " + flow_run + " failed"), std::string::npos)
+      << retry.err;
 
   // A changed step of the file's own reads as such.
   std::string bad = with_flow;

@@ -250,9 +250,104 @@ TEST_F(FlowTest, KilledCoordinatorResumesTheFlowRunAndRunsNoStepTwice) {
   }
 }
 
+// retry --from: a new flow run (reason retry) that runs the named step and what depends on it
+// again, keeping the steps before it as they ended (their runs named, their outputs given on);
+// a step run itself is not retried alone. The flow run's view lists its steps in order.
+TEST_F(FlowTest, RetryFromAStepRunsItAndItsDependentsAgainKeepingTheRest) {
+  Start();
+  coord_->Apply(R"([[flow]]
+name = "nightly"
+schedule = "@yearly"
+  [[flow.step]]
+  name = "extract"
+  shell = "true"
+  [[flow.step]]
+  name = "load"
+  needs = ["extract"]
+  shell = "true"
+  [[flow.step]]
+  name = "report"
+  needs = ["load"]
+  shell = "true"
+  [[flow.step]]
+  name = "page"
+  needs = ["load"]
+  when = "failure"
+  shell = "true"
+)");
+  json first = Trigger("nightly");
+  TestAgent agent(*coord_, "a1");
+  std::vector<json> g = agent.ClaimUpTo(1, 2000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"extract"});
+  const int64_t extract_run = g[0]["run"];
+  json out = agent.ResultBody(g[0], 0);
+  out["outputs"] = {{"ROWS", "7"}};
+  ASSERT_EQ(agent.PostResult(out).status, 200);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"load"});
+  const int64_t load_run = g[0]["run"];
+  ASSERT_EQ(agent.Finish(g[0], 1).status, 200);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"page"});
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  json ended = coord_->WaitRun(first["id"], seconds(10));
+  ASSERT_EQ(ended["state"], "failed");
+  // The view of the ended flow run: each step, its run and state, in the flow's order.
+  json view = coord_->GetJson("/v1/runs/" + std::to_string(first["id"].get<int64_t>()));
+  ASSERT_EQ(view["steps"].size(), 4u) << view.dump();
+  EXPECT_EQ(view["steps"][0]["name"], "extract");
+  EXPECT_EQ(view["steps"][0]["run"], extract_run);
+  EXPECT_EQ(view["steps"][1]["state"], "failed");
+  EXPECT_EQ(view["steps"][2]["state"], "skipped");
+  EXPECT_EQ(view["steps"][3]["when"], "failure");
+  json step_view = coord_->GetJson("/v1/runs/" + std::to_string(load_run));
+  EXPECT_EQ(step_view["flow_run"], first["id"]);
+  EXPECT_EQ(step_view["step"], "load");
+
+  // A step run is retried through its flow run.
+  http::HttpResponse alone =
+      coord_->Request("POST", "/v1/runs/" + std::to_string(load_run) + "/retry", "{}");
+  EXPECT_EQ(alone.status, 409);
+  EXPECT_NE(alone.body.find("jobctl retry " + std::to_string(first["id"].get<int64_t>()) +
+                            " --from load"),
+            std::string::npos)
+      << alone.body;
+  http::HttpResponse unknown =
+      coord_->Request("POST", "/v1/runs/" + std::to_string(first["id"].get<int64_t>()) + "/retry",
+                      R"({"from": ["lod"]})");
+  EXPECT_EQ(unknown.status, 400) << unknown.body;
+
+  json again = coord_->PostJson("/v1/runs/" + std::to_string(first["id"].get<int64_t>()) + "/retry",
+                                {{"from", {"load"}}});
+  ASSERT_TRUE(again.contains("id")) << again.dump();
+  EXPECT_EQ(again["reason"], "retry");
+  EXPECT_EQ(again["trace_id"], first["trace_id"]);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"load"});
+  // The kept step's run and outputs reach the step run again.
+  EXPECT_EQ(g[0]["step"]["needs"], json({{"extract", extract_run}}));
+  EXPECT_EQ(g[0]["step"]["outputs"], json({{"ROWS", "7"}}));
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  g = agent.ClaimUpTo(1, 5000);
+  ASSERT_EQ(StepsOf(g), std::set<std::string>{"report"});
+  ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
+  json done = coord_->WaitRun(again["id"], seconds(10));
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  ASSERT_EQ(done["steps"].size(), 4u);
+  EXPECT_TRUE(done["steps"][0]["kept"].get<bool>());
+  EXPECT_EQ(done["steps"][0]["run"], extract_run);
+  EXPECT_EQ(done["steps"][3]["state"], "skipped");
+  EXPECT_EQ(StepRuns("nightly:extract").size(), 1u);
+  EXPECT_EQ(StepRuns("nightly:load").size(), 2u);
+  // Nothing failed in it: a retry without --from has nothing to run.
+  http::HttpResponse nothing = coord_->Request(
+      "POST", "/v1/runs/" + std::to_string(again["id"].get<int64_t>()) + "/retry", "{}");
+  EXPECT_EQ(nothing.status, 409) << nothing.body;
+}
+
 // A flow fires on its schedule (overlap = "forbid": an instant while its run is open is
 // recorded as skipped); a step's own job cannot be triggered alone; a flow takes no params;
-// a flow run is not retried as a job's run is.
+// a flow run has no shards of its own to retry.
 TEST_F(FlowTest, AFlowFiresOnItsScheduleAndRefusesWhatItCannotDo) {
   Start();
   coord_->Apply(R"([[flow]]
@@ -289,9 +384,10 @@ schedule = "@every 1s"
   ASSERT_EQ(agent.Finish(g[0], 1).status, 200);
   int64_t first = g[0]["step"]["flow_run"];
   EXPECT_EQ(coord_->WaitRun(first, seconds(5))["state"], "failed");
-  http::HttpResponse retry =
-      coord_->Request("POST", "/v1/runs/" + std::to_string(first) + "/retry", "{}");
-  EXPECT_EQ(retry.status, 409) << retry.body;
+  // Its shards are its steps': there are none of its own to retry.
+  http::HttpResponse retry = coord_->Request("POST", "/v1/runs/" + std::to_string(first) + "/retry",
+                                             R"({"failed_shards": true})");
+  EXPECT_EQ(retry.status, 400) << retry.body;
 }
 
 // Applying: a flow and its steps' own jobs are created together; the same file again changes
