@@ -441,13 +441,14 @@ void Api::GetMetrics(Call& c) {
   Metrics& m = *ctx_->metrics;
   m.active_leases = p_.dispatcher->active_leases();
   m.open_runs = p_.book->open_runs();
+  m.flow_runs_open = p_.flows ? p_.flows->open_flow_runs() : 0;
   m.parked_waiters = p_.log_hub->waiters();
   m.jobs = 0;
   m.shards_pending = p_.dispatcher->pending();
   m.job_health.clear();
   int64_t now = ctx_->NowMs();
   p_.jobs->ForEach([&m, now](const JobEntry& j) {
-    if (!j.active) return;
+    if (!j.active || j.kind == JobKind::kStep) return;  // a step's own job is its flow's
     ++m.jobs;
     m.job_health.push_back({.name = j.name,
                             .last_success_ms = j.last_success_ms,

@@ -201,6 +201,9 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard,
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;
   ctx_->metrics->claim_latency.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
+  if (shard.step && a.key.attempt == 1 && shard.key.shard == 0) {
+    ctx_->metrics->step_handoff.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
+  }
   log::Debug("lease granted", {{"run", shard.key.run},
                                {"shard", shard.key.shard},
                                {"agent", agent.name},

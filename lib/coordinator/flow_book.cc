@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "coordinator/metrics.h"
 #include "wire/agent_messages.h"
 #include "wire/job_json.h"
 
@@ -160,6 +161,7 @@ Status FlowBook::OnOpened(const RunRecord& rec, bool loaded) {
     run.outputs[static_cast<size_t>(i)] = std::move(kept.outputs);
   }
   if (!loaded) {
+    ++ctx_->metrics->flow_runs_started_total;
     Advance(run);
     return Status::Ok();
   }
@@ -269,6 +271,7 @@ bool FlowBook::InsertEnded(OpenFlowRun& run, std::vector<RunRecord>& recs) {
     run.run_ids[static_cast<size_t>(rec.flow_step)] = rec.id;
     const std::string& step = run.flow.steps[static_cast<size_t>(rec.flow_step)].name;
     if (rec.state == RunState::kSkipped) {
+      ++ctx_->metrics->flow_steps_skipped_total;
       ctx_->EventAfterCommit(
           "step_skip", {{"flow_run", run.id}, {"step", step}, {"run", rec.id}, {"why", rec.note}});
     } else {
@@ -385,6 +388,7 @@ void FlowBook::Advance(OpenFlowRun& run) {
         return;
       }
       run.run_ids[static_cast<size_t>(rec.flow_step)] = rec.id;
+      ++ctx_->metrics->flow_steps_started_total;
       // A broadcast step with no eligible agent is made failed (RunBook::Prepare).
       run.states[static_cast<size_t>(rec.flow_step)] = StepStateOf(rec.state);
       if (IsTerminal(rec.state)) again = true;
@@ -417,6 +421,7 @@ void FlowBook::End(OpenFlowRun& run, const std::string& why) {
     note += (note.empty() ? "" : "; ") + std::to_string(skipped) +
             (skipped == 1 ? " step skipped" : " steps skipped");
   }
+  ++ctx_->metrics->flow_runs_finished_total[std::string(RunStateName(state))];
   ctx_->EventAfterCommit(
       "flow_end", {{"run", run.id}, {"flow", run.flow.name}, {"state", RunStateName(state)}});
   int64_t id = run.id;

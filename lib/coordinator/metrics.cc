@@ -95,6 +95,20 @@ std::string Metrics::Render(const std::string& version) const {
   for (const auto& [state, n] : runs_finished_total) {
     out += fmt::format("jobctl_runs_finished_total{{state=\"{}\"}} {}\n", state, n);
   }
+  counter("jobctl_flow_runs_started_total", "Flow runs made (fired, triggered or retried).",
+          flow_runs_started_total);
+  out +=
+      "# HELP jobctl_flow_runs_finished_total Flow runs that reached a final state.\n"
+      "# TYPE jobctl_flow_runs_finished_total counter\n";
+  for (const auto& [state, n] : flow_runs_finished_total) {
+    out += fmt::format("jobctl_flow_runs_finished_total{{state=\"{}\"}} {}\n", state, n);
+  }
+  counter("jobctl_flow_steps_started_total", "Runs of flow steps made as their needs were met.",
+          flow_steps_started_total);
+  counter("jobctl_flow_steps_skipped_total",
+          "Flow steps recorded as skipped (their needs ended so that they cannot run, or their "
+          "flow run was canceled).",
+          flow_steps_skipped_total);
   counter("jobctl_notifications_queued_total",
           "Notifications written to the outbox (one per job and target).",
           notifications_queued_total);
@@ -118,6 +132,7 @@ std::string Metrics::Render(const std::string& version) const {
   gauge("jobctl_agents_connected", "Agents seen within one lease TTL.", agents_connected);
   gauge("jobctl_jobs", "Jobs in the current job file.", jobs);
   gauge("jobctl_open_runs", "Runs pending or running.", open_runs);
+  gauge("jobctl_flow_runs_open", "Flow runs not ended (also in jobctl_open_runs).", flow_runs_open);
   gauge("jobctl_parked_waiters", "Long-polls (run waits, followed logs) waiting.", parked_waiters);
   gauge("jobctl_standby",
         "1 while this coordinator is a standby (another holds the shared database), else 0.",
@@ -129,6 +144,9 @@ std::string Metrics::Render(const std::string& version) const {
                               "Time from a scheduled instant to its run being committed.");
   out += claim_latency.Render("jobctl_claim_latency_seconds",
                               "Time from a shard becoming pending to its lease being granted.");
+  out += step_handoff.Render("jobctl_flow_step_handoff_seconds",
+                             "Time from a flow step's needs being met (its run made, in the "
+                             "commit that ended the last of them) to its first shard's grant.");
   out += commit_latency.Render("jobctl_store_commit_seconds", "Duration of one group commit.");
   out += prune_slice.Render("jobctl_prune_slice_seconds",
                             "Time the loop spent on one retention slice, its commit apart.");

@@ -57,6 +57,12 @@ struct Metrics {
   uint64_t pruned_log_bytes_total = 0;
   uint64_t reclaimed_bytes_total = 0;
   std::map<std::string, uint64_t> runs_finished_total;  // by state
+  // Flows (FlowBook): flow runs made and ended (by state; also in runs_finished_total), step
+  // runs made, and steps recorded as skipped.
+  uint64_t flow_runs_started_total = 0;
+  std::map<std::string, uint64_t> flow_runs_finished_total;  // by state
+  uint64_t flow_steps_started_total = 0;
+  uint64_t flow_steps_skipped_total = 0;
   // Notifications (Notifier): rows written to the outbox; delivery attempts that succeeded
   // and that failed, and rows given up, by channel ("unknown" for a channel no longer in
   // coordinator.toml).
@@ -66,6 +72,7 @@ struct Metrics {
   std::map<std::string, uint64_t> notifications_given_up_total;
   Histogram fire_lateness;   // run committed - scheduled instant
   Histogram claim_latency;   // shard pending -> granted
+  Histogram step_handoff;    // a step's needs met (its run made) -> its first shard granted
   Histogram commit_latency;  // one group commit
   Histogram prune_slice;     // the loop's time in one retention slice (its commit apart)
   // Filled in at render time by the coordinator.
@@ -73,6 +80,7 @@ struct Metrics {
   uint64_t agents_connected = 0;
   uint64_t jobs = 0;
   uint64_t open_runs = 0;
+  uint64_t flow_runs_open = 0;
   uint64_t parked_waiters = 0;              // long-polls (/wait, logs -f) waiting in the LogHub
   uint64_t standby = 0;                     // 1 while another coordinator holds the shared store
   uint64_t shards_pending = 0;              // waiting for an agent, deferred ones included

@@ -118,6 +118,14 @@ TEST_F(FlowTest, DiamondStartsEachStepOnceWhenItsNeedsHaveEnded) {
     EXPECT_EQ(runs[0]["state"], "succeeded");
     EXPECT_EQ(runs[0]["trace_id"], flow_run["trace_id"]);
   }
+  // /metrics counts the flow run and its steps.
+  EXPECT_EQ(coord_->Metric("jobctl_flow_runs_started_total"), 1);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_runs_finished_total{state=\"succeeded\"}"), 1);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_steps_started_total"), 4);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_steps_skipped_total"), 0);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_runs_open"), 0);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_step_handoff_seconds_count"), 4);
+  EXPECT_EQ(coord_->Metric("jobctl_jobs"), 1);
   // A step's own job is shown with its flow, not as a job of its own.
   json list = coord_->GetJson("/v1/jobs");
   ASSERT_EQ(list.size(), 1u) << list.dump();
@@ -179,6 +187,8 @@ schedule = "@yearly"
   ASSERT_EQ(report.size(), 1u) << report.dump();
   EXPECT_EQ(report[0]["state"], "skipped");
   EXPECT_EQ(report[0]["shard_total"], 0);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_steps_skipped_total"), 1);
+  EXPECT_EQ(coord_->Metric("jobctl_flow_runs_finished_total{state=\"failed\"}"), 1);
   EXPECT_NE(report[0]["note"].get<std::string>().find("load"), std::string::npos)
       << report[0].dump();
   EXPECT_EQ(StepRuns("nightly:load")[0]["state"], "failed");
