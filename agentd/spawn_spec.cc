@@ -61,9 +61,12 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
   // SHELL but not who the user is), then what the agent guarantees.
   std::map<std::string, std::string> env = {{"HOME", c.user.home}, {"SHELL", c.user.shell}};
   if (a.step) {
-    // Checked when the grant was read; checked again here, where it matters.
+    // Checked when the grant was read; checked again here, where it matters. Under a prefix
+    // of agentd's own: what one step wrote can never be a variable another program reads
+    // for its own purposes (git, a shell, an interpreter) in a step that may run as another
+    // user.
     for (const auto& [k, v] : a.step->outputs) {
-      if (OutputKeyProblem(k).empty() && OutputValueProblem(v).empty()) env[k] = v;
+      if (OutputKeyProblem(k).empty() && OutputValueProblem(v).empty()) env["JOB_OUT_" + k] = v;
     }
   }
   for (const auto& [k, v] : a.env) env[k] = v;

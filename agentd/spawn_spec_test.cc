@@ -112,13 +112,13 @@ TEST(SpawnSpecTest, AFlowStepLearnsItsFlowItsNeedsAndWhatTheyWrote) {
   SpawnSpec s = BuildSpawnSpec(a, c);
   for (const char* kv :
        {"JOB_FLOW=nightly-etl", "JOB_FLOW_RUN_ID=812", "JOB_STEP=load",
-        "JOB_NEED_EXTRACT_RUN_ID=813", "JOB_NEED_TRANSFORM_2_RUN_ID=814", "ROWS=1200",
-        "DAY=from-the-job",  // the step's own env wins over what a need wrote
+        "JOB_NEED_EXTRACT_RUN_ID=813", "JOB_NEED_TRANSFORM_2_RUN_ID=814", "JOB_OUT_ROWS=1200",
+        "JOB_OUT_DAY=from-a-need", "DAY=from-the-job",
         "JOB_OUTPUT=/run/agentd/outputs/r12-s1-a2-0123456789abcdef", "JOB_RUN_ID=12"}) {
     EXPECT_TRUE(Has(s, kv)) << kv;
   }
-  // Outputs never take the place of the user's identity, PATH or agentd's variables, even
-  // from a context no decoder checked; a secret wins over an output.
+  // Outputs never take the place of the user's identity, PATH, agentd's variables or a
+  // secret, even from a context no decoder checked: they are all under JOB_OUT_.
   a.step->outputs = {{"HOME", "/tmp"},
                      {"PATH", "/tmp"},
                      {"JOB_RUN_ID", "1"},
@@ -126,7 +126,8 @@ TEST(SpawnSpecTest, AFlowStepLearnsItsFlowItsNeedsAndWhatTheyWrote) {
                      {"DB", "from-a-need"}};
   c.secrets = {{"DB", "secret"}};
   s = BuildSpawnSpec(a, c);
-  for (const char* kv : {"HOME=/home/svc", "JOB_RUN_ID=12", "DB=secret"}) {
+  for (const char* kv :
+       {"HOME=/home/svc", "JOB_RUN_ID=12", "DB=secret", "JOB_OUT_DB=from-a-need"}) {
     EXPECT_TRUE(Has(s, kv)) << kv;
   }
   for (const std::string& e : s.env) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <iostream>
+
 #include "base/base64.h"
 #include "model/time_format.h"
 #include "output.h"
@@ -105,11 +107,35 @@ Status LogFollower::Run() {
 }
 
 Status FlowFollower::Run() {
-  // One follower per step run, made as each step starts; each read does not wait, and the
-  // flow run's own wait (up to 1 s) paces the rounds while nothing is printed.
+  // One follower per step run, made as each step starts. While the flow run goes on, each
+  // round reads every step without waiting, and the flow run's own wait (up to 1 s) paces
+  // the rounds in which nothing was printed; once it has ended, the steps' reads wait.
   std::map<int64_t, std::unique_ptr<LogFollower>> steps;
+  std::map<int64_t, std::string> names;
   std::vector<int64_t> order;
   std::map<int64_t, bool> done;
+  // One read of a step's output: the chunks printed. A step whose job the token may not read
+  // is said once and left; a step is done once its run ended and all was read (without
+  // follow: once a read brings nothing).
+  auto read_step = [&](int64_t id, int wait_ms) -> Result<size_t> {
+    Result<LogFollower::Read> read = steps[id]->ReadOnce(wait_ms);
+    if (!read.ok()) {
+      if (read.status().code() != Status::Code::kPermissionDenied) return read.status();
+      std::cerr << "jobctl: step " << Shown(names[id], STDERR_FILENO)
+                << ": its output is not readable with this token\n";
+      done[id] = true;
+      return size_t{0};
+    }
+    if (read->done || (!options_.follow && read->chunks == 0)) {
+      steps[id]->FlushPartials();
+      done[id] = true;
+      if (!steps[id]->pruned().empty()) {
+        std::cerr << "jobctl: step " << Shown(names[id], STDERR_FILENO) << ": output pruned ("
+                  << Shown(steps[id]->pruned(), STDERR_FILENO) << ")\n";
+      }
+    }
+    return read->chunks;
+  };
   while (true) {
     if (options_.stop && options_.stop->load()) break;
     Result<nlohmann::json> reply = client_->Get("/v1/runs/" + std::to_string(run_));
@@ -123,24 +149,20 @@ Status FlowFollower::Run() {
       o.label = s.name;
       o.follow = false;
       steps[s.run] = std::make_unique<LogFollower>(client_, s.run, o);
+      names[s.run] = s.name;
       order.push_back(s.run);
     }
     size_t printed = 0;
     bool all_done = true;
     for (int64_t id : order) {
       if (done[id]) continue;
-      Result<LogFollower::Read> read = steps[id]->ReadOnce(0);
-      if (!read.ok()) return read.status();
-      printed += read->chunks;
-      if (read->done) {
-        steps[id]->FlushPartials();
-        done[id] = true;
-      } else {
-        all_done = false;
-      }
+      Result<size_t> n = read_step(id, 0);
+      if (!n.ok()) return n.status();
+      printed += *n;
+      all_done = all_done && done[id];
     }
-    if (!options_.follow || (ended && all_done)) break;
-    if (printed > 0) continue;
+    if (all_done && (ended || !options_.follow)) break;
+    if (printed > 0 || !options_.follow) continue;
     if (!ended) {
       // Nothing new: wait for the flow run's end (a step starting shows at the next round).
       Result<nlohmann::json> wait = client_->Get(
@@ -151,12 +173,7 @@ Status FlowFollower::Run() {
     // Ended, with a step's output still arriving: wait on that output.
     for (int64_t id : order) {
       if (done[id]) continue;
-      Result<LogFollower::Read> read = steps[id]->ReadOnce(1000);
-      if (!read.ok()) return read.status();
-      if (read->done) {
-        steps[id]->FlushPartials();
-        done[id] = true;
-      }
+      if (Result<size_t> n = read_step(id, 1000); !n.ok()) return n.status();
       break;
     }
   }

@@ -306,9 +306,15 @@ bool Api::RunReadable(Call& c, int64_t run_id) {
     if (!run.ok() || !*run) return true;  // the handler answers the error or the 404
     job = (*run)->job;
   }
-  if (Auth::Allows(c.who, Role::kRead, job)) return true;
+  if (ReadsJob(c.who, job)) return true;
   FailOutOfScope(c, "");
   return false;
+}
+
+bool Api::ReadsJob(const Principal& who, const std::string& job) {
+  if (Auth::Allows(who, Role::kRead, job)) return true;
+  size_t colon = job.find(':');
+  return colon != std::string::npos && Auth::Allows(who, Role::kRead, job.substr(0, colon));
 }
 
 void Api::FailOutOfScope(Call& c, std::string_view hint) {
@@ -326,7 +332,7 @@ JobEntry* Api::JobOr404(Call& c) {
   return job;
 }
 
-wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who) const {
+wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who, bool with_steps) const {
   const bool admin = who.role == Role::kAdmin;
   wire::RunView v;
   for (const ShardRecord& s : r.shards) {
@@ -364,11 +370,11 @@ wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who) const {
     json ctx = json::parse(r.flow_json, nullptr, false);
     if (ctx.is_object() && ctx.contains("step") && ctx["step"].is_string()) v.step = ctx["step"];
   }
-  if (RunBook::IsFlowRun(r)) v.steps = StepViewsOf(r);
+  if (with_steps && RunBook::IsFlowRun(r)) v.steps = StepViewsOf(r, who);
   return v;
 }
 
-std::vector<wire::StepView> Api::StepViewsOf(const RunRecord& r) const {
+std::vector<wire::StepView> Api::StepViewsOf(const RunRecord& r, const Principal& who) const {
   std::vector<wire::StepView> out;
   json graph = json::parse(r.flow_json, nullptr, false);
   Result<Flow> flow = wire::FlowFromJson(graph);
@@ -406,6 +412,11 @@ std::vector<wire::StepView> Api::StepViewsOf(const RunRecord& r) const {
       v.run = k->second.run;
       v.kept = true;
       v.note = "kept from run " + std::to_string(k->second.run);
+    }
+    if (!ReadsJob(who, v.job)) {
+      // A [[job]] outside the token's scope: where and why it ran are that job's.
+      v.hosts.clear();
+      v.note.clear();
     }
     out.push_back(std::move(v));
   }

@@ -109,9 +109,14 @@ class Api {
   JobEntry* JobOr404(Call& c);
 
   // Fencing tokens only for admins: anyone else who knew one could pose as the holder.
-  wire::RunView RunViewOf(const RunRecord& r, const Principal& who) const;
-  // A flow run's steps, from its graph, its step runs and what a retry kept.
-  std::vector<wire::StepView> StepViewsOf(const RunRecord& flow_run) const;
+  // `with_steps`: a flow run's steps (a read of the store each; lists stop adding them).
+  wire::RunView RunViewOf(const RunRecord& r, const Principal& who, bool with_steps = true) const;
+  // A flow run's steps, from its graph, its step runs and what a retry kept; of a step whose
+  // job `who` may not read, only its name, place, state and run.
+  std::vector<wire::StepView> StepViewsOf(const RunRecord& flow_run, const Principal& who) const;
+  // Whether `who` reads the runs of `job`: its own, or, for a step's own job (FLOW:STEP),
+  // its flow's.
+  static bool ReadsJob(const Principal& who, const std::string& job);
   // Sets output_pruned of an ended run's view when retention deleted its output.
   Status MarkPruned(wire::RunView& v);
   // A token limited to a jobs glob reads only those jobs' runs: false (and answered 403) for

@@ -171,6 +171,11 @@ void Api::RetryRun(Call& c) {
     }
     Result<RunRecord> run = p_.flows->Retry(*flow, **old, req->from);
     if (!run.ok()) return Fail(c, run.status());
+    if (p_.book->FindOpen(run->id) == nullptr) {
+      // Ended as it was made (none of the steps run again could start): its end, as written.
+      Result<std::optional<RunRecord>> ended = ctx_->store->GetRun(run->id);
+      if (ended.ok() && *ended) run = std::move(**ended);
+    }
     std::string from;
     for (const std::string& s : req->from) from += (from.empty() ? "" : ", ") + s;
     Audit(c, "retry", "run " + c.params["id"],

@@ -16,16 +16,22 @@ std::map<int, KeptStep> KeptStepsOf(const json& flow_json) {
   auto kept = flow_json.find("kept");
   if (kept == flow_json.end() || !kept->is_array()) return out;
   for (const json& k : *kept) {
-    if (!k.is_object() || !k.value("step", json()).is_number_integer()) continue;
+    // Written by the coordinator itself; read with care all the same.
+    if (!k.is_object()) continue;
+    auto step = k.find("step"), run = k.find("run"), state = k.find("state");
+    if (step == k.end() || !step->is_number_unsigned() || step->get<uint64_t>() >= kMaxFlowSteps ||
+        run == k.end() || !run->is_number_integer() || state == k.end() || !state->is_string()) {
+      continue;
+    }
     KeptStep s;
-    s.run = k.value("run", int64_t{0});
-    s.state = ParseRunState(k.value("state", "")).value_or(RunState::kFailed);
+    s.run = run->get<int64_t>();
+    s.state = ParseRunState(state->get<std::string>()).value_or(RunState::kFailed);
     if (auto o = k.find("outputs"); o != k.end() && o->is_object()) {
       for (auto it = o->begin(); it != o->end(); ++it) {
         if (it.value().is_string()) s.outputs[it.key()] = it.value().get<std::string>();
       }
     }
-    out[k["step"].get<int>()] = std::move(s);
+    out[static_cast<int>(step->get<uint64_t>())] = std::move(s);
   }
   return out;
 }
@@ -425,8 +431,13 @@ void FlowBook::End(OpenFlowRun& run, const std::string& why) {
   ctx_->EventAfterCommit(
       "flow_end", {{"run", run.id}, {"flow", run.flow.name}, {"state", RunStateName(state)}});
   int64_t id = run.id;
-  NotifyPolicy notify = run.flow.notify;  // one notification per flow run, as the flow says
-  open_.erase(id);                        // before FinishFlowRun, whose hooks may look
+  // One notification per flow run, to whom the flow tells now (a retry of an old run may
+  // carry a graph whose targets are gone); its own graph's when the flow no longer reads.
+  NotifyPolicy notify = run.flow.notify;
+  if (JobEntry* flow = jobs_->Find(run.job_id); flow != nullptr && flow->kind == JobKind::kFlow) {
+    if (Result<NotifyPolicy> now = NotifyOf(*flow); now.ok()) notify = std::move(*now);
+  }
+  open_.erase(id);  // before FinishFlowRun, whose hooks may look
   book_->FinishFlowRun(id, state, note, notify);
 }
 

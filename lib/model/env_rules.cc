@@ -11,8 +11,9 @@ constexpr std::string_view kReserved[] = {"JOB_NAME",          "JOB_RUN_ID",  "J
                                           "JOB_SHARD_TOTAL",   "JOB_ATTEMPT", "JOB_SCHEDULED_AT",
                                           "JOB_FENCING_TOKEN", "TRACEPARENT", "JOB_FLOW",
                                           "JOB_FLOW_RUN_ID",   "JOB_STEP",    "JOB_OUTPUT"};
-// A flow's step gets one JOB_NEED_<STEP>_RUN_ID per step it needs.
-constexpr std::string_view kReservedPrefix = "JOB_NEED_";
+// A flow's step gets one JOB_NEED_<STEP>_RUN_ID per step it needs, and JOB_OUT_<KEY> for each
+// output of those steps.
+constexpr std::string_view kReservedPrefixes[] = {"JOB_NEED_", "JOB_OUT_"};
 
 // What ld.so and glibc read at start-up beyond the LD_ prefix: the names glibc itself drops
 // for set-user-id programs (sysdeps/generic/unsecvars.h), less TMPDIR and TZDIR, which only
@@ -39,7 +40,9 @@ bool IsEnvName(std::string_view name) {
 }
 
 bool IsReservedEnvName(std::string_view name) {
-  return In(kReserved, name) || name.substr(0, kReservedPrefix.size()) == kReservedPrefix;
+  return In(kReserved, name) ||
+         std::any_of(std::begin(kReservedPrefixes), std::end(kReservedPrefixes),
+                     [name](std::string_view p) { return name.substr(0, p.size()) == p; });
 }
 
 bool IsLoaderEnvName(std::string_view name) {

@@ -32,7 +32,7 @@ TEST(EnvRulesTest, ReservedNamesAreTheAgentsOwn) {
   EXPECT_NE(EnvNameProblem("JOB_FENCING_TOKEN").find("reserved"), std::string::npos);
   EXPECT_NE(EnvNameProblem("TRACEPARENT").find("reserved"), std::string::npos);
   for (const char* name : {"JOB_FLOW", "JOB_FLOW_RUN_ID", "JOB_STEP", "JOB_OUTPUT",
-                           "JOB_NEED_EXTRACT_RUN_ID", "JOB_NEED_"}) {
+                           "JOB_NEED_EXTRACT_RUN_ID", "JOB_NEED_", "JOB_OUT_ROWS"}) {
     EXPECT_NE(EnvNameProblem(name).find("reserved"), std::string::npos) << name;
   }
   EXPECT_EQ(EnvNameProblem("JOB_NEEDED"), "");

@@ -1,6 +1,6 @@
 // What a flow step hands to the steps that need it: small "key=value" outputs. A step's
 // process writes lines to the file named by $JOB_OUTPUT; agentd reads them when the process
-// ends, and the steps that need it receive them as environment variables.
+// ends, and the steps that need it receive them as environment variables (JOB_OUT_<KEY>).
 //
 //   # a comment             blank lines and lines starting with '#' are ignored
 //   ROWS=1200               KEY=value: KEY as an env name, the value the rest of the line

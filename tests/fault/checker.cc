@@ -46,6 +46,7 @@ Report Check(const History& history, const StoreView& store, const CheckOptions&
   CheckAcknowledged(history, store, &report);
   MeasureOverlaps(history, &report);
   CheckLeaders(history, options, &report);
+  CheckFlows(history, store, &report);
   return report;
 }
 

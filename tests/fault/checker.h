@@ -22,7 +22,10 @@
 //      that began after the first commit of a newer one began, and each coordinator commits
 //      only in the epoch it loaded with;
 //   I11 (when asked) a leader change ends no healthy agent's shard: no lease of an agent the
-//      test did not kill expires, and no such agent stops a shard for a lost lease.
+//      test did not kill expires, and no such agent stops a shard for a lost lease;
+//   I12 flows: each step runs at most once per flow run, never before the steps it needs
+//      ended, and a flow run starts, skips (with the reason) and ends exactly as its graph
+//      says given how its steps ended (check_flows.cc).
 //
 // It also measures what is allowed but must be bounded: failover times, the overlaps I9 found
 // (the old process still alive while the new holder runs), and how long each leader change
@@ -116,6 +119,7 @@ void CheckLeases(const History& h, const StoreView& s, const CheckOptions& o, Re
 void CheckAcknowledged(const History& h, const StoreView& s, Report* report);
 void MeasureOverlaps(const History& h, Report* report);
 void CheckLeaders(const History& h, const CheckOptions& o, Report* report);
+void CheckFlows(const History& h, const StoreView& s, Report* report);
 
 // "2024-06-01T12:00:03.250Z" for reports.
 std::string FormatInstant(int64_t unix_ms);

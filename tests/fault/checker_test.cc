@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fault/probe_output.h"
+#include "wire/job_json.h"
 
 namespace jobctl::fault {
 namespace {
@@ -621,6 +622,140 @@ TEST(CheckerTest, AHealthyAgentsShardEndedForALostLeaseIsReportedWhenAsked) {
   o.kills.push_back({"a", 100 * 1'000'000});
   o.kills.push_back({"b", 100 * 1'000'000});
   EXPECT_FALSE(s.Run(o).Has("I11")) << s.text();
+}
+
+// ---- I12: flows ----
+
+// A diamond flow run as the coordinator records it: a, then b and c, then d, each a step run
+// made after its needs ended; `d_when` and the states are what the tests change.
+class FlowScenario {
+ public:
+  FlowScenario() {
+    flow.name = "etl";
+    flow.schedule = "@every 3s";
+    for (const char* name : {"a", "b", "c", "d"}) {
+      FlowStep step;
+      step.name = name;
+      step.job = std::string("etl:") + name;
+      step.own = true;
+      flow.steps.push_back(step);
+    }
+    flow.steps[1].needs = {"a"};
+    flow.steps[2].needs = {"a"};
+    flow.steps[3].needs = {"b", "c"};
+    flow_run.id = 100;
+    flow_run.job = "etl";
+    flow_run.created_ms = kT0;
+    flow_run.finished_ms = kT0 + 400;
+    flow_run.state = RunState::kSucceeded;
+    flow_run.flow_json = wire::FlowToJson(flow).dump();
+    Step(0, 101, kT0, kT0 + 100, RunState::kSucceeded);
+    Step(1, 102, kT0 + 100, kT0 + 200, RunState::kSucceeded);
+    Step(2, 103, kT0 + 100, kT0 + 250, RunState::kSucceeded);
+    Step(3, 104, kT0 + 250, kT0 + 400, RunState::kSucceeded);
+  }
+  RunRecord& Step(int step, int64_t id, int64_t created, int64_t finished, RunState state) {
+    RunRecord r;
+    r.id = id;
+    r.job = flow.steps[static_cast<size_t>(step)].job;
+    r.reason = RunReason::kFlow;
+    r.created_ms = created;
+    r.finished_ms = finished;
+    r.state = state;
+    r.flow_run_id = flow_run.id;
+    r.flow_step = step;
+    steps.push_back(r);
+    return steps.back();
+  }
+  RunRecord* StepRun(int step) {
+    for (RunRecord& r : steps) {
+      if (r.flow_step == step) return &r;
+    }
+    return nullptr;
+  }
+  Report Run() {
+    flow_run.flow_json = wire::FlowToJson(flow).dump();
+    StoreView store;
+    store.runs.push_back(flow_run);
+    for (const RunRecord& r : steps) store.runs.push_back(r);
+    Report r;
+    CheckFlows(History{}, store, &r);
+    text = r.ToString();
+    return r;
+  }
+  Flow flow;
+  RunRecord flow_run;
+  std::vector<RunRecord> steps;
+  std::string text;
+};
+
+TEST(CheckerTest, AFlowRunThatFollowedItsGraphPasses) {
+  FlowScenario f;
+  Report r = f.Run();
+  EXPECT_TRUE(r.ok()) << f.text;
+}
+
+TEST(CheckerTest, AStepThatRanTwiceInOneFlowRunViolatesI12) {
+  FlowScenario f;
+  f.Step(1, 105, kT0 + 110, kT0 + 210, RunState::kSucceeded);
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("step \"b\" ran twice: runs 102 and 105"), std::string::npos) << f.text;
+}
+
+TEST(CheckerTest, AStepMadeBeforeItsNeedEndedViolatesI12) {
+  FlowScenario f;
+  f.StepRun(3)->created_ms = kT0 + 220;  // c ended at +250
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("step \"d\" (run 104) was made before \"c\""), std::string::npos) << f.text;
+}
+
+TEST(CheckerTest, AStepThatRanWhereItsGraphSaysSkipViolatesI12) {
+  FlowScenario f;
+  f.StepRun(1)->state = RunState::kFailed;  // d needs b's success: it must be skipped
+  f.flow_run.state = RunState::kFailed;
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("step \"d\" should have been skipped"), std::string::npos) << f.text;
+  // Skipped with its graph's reason, it passes.
+  RunRecord* d = f.StepRun(3);
+  d->state = RunState::kSkipped;
+  d->note = "needs \"b\", which failed";
+  Report again = f.Run();
+  EXPECT_FALSE(again.Has("I12")) << f.text;
+  d->note = "because";
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("skipped as \"because\""), std::string::npos) << f.text;
+}
+
+TEST(CheckerTest, AStepWhoseNeedsWereMetButNeverRanViolatesI12) {
+  FlowScenario f;
+  f.steps.pop_back();  // no run of d
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("step \"d\" had its needs met but never ran"), std::string::npos) << f.text;
+}
+
+TEST(CheckerTest, AFlowRunEndedInAnotherStateThanItsStepsSayViolatesI12) {
+  FlowScenario f;
+  f.StepRun(3)->state = RunState::kFailed;
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("ended succeeded but its steps say failed"), std::string::npos) << f.text;
+  f.flow_run.state = RunState::kFailed;
+  EXPECT_FALSE(f.Run().Has("I12")) << f.text;
+  f.flow_run.finished_ms = kT0 + 300;  // before d ended
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("ended before its step run 104"), std::string::npos) << f.text;
+}
+
+TEST(CheckerTest, AFlowRunLeftOpenOrCanceledWithAStepUnrecordedViolatesI12) {
+  FlowScenario f;
+  f.flow_run.state = RunState::kRunning;
+  f.flow_run.finished_ms.reset();
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("still running after the test"), std::string::npos) << f.text;
+  f.flow_run.state = RunState::kCanceled;
+  f.flow_run.finished_ms = kT0 + 400;
+  f.steps.pop_back();
+  ASSERT_TRUE(f.Run().Has("I12")) << f.text;
+  EXPECT_NE(f.text.find("canceled with step \"d\" not recorded"), std::string::npos) << f.text;
 }
 
 }  // namespace

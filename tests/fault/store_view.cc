@@ -47,14 +47,32 @@ Result<JobView> MakeJobView(int64_t id, Job spec, std::optional<int64_t> next_fi
 
 namespace {
 
+// What the fire checks read of a flow: its timing keys, as a job's.
+Result<Job> FlowTiming(const nlohmann::json& j) {
+  Result<Flow> flow = wire::FlowFromJson(j);
+  if (!flow.ok()) return flow.status();
+  Job job;
+  job.name = flow->name;
+  job.schedule = flow->schedule;
+  job.anchor_ms = flow->anchor_ms;
+  job.dialect = flow->dialect;
+  job.timezone = flow->timezone;
+  job.overlap = flow->overlap;
+  job.misfire = flow->misfire;
+  job.misfire_cap = flow->misfire_cap;
+  job.enabled = flow->enabled;
+  return job;
+}
+
 Result<StoreView> Read(store::Store* db, store::LogStore* logs) {
   StoreView view;
   Status bad;
   Status s = db->ForEachJob([&](store::JobRow&& row) {
-    // Flows and the jobs that run only as their steps fire nothing on a schedule of their own:
-    // the checks of jobs' fires are not about them.
-    if (row.timing.kind != JobKind::kJob || row.timing.schedule.empty()) return;
-    Result<Job> spec = wire::JobFromJson(nlohmann::json::parse(row.spec_json, nullptr, false));
+    // The jobs that run only as steps fire nothing on a schedule of their own: the checks of
+    // fires are not about them. A flow fires as a job does: its timing, as a Job.
+    if (row.timing.kind == JobKind::kStep || row.timing.schedule.empty()) return;
+    nlohmann::json j = nlohmann::json::parse(row.spec_json, nullptr, false);
+    Result<Job> spec = row.timing.kind == JobKind::kFlow ? FlowTiming(j) : wire::JobFromJson(j);
     if (!spec.ok()) {
       if (bad.ok()) bad = spec.status().WithContext("job " + row.name);
       return;
