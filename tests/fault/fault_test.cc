@@ -108,6 +108,65 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
   EXPECT_GE(restarts, kCycles + 1);
 }
 
+// Three flows of ten steps each (a fan-out and fan-in, a chain, a step that always fails with
+// its "failure" step and an "always" cleanup, sharded steps), every 3 s with overlap "allow",
+// while the coordinator is killed with SIGKILL 20 times at random instants: no step runs twice
+// in a flow run, none whose needs were met is forgotten, and each flow run ends as its graph
+// says (I12), besides I1-I6 and I9 for the flows' own fires and the steps' shards.
+TEST_F(FaultTest, FlowsOfTenStepsSurviveTwentyCoordinatorKills) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 8);
+  c.WaitForAgents(3);
+  auto step = [&](const std::string& name, const std::string& needs, const std::string& extra,
+                  int exit_code) {
+    return "  [[flow.step]]\n  name = \"" + name + "\"\n" +
+           (needs.empty() ? "" : "  needs = [" + needs + "]\n") + extra +
+           c.ProbeJob({2, 150, exit_code});
+  };
+  auto flow = [&](const std::string& name, bool failing) {
+    std::string f =
+        "[[flow]]\nname = \"" + name + "\"\nschedule = \"@every 3s\"\noverlap = \"allow\"\n";
+    f += step("s0", "", "", 0);
+    for (const char* fan : {"s1", "s2", "s3", "s4"}) {
+      f += step(fan, "\"s0\"", std::string(fan) == "s2" ? "  shards = 2\n" : "", 0);
+    }
+    f += step("s5", "\"s1\", \"s2\", \"s3\", \"s4\"", "", 0);
+    f += step("s6", "\"s5\"", "", failing ? 3 : 0);
+    f += step("s7", "\"s6\"", "  when = \"failure\"\n", 0);
+    f += step("s8", "\"s6\"", "  when = \"always\"\n", 0);
+    f += step("s9", "\"s8\", \"s7\"", "  when = \"always\"\n", 0);
+    return f;
+  };
+  c.coord().Apply(flow("fan", false) + flow("fails", true) + flow("third", false));
+
+  std::mt19937_64 rng(std::random_device{}());
+  const int kCycles = 20;
+  int64_t started_ns = 0;
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    std::optional<Event> granted = c.WaitForCoord(
+        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
+    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
+    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
+    c.coord().Kill9();
+    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
+    started_ns = MonotonicNs();
+    c.coord().Start();
+  }
+  ASSERT_TRUE(c.Quiesce({"fan", "fails", "third"}, seconds(60)));
+  c.StopAll();
+  Report r = c.Check({});
+  std::cout << "coordinator kill -9 cycles with flows: " << kCycles << "\n" << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  int64_t flow_runs = 0, step_runs = 0;
+  for (const auto& [what, n] : r.counts) {
+    if (what == "flow runs") flow_runs = n;
+    if (what == "step runs") step_runs = n;
+  }
+  EXPECT_GE(flow_runs, 20);
+  EXPECT_GE(step_runs, 100);
+}
+
 TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSecond) {
   cluster_ = std::make_unique<FaultCluster>(kShortLeases);
   FaultCluster& c = *cluster_;
