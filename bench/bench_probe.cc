@@ -4,6 +4,8 @@
 //   bench_probe write BYTES SEED  writes BYTES of a seeded pseudo-random stream to stdout
 //   bench_probe peer FILE         appends "i scheduled_ms now_us\n" for a job named s<i>: the
 //                                 record format of the peer scheduler benchmark
+//   bench_probe step FILE         appends "JOB_FLOW_RUN_ID JOB_STEP now_us\n": when a flow's
+//                                 step started (flow_bench)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,6 +47,13 @@ int main(int argc, char** argv) {
     std::string line =
         std::string(job ? job : "?") + " " + (at ? at : "?") + " " + std::to_string(now_us) + "\n";
     return AppendLine(argv[2], line);
+  }
+  if (mode == "step" && argc == 3) {
+    int64_t now_us = NowUs();
+    const char* run = std::getenv("JOB_FLOW_RUN_ID");
+    const char* step = std::getenv("JOB_STEP");
+    return AppendLine(argv[2], std::string(run ? run : "?") + " " + (step ? step : "?") + " " +
+                                   std::to_string(now_us) + "\n");
   }
   if (mode == "peer" && argc == 3) {
     int64_t now_us = NowUs();
