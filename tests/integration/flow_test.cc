@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "testlib/cluster.h"
 #include "testlib/coordinator_fixture.h"
@@ -579,6 +580,58 @@ TEST_F(FlowTest, OutputsReachTheStepsThatNeedThemAndStepsGoOnlyToAgentsThatRunTh
   EXPECT_EQ(g[0]["step"]["outputs"], json({{"DAY", "wed"}})) << g[0].dump();
   ASSERT_EQ(agent.Finish(g[0], 0).status, 200);
   EXPECT_EQ(coord_->WaitRun(flow_run["id"], seconds(10))["state"], "succeeded");
+}
+
+// With real agents: a diamond whose one branch fails until a file exists; the step after the
+// fan-in is skipped, the "failure" step and the "always" cleanup run, and the flow run fails.
+// retry --from the failed branch, once the file exists, runs it and what depends on it again,
+// keeps the other steps, and succeeds. Each step notes in a file that it ran.
+TEST_F(FlowTest, RealAgentsRunADiamondItsFailurePathAndARetryFromTheFailedStep) {
+  Start();
+  const std::string ran = dir_.path() + "/ran", fixed = dir_.path() + "/fixed";
+  auto step = [&](const std::string& name, const std::string& needs, const std::string& when,
+                  const std::string& also) {
+    return "  [[flow.step]]\n  name = \"" + name + "\"\n" +
+           (needs.empty() ? "" : "  needs = [" + needs + "]\n") +
+           (when.empty() ? "" : "  when = \"" + when + "\"\n") + "  shell = \"echo " + name +
+           " >> " + ran + also + "\"\n";
+  };
+  coord_->Apply("[[flow]]\nname = \"etl\"\nschedule = \"@yearly\"\n" + step("a", "", "", "") +
+                step("b", "\"a\"", "", "") + step("c", "\"a\"", "", "; [ -e " + fixed + " ]") +
+                step("d", "\"b\", \"c\"", "", "") + step("page", "\"d\"", "failure", "") +
+                step("cleanup", "\"d\", \"page\"", "always", ""));
+  AgentProcess agent1(*coord_, dir_, "h1");
+  AgentProcess agent2(*coord_, dir_, "h2");
+  json first = Trigger("etl");
+  json done = coord_->WaitRun(first["id"], seconds(30));
+  ASSERT_EQ(done["state"], "failed") << done.dump() << agent1.Logs();
+  EXPECT_EQ(done["note"], "c failed; 2 steps skipped");
+  std::map<std::string, json> by_name;
+  for (const json& s : done["steps"]) by_name[s["name"]] = s;
+  EXPECT_EQ(by_name["d"]["state"], "skipped");
+  EXPECT_EQ(by_name["page"]["state"], "skipped");  // it needs d, which did not fail
+  EXPECT_EQ(by_name["cleanup"]["state"], "succeeded");
+  auto lines = [&] {
+    std::multiset<std::string> out;
+    std::istringstream in(dir_.Read("ran"));
+    for (std::string l; std::getline(in, l);) out.insert(l);
+    return out;
+  };
+  EXPECT_EQ(lines(), (std::multiset<std::string>{"a", "b", "c", "cleanup"}));
+
+  dir_.Write("fixed", "");
+  json again = coord_->PostJson("/v1/runs/" + std::to_string(first["id"].get<int64_t>()) + "/retry",
+                                {{"from", {"c"}}});
+  ASSERT_TRUE(again.contains("id")) << again.dump();
+  done = coord_->WaitRun(again["id"], seconds(30));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  // a and b kept; c, d and cleanup again; page skipped (d did not fail).
+  EXPECT_EQ(lines(), (std::multiset<std::string>{"a", "b", "c", "c", "cleanup", "cleanup", "d"}));
+  for (const json& s : done["steps"]) by_name[s["name"]] = s;
+  EXPECT_TRUE(by_name["a"]["kept"].get<bool>());
+  EXPECT_TRUE(by_name["b"]["kept"].get<bool>());
+  EXPECT_FALSE(by_name["c"]["kept"].get<bool>());
+  EXPECT_EQ(by_name["page"]["state"], "skipped");
 }
 
 // With real agents: a step's $JOB_OUTPUT lines become its dependent's environment, and a step
