@@ -46,6 +46,24 @@ bool Is(const Event& e, const char* ev, int64_t run, int attempt) {
   return e.ev == ev && e.Int("run") == run && e.Int("attempt") == attempt;
 }
 
+// SIGKILLs the coordinator `cycles` times, each at a random instant within a second of its
+// first lease grant after the previous restart (so that every kill hits live leases: the
+// agents are back from their backoff), after which it stays down up to 2 s.
+void KillCoordinatorAtRandom(FaultCluster& c, int cycles) {
+  std::mt19937_64 rng(std::random_device{}());
+  int64_t started_ns = 0;
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    std::optional<Event> granted = c.WaitForCoord(
+        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
+    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
+    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
+    c.coord().Kill9();
+    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
+    started_ns = MonotonicNs();
+    c.coord().Start();
+  }
+}
+
 // The jobs the coordinator-kill tests run: every misfire policy, overlap forbid, on_lost
 // fail, retries, several shards, jitter, a fixed delay; all of them every second.
 const std::vector<std::string> kEverySecondJobs = {"once",    "skip",  "all",      "forbid",
@@ -81,21 +99,8 @@ TEST_F(FaultTest, CoordinatorKilledAtRandomTimesLosesAndDoublesNoRun) {
   c.WaitForAgents(3);
   c.coord().Apply(EverySecondJobs(c));
 
-  std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
-  int64_t started_ns = 0;
-  for (int cycle = 0; cycle < kCycles; ++cycle) {
-    // Each cycle the restarted coordinator fires and leases again (the agents are back from
-    // their backoff) before it is killed again, so that every kill hits live leases.
-    std::optional<Event> granted = c.WaitForCoord(
-        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
-    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
-    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
-    c.coord().Kill9();
-    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
-    started_ns = MonotonicNs();
-    c.coord().Start();
-  }
+  ASSERT_NO_FATAL_FAILURE(KillCoordinatorAtRandom(c, kCycles));
   ASSERT_TRUE(c.Quiesce(kEverySecondJobs, seconds(60)));
   c.StopAll();
   Report r = c.Check({});
@@ -140,19 +145,8 @@ TEST_F(FaultTest, FlowsOfTenStepsSurviveTwentyCoordinatorKills) {
   };
   c.coord().Apply(flow("fan", false) + flow("fails", true) + flow("third", false));
 
-  std::mt19937_64 rng(std::random_device{}());
   const int kCycles = 20;
-  int64_t started_ns = 0;
-  for (int cycle = 0; cycle < kCycles; ++cycle) {
-    std::optional<Event> granted = c.WaitForCoord(
-        [&](const Event& e) { return e.ev == "grant" && e.mono_ns > started_ns; }, seconds(45));
-    ASSERT_TRUE(granted) << "cycle " << cycle << ": no lease granted after the restart";
-    std::this_thread::sleep_for(milliseconds(rng() % 1000));  // the fault's random instant
-    c.coord().Kill9();
-    std::this_thread::sleep_for(milliseconds(rng() % 2000));  // the outage
-    started_ns = MonotonicNs();
-    c.coord().Start();
-  }
+  ASSERT_NO_FATAL_FAILURE(KillCoordinatorAtRandom(c, kCycles));
   ASSERT_TRUE(c.Quiesce({"fan", "fails", "third"}, seconds(60)));
   c.StopAll();
   Report r = c.Check({});
