@@ -91,6 +91,7 @@ Status Agent::Start() {
               {{"output_dir", settings_.output_dir}, {"error", s.message()}});
   } else {
     step_output_ready_ = true;
+    step_output_shared_ = ReachableByOthers(settings_.output_dir);
     settings_.identity.features = {wire::kStepOutputFeature};
     claimer_->SetIdentity(settings_.identity);
   }
@@ -211,6 +212,14 @@ void Agent::Launch(RunningShard& shard) {
     if (!step_output_ready_) {
       return EndUnstarted(a.key, Outcome::kSpawnFailed,
                           "this agentd cannot run flow steps: its output_dir is not usable");
+    }
+    if (switch_user && !step_output_shared_) {
+      // The step could not write its file: it fails here, saying why, not later downstream.
+      return EndUnstarted(a.key, Outcome::kSpawnFailed,
+                          "JOB_OUTPUT: " + settings_.output_dir + " cannot be reached by " +
+                              user.name +
+                              " (a directory on its path is not searchable by others); set "
+                              "output_dir in agentd.toml to one that is, as /run/agentd/outputs");
     }
     Result<std::string> path =
         CreateStepOutput(settings_.output_dir, a.key, NewSpanId(), user, switch_user);

@@ -112,7 +112,8 @@ class Agent {
   std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
   // Flow steps' $JOB_OUTPUT files, by attempt, from their start to their end.
   std::map<AttemptKey, std::string> step_outputs_;
-  bool step_output_ready_ = false;  // settings_.output_dir is usable: flow steps are taken
+  bool step_output_ready_ = false;   // settings_.output_dir is usable: flow steps are taken
+  bool step_output_shared_ = false;  // and users other than agentd's can reach files there
   uvx::Timer drain_timer_;
   uvx::Timer flush_timer_;
   bool started_ = false;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 namespace jobctl::agentd {
@@ -33,6 +34,17 @@ bool IsOutputName(std::string_view name) {
 }  // namespace
 
 Status PrepareOutputDir(const std::string& dir) {
+  // Its parent: whoever could write there could put a link to elsewhere in its place
+  // between the checks below and a later open by path.
+  std::string parent = std::filesystem::path(dir).parent_path().string();
+  struct stat up {};
+  if (parent.empty() || stat(parent.c_str(), &up) != 0)
+    return Errno("cannot stat parent of " + dir);
+  if ((up.st_uid != 0 && up.st_uid != geteuid()) || (up.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::PermissionDenied(parent + " (the parent of " + dir +
+                                    ") may be written by other users; the output directory "
+                                    "needs a parent only root or agentd's user can write");
+  }
   if (mkdir(dir.c_str(), 0711) != 0 && errno != EEXIST) return Errno("cannot create " + dir);
   // Everything below goes through this descriptor: a link put in the directory's place is
   // refused, never followed.
@@ -67,6 +79,16 @@ Status PrepareOutputDir(const std::string& dir) {
   }
   closedir(d);
   return s;
+}
+
+bool ReachableByOthers(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::path(dir);
+  for (; !p.empty(); p = p.parent_path()) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+    if (p == p.root_path()) break;
+  }
+  return true;
 }
 
 Result<std::string> CreateStepOutput(const std::string& dir, const AttemptKey& key,

@@ -20,7 +20,13 @@ namespace jobctl::agentd {
 // agentd's user, mode 0711, and emptied of the files a previous agentd left behind (their
 // attempts ended with it); any other entry is left alone. Its parent must be writable by
 // agentd's user alone (as /run/agentd, the unit's RuntimeDirectory, and the state dir are).
+// A parent that another user could write to (where the directory could be swapped for a
+// link) is refused.
 Status PrepareOutputDir(const std::string& dir);
+
+// Whether a user other than agentd's (and not in its group) can reach a file in `dir`: every
+// directory on its path is searchable by others. False when one cannot be read.
+bool ReachableByOthers(const std::string& dir);
 
 // Creates dir/r<run>-s<shard>-a<attempt>-<suffix> (O_EXCL, O_NOFOLLOW), mode 0600, owned by
 // `user` when `switch_user`; its path. `suffix` is random (16 hex digits), so that no one can

@@ -125,5 +125,25 @@ TEST(StepOutputFileTest, AFifoOrBytesThatAreNotUtf8AreRefused) {
   EXPECT_EQ(out.status().message(), "JOB_OUTPUT: line 1: is not UTF-8");
 }
 
+// An output directory whose parent another user may write (where it could be swapped for a
+// link) is refused; one whose path others cannot search is usable, but not reachable by them.
+TEST(StepOutputFileTest, AParentOthersMayWriteIsRefusedAndReachabilityIsKnown) {
+  Scratch tmp;
+  std::string open = tmp.path() + "/open";
+  ASSERT_EQ(mkdir(open.c_str(), 0777), 0);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);  // whatever the umask
+  Status refused = PrepareOutputDir(open + "/outputs");
+  EXPECT_EQ(refused.code(), Status::Code::kPermissionDenied) << refused.ToString();
+  EXPECT_NE(refused.message().find("may be written by other users"), std::string::npos);
+
+  std::string closed = tmp.path() + "/closed";
+  ASSERT_EQ(mkdir(closed.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0711), 0);
+  ASSERT_TRUE(PrepareOutputDir(closed + "/outputs").ok());
+  EXPECT_FALSE(ReachableByOthers(closed + "/outputs"));
+  ASSERT_EQ(chmod(closed.c_str(), 0711), 0);
+  EXPECT_TRUE(ReachableByOthers(closed + "/outputs"));
+}
+
 }  // namespace
 }  // namespace jobctl::agentd

@@ -315,6 +315,51 @@ TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
   EXPECT_NE(refused["shards"][0]["message"].get<std::string>().find("root"), std::string::npos);
 }
 
+// A flow step that runs as another user writes $JOB_OUTPUT where agentd made it: an agent whose
+// output_dir that user cannot reach (the default in its private state dir) fails the step at
+// once, saying so; with an output_dir it can reach, the value reaches the next step.
+TEST_F(AgentTest, AStepRunAsAnotherUserNeedsAnOutputDirItCanReach) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
+  const char* user = "jobctl-test";
+  if (getpwnam(user) == nullptr) {
+    ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
+                          "--shell /bin/sh jobctl-test"),
+              0);
+  }
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0711), 0);
+  std::filesystem::create_directories(dir_.path() + "/run");
+  ASSERT_EQ(chmod((dir_.path() + "/run").c_str(), 0711), 0);
+  StartCoordinator();
+  AddAgent("closed", {"--labels", "out=closed"}, "allow_run_as = [\"jobctl-test\"]\n");
+  AddAgent("shared", {"--labels", "out=shared"},
+           "allow_run_as = [\"jobctl-test\"]\noutput_dir = \"" + dir_.path() + "/run/outputs\"\n");
+  WaitForAgents(2);
+  auto flow = [](const std::string& name, const std::string& where) {
+    return "[[flow]]\nname = \"" + name + "\"\nschedule = \"@yearly\"\n" +
+           "  [[flow.step]]\n  name = \"write\"\n  run_as = \"jobctl-test\"\n  on = [\"out=" +
+           where + "\"]\n  shell = \"echo WHO=$(id -un) >> $JOB_OUTPUT\"\n" +
+           "  [[flow.step]]\n  name = \"read\"\n  needs = [\"write\"]\n"
+           "  run_as = \"jobctl-test\"\n  on = [\"out=" +
+           where + "\"]\n  shell = \"echo who=$JOB_OUT_WHO\"\n";
+  };
+  coord_->Apply(flow("closed", "closed") + flow("shared", "shared"));
+  json refused = WaitRun(Trigger("closed")["id"]);
+  EXPECT_EQ(refused["state"], "failed") << refused.dump();
+  json writes = coord_->Runs("closed:write");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0]["shards"][0]["outcome"], "spawn_failed");
+  EXPECT_NE(
+      writes[0]["shards"][0]["message"].get<std::string>().find("cannot be reached by jobctl-test"),
+      std::string::npos)
+      << writes[0].dump();
+
+  json done = WaitRun(Trigger("shared")["id"]);
+  ASSERT_EQ(done["state"], "succeeded") << done.dump() << coord_->Runs("shared:read").dump();
+  json reads = coord_->Runs("shared:read");
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(Output(reads[0]["id"], 0, "stdout"), "who=jobctl-test\n");
+}
+
 // A secret's value is read by the agent from its own secrets_dir when the shard starts: the
 // job file and the coordinator hold only the file's name. A missing secret fails the shard,
 // naming it, without running anything.
