@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "base/version.h"
+#include "coordinator/console.h"
 #include "coordinator/metrics.h"
 #include "http/path_pattern.h"
 #include "model/time_format.h"
@@ -24,6 +25,10 @@ const std::vector<Api::Route>& Api::Routes() {
   static const std::vector<Route> kRoutes = {
       {"GET", "/healthz", Role::kOpen, &Api::Healthz},
       {"GET", "/readyz", Role::kOpen, &Api::Readyz},
+      {"GET", "/", Role::kOpen, &Api::ConsoleRedirect},
+      {"GET", "/ui", Role::kOpen, &Api::Console},
+      {"GET", "/ui/{file}", Role::kOpen, &Api::Console},
+      {"GET", "/v1/whoami", Role::kRead, &Api::Whoami},
       {"GET", "/metrics", Role::kRead, &Api::GetMetrics},
       {"GET", "/v1/jobfile", Role::kAdmin, &Api::GetJobFile},
       {"POST", "/v1/jobfile", Role::kAdmin, &Api::ApplyJobFile},
@@ -436,6 +441,19 @@ wire::JobSummaryView Api::JobSummaryOf(const JobEntry& j) const {
   if (j.last_success_ms) v.last_success = Rfc3339(j.last_success_ms);
   v.overdue = j.Overdue(ctx_->NowMs());
   return v;
+}
+
+void Api::Console(Call& c) {
+  auto it = c.params.find("file");
+  std::optional<http::Response> r = ConsoleResponse(it == c.params.end() ? "" : it->second);
+  if (!r) return FailWith(c, 404, "not_found", "the console has no file " + c.req.path);
+  c.res->Send(std::move(*r));
+}
+
+void Api::ConsoleRedirect(Call& c) { c.res->Send({302, "", "", {{"Location", "/ui/"}}}); }
+
+void Api::Whoami(Call& c) {
+  Json(c, 200, {{"name", c.who.name}, {"role", RoleName(c.who.role)}, {"jobs", c.who.jobs_glob}});
 }
 
 void Api::Healthz(Call& c) { Json(c, 200, {{"status", "ok"}}); }

@@ -128,8 +128,11 @@ class Api {
 
   // Open.
   void Healthz(Call& c);
+  void Console(Call& c);          // GET /ui/FILE (coordinator/console.h)
+  void ConsoleRedirect(Call& c);  // GET / -> /ui/
   void Readyz(Call& c);
   // Read.
+  void Whoami(Call& c);  // the caller's token: name, role, jobs glob
   void GetMetrics(Call& c);
   void GetJobFile(Call& c);
   void ListJobs(Call& c);

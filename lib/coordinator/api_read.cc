@@ -84,7 +84,10 @@ void Api::ShowJob(Call& c) {
   std::optional<int64_t> t = job->next_fire_ms;
   Result<std::shared_ptr<const Schedule>> schedule = p_.jobs->ScheduleOf(*job);
   // A fixed delay's later fires depend on when its runs end: only the next one is known.
-  const int known = schedule.ok() && (*schedule)->delay() ? 1 : 5;
+  // ?fires=N asks for up to 50 (the console shows 10); 5 by default.
+  const int asked =
+      static_cast<int>(std::clamp<int64_t>(IntParam(c.req.query, "fires").value_or(5), 1, 50));
+  const int known = schedule.ok() && (*schedule)->delay() ? 1 : asked;
   for (int i = 0; i < known && t && job->schedulable() && schedule.ok(); ++i) {
     out.next_fires.push_back(*FormatInZone(FromUnixMs(*t), (*schedule)->zone().name()));
     std::optional<WallTime> after = (*schedule)->Next(FromUnixMs(*t));
