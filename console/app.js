@@ -153,6 +153,7 @@ async function api(path, options = {}) {
     }
     throw new ApiError(res.status, body && body.error, message);
   }
+  if (options.total) return { body, total: Number(res.headers.get('X-Total-Count')) };
   return body;
 }
 
@@ -272,12 +273,6 @@ function scheduleWords(s) {
   return at;
 }
 
-function jobRank(j) {
-  if (j.last_state && FAILING.has(j.last_state)) return 0;
-  if (j.overdue) return 1;
-  return 2;
-}
-
 const strips = new Map();  // job name -> {at, runs}
 const stripQueue = [];
 let stripActive = 0;
@@ -318,11 +313,15 @@ function stripOf(runs) {
   return el('span', { class: 'strip', 'data-runs': runs.length }, cells);
 }
 
+// The list is read a page at a time (the coordinator sorts and filters it): only the pages
+// of the rows in view, so a fleet of 100,000 jobs costs the coordinator a page per scroll.
+const PAGE = 200;
+
 async function jobsPage() {
   markNav('jobs');
   const signal = page.signal;
-  const filter = el('input', { id: 'filter', type: 'search', placeholder: 'Filter: name, schedule, description  (/)',
-    'aria-label': 'Filter jobs', size: 40 });
+  const filter = el('input', { id: 'filter', type: 'search', placeholder: 'Filter by name  (/)',
+    'aria-label': 'Filter jobs by name', size: 40, maxlength: 256 });
   const count = el('span', { class: 'muted', id: 'count' });
   const head = el('div', { class: 'jobs-head', role: 'row' },
     el('span', {}, 'Job'), el('span', {}, 'Schedule'), el('span', {}, 'Next fire'),
@@ -331,45 +330,79 @@ async function jobsPage() {
   const scroll = el('div', { class: 'jobs-scroll', id: 'jobs' }, space);
   main.replaceChildren(el('h1', {}, 'Jobs'), el('div', { class: 'row' }, filter, count), head, scroll);
 
-  let all = [];
-  let shown = [];
   const ROW = 34;
+  let total = 0;
+  let query = '';
+  let pages = new Map();  // page number -> array of jobs, or a promise while it is read
+  const fetchPage = (n) => {
+    if (pages.has(n)) return pages.get(n);
+    const asked = query;
+    const p = api(`/v1/jobs?order=health&offset=${n * PAGE}&limit=${PAGE}&q=${enc(asked)}`,
+      { signal, total: true }).then((r) => {
+      if (asked !== query) return null;
+      pages.set(n, r.body);
+      if (r.total !== total) { total = r.total; resize(); }
+      return r.body;
+    });
+    pages.set(n, p);
+    p.catch((e) => { pages.delete(n); if (e.name !== 'AbortError') showError(e.message); });
+    return p;
+  };
+  const resize = () => {
+    space.style.height = `${total * ROW}px`;
+    count.textContent = `${total} ${total === 1 ? 'job' : 'jobs'}${query ? ' match' : ''}`;
+  };
   const render = () => {
     const top = scroll.scrollTop;
     const first = Math.max(0, Math.floor(top / ROW) - 5);
-    const last = Math.min(shown.length, Math.ceil((top + scroll.clientHeight) / ROW) + 5);
+    const last = Math.min(total, Math.ceil((top + scroll.clientHeight) / ROW) + 5);
     const rows = [];
-    for (let i = first; i < last; i++) rows.push(jobRow(shown[i], i * ROW));
+    for (let i = first; i < last; i++) {
+      const n = Math.floor(i / PAGE);
+      const have = pages.get(n);
+      if (Array.isArray(have)) {
+        if (have[i % PAGE]) rows.push(jobRow(have[i % PAGE], i * ROW));
+      } else {
+        fetchPage(n).then(() => requestAnimationFrame(render), () => {});
+      }
+    }
     space.replaceChildren(...rows);
   };
-  const apply = () => {
-    const q = filter.value.trim().toLowerCase();
-    shown = q ? all.filter((j) => j.name.toLowerCase().includes(q) ||
-      (j.schedule || '').toLowerCase().includes(q) || (j.description || '').toLowerCase().includes(q)) : all;
-    space.style.height = `${shown.length * ROW}px`;
-    count.textContent = `${shown.length} of ${all.length} ${all.length === 1 ? 'job' : 'jobs'}`;
+  const reload = async () => {
+    pages = new Map();
+    await fetchPage(0);
+    resize();
     render();
+    document.body.dataset.jobsLoaded = String(total);
   };
   let timer = 0;
-  filter.oninput = () => { clearTimeout(timer); timer = setTimeout(() => { scroll.scrollTop = 0; apply(); }, 120); };
+  filter.oninput = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      query = filter.value.trim();
+      scroll.scrollTop = 0;
+      reload().catch(() => {});
+    }, 150);
+  };
   scroll.addEventListener('scroll', () => requestAnimationFrame(render), { passive: true });
   window.addEventListener('resize', render, { signal });
 
-  const load = async () => {
-    const jobs = await api('/v1/jobs', { signal });
-    jobs.sort((a, b) => jobRank(a) - jobRank(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    all = jobs;
-    apply();
-    document.body.dataset.jobsLoaded = String(all.length);
-  };
-  await load();
+  await reload();
+  performance.mark('jobs-rendered');  // console_bench reads it
   filter.focus();
-  // A small fleet's list stays current by itself; a large one on demand (the reload button).
+  // The rows in view are read again every 10 seconds.
   const refresh = async () => {
     if (signal.aborted) return;
-    if (all.length <= 2000) {
-      strips.clear();
-      try { await load(); } catch (e) { if (e.name !== 'AbortError') showError(e.message); }
+    if (document.hidden) { setTimeout(refresh, 10000); return; }
+    const n = Math.floor(scroll.scrollTop / ROW / PAGE);
+    strips.clear();
+    const keep = pages;
+    pages = new Map();
+    try {
+      await fetchPage(n);
+      render();
+    } catch (e) {
+      pages = keep;
     }
     setTimeout(refresh, 10000);
   };
@@ -638,8 +671,23 @@ function decodeBase64(b64) {
   return bytes;
 }
 
+// Resolves when the tab is shown again, or after 5 s.
+function visibleOrLater() {
+  return new Promise((resolve) => {
+    if (!document.hidden) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      document.removeEventListener('visibilitychange', done);
+      resolve();
+    };
+    const timer = setTimeout(done, 5000);
+    document.addEventListener('visibilitychange', done);
+  });
+}
+
 // Follows a run's output: each read waits up to 25 s for more, until the run has ended and
-// all of its output is in.
+// all of its output is in. A hidden tab asks without waiting, every 5 s: a waiting read holds
+// one of the few connections a browser opens to the coordinator, which the tab in view needs.
 async function followOutput(id, box, status, signal, multi) {
   const decoders = new Map();  // shard/attempt/stream -> TextDecoder
   const styles = new Map();
@@ -652,7 +700,8 @@ async function followOutput(id, box, status, signal, multi) {
   for (;;) {
     let pageOut;
     try {
-      pageOut = await api(`/v1/runs/${id}/logs?after=${after}&wait_ms=25000`, { signal });
+      const wait = document.hidden ? 0 : 25000;
+      pageOut = await api(`/v1/runs/${id}/logs?after=${after}&wait_ms=${wait}`, { signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
       status.textContent = `output: ${e.message}; trying again`;
@@ -692,6 +741,8 @@ async function followOutput(id, box, status, signal, multi) {
     if (pageOut.pruned) { status.textContent = `output deleted by retention: ${pageOut.pruned}`; break; }
     if (pageOut.done) { status.textContent = `output complete (${bytes} bytes)`; break; }
     status.textContent = `following output (${bytes} bytes so far)`;
+    if (!pageOut.chunks.length) await visibleOrLater();
+    if (signal.aborted) return;
   }
   box.dataset.done = 'true';
 }

@@ -33,16 +33,59 @@ void Api::GetJobFile(Call& c) {
 }
 
 void Api::ListJobs(Call& c) {
+  const auto& q = c.req.query;
+  // ?limit=L[&offset=N][&order=name|health][&q=TEXT]: one page of the list, its length in
+  // X-Total-Count. Without limit, every job by name (as jobctl list reads it).
+  std::optional<int64_t> limit = IntParam(q, "limit");
+  if (q.count("limit") && (!limit || *limit < 1 || *limit > 1000)) {
+    return FailWith(c, 400, "bad_request", "limit: expected 1 to 1000");
+  }
+  std::optional<int64_t> offset = IntParam(q, "offset");
+  if (q.count("offset") && (!offset || *offset < 0)) {
+    return FailWith(c, 400, "bad_request", "offset: expected a number of 0 or more");
+  }
+  bool by_health = false;
+  if (auto it = q.find("order"); it != q.end() && !it->second.empty()) {
+    if (it->second != "name" && it->second != "health") {
+      return FailWith(c, 400, "bad_request", "order: expected name or health");
+    }
+    by_health = it->second == "health";
+  }
+  std::string_view text;
+  if (auto it = q.find("q"); it != q.end()) text = it->second;
+  if (text.size() > 256) return FailWith(c, 400, "bad_request", "q: longer than 256 bytes");
   std::vector<const JobEntry*> jobs;
-  p_.jobs->ForEach([&jobs, &c](const JobEntry& j) {
+  p_.jobs->ForEach([&jobs, &c, text](const JobEntry& j) {
     // A step's own job is shown with its flow.
-    if (j.active && j.kind != JobKind::kStep && Auth::Allows(c.who, Role::kRead, j.name)) {
+    if (j.active && j.kind != JobKind::kStep && Auth::Allows(c.who, Role::kRead, j.name) &&
+        (text.empty() || j.name.find(text) != std::string_view::npos)) {
       jobs.push_back(&j);
     }
   });
-  std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  const int64_t now = ctx_->NowMs();
+  // Health: failing jobs first, then overdue ones, then the rest; by name within each.
+  auto rank = [now](const JobEntry* j) { return j->Failing() ? 0 : j->Overdue(now) ? 1 : 2; };
+  auto before = [&](const JobEntry* a, const JobEntry* b) {
+    if (by_health) {
+      int ra = rank(a), rb = rank(b);
+      if (ra != rb) return ra < rb;
+    }
+    return a->name < b->name;
+  };
+  const size_t total = jobs.size();
+  size_t first = std::min(total, static_cast<size_t>(offset.value_or(0)));
+  size_t last = limit ? std::min(total, first + static_cast<size_t>(*limit)) : total;
+  // Only the page is put in order: what comes before it is only separated from it.
+  if (!limit) {
+    std::sort(jobs.begin(), jobs.end(), before);
+  } else {
+    if (first > 0) std::nth_element(jobs.begin(), jobs.begin() + first, jobs.end(), before);
+    std::partial_sort(jobs.begin() + first, jobs.begin() + last, jobs.end(), before);
+  }
   std::vector<wire::JobSummaryView> out;
-  for (const JobEntry* j : jobs) {
+  out.reserve(last - first);
+  for (size_t i = first; i < last; ++i) {
+    const JobEntry* j = jobs[i];
     wire::JobSummaryView item = JobSummaryOf(*j);
     Result<store::JobRow> row = ctx_->store->GetJob(j->id);
     if (row.ok()) {
@@ -53,7 +96,11 @@ void Api::ListJobs(Call& c) {
     }
     out.push_back(std::move(item));
   }
-  Json(c, 200, wire::ListToJson(out));
+  http::Response r{200,
+                   "application/json",
+                   wire::ListToJson(out).dump(-1, ' ', false, json::error_handler_t::replace),
+                   {{"X-Total-Count", std::to_string(total)}}};
+  c.res->Send(std::move(r));
 }
 
 void Api::ShowJob(Call& c) {

@@ -136,6 +136,49 @@ shell = "true"
   Picture("console-jobs.png");
 }
 
+TEST_F(ConsoleTest, AThousandJobsAreReadAPageAtATimeAsTheyComeIntoView) {
+  std::string toml;
+  char name[32];
+  for (int i = 0; i < 1000; ++i) {
+    std::snprintf(name, sizeof name, "job-%04d", i);
+    toml +=
+        std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@yearly\"\nshell = \"true\"\n";
+  }
+  coord_->Apply(toml);
+  // The route: a page, its place in the whole, the whole's length in a header.
+  http::HttpResponse page = coord_->Request("GET", "/v1/jobs?limit=3&offset=998&order=health");
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(page.headers["x-total-count"], "1000");
+  json items = json::parse(page.body);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0]["name"], "job-0998");
+  page = coord_->Request("GET", "/v1/jobs?limit=10&q=-09");
+  EXPECT_EQ(page.headers["x-total-count"], "100");
+  EXPECT_EQ(json::parse(page.body)[0]["name"], "job-0900");
+  for (const char* bad : {"limit=0", "limit=1001", "limit=x", "offset=-1", "order=size"}) {
+    EXPECT_EQ(coord_->Request("GET", std::string("/v1/jobs?") + bad).status, 400) << bad;
+  }
+  EXPECT_EQ(coord_->GetJson("/v1/jobs").size(), 1000u);  // no limit: all of them
+
+  Open("/jobs", coord_->admin_token());
+  ASSERT_TRUE(browser_->WaitFor("document.body.dataset.jobsLoaded === '1000'", seconds(15)));
+  EXPECT_EQ(Text("#count"), "1000 jobs");
+  // Only the rows in view are in the page.
+  EXPECT_LT(browser_->Eval("document.querySelectorAll('.jobs-row').length").get<int>(), 60);
+  browser_->Eval(
+      "(() => { const s = document.getElementById('jobs'); s.scrollTop = s.scrollHeight; })()");
+  ASSERT_TRUE(
+      browser_->WaitFor("document.querySelector('.jobs-row[data-job=job-0999]')", seconds(10)));
+  // Of the five pages, the first and the one of the last rows (and the refresh of the rows in
+  // view, every 10 s, if it came meanwhile).
+  int lists = 0;
+  for (const std::string& url : browser_->requests()) {
+    lists += url.find("/v1/jobs?order=health") != std::string::npos;
+  }
+  EXPECT_GE(lists, 2);
+  EXPECT_LE(lists, 3);
+}
+
 TEST_F(ConsoleTest, ARunningJobsOutputAppearsLiveWithEscapesRenderedAsText) {
   std::string gate = dir_.path() + "/gate";
   coord_->Apply(R"([[job]]

@@ -173,6 +173,10 @@ json Browser::Call(const std::string& method, const json& params, bool in_page,
                            " ms");
 }
 
+void Browser::OpenTab(const std::string& url) {
+  Call("Target.createTarget", {{"url", url}}, false);
+}
+
 void Browser::Navigate(const std::string& url) {
   loaded_ = false;
   json r = Call("Page.navigate", {{"url", url}});

@@ -28,6 +28,9 @@ class Browser {
   Browser(const Browser&) = delete;
   Browser& operator=(const Browser&) = delete;
 
+  // Opens `url` in another tab, which this class does not drive (its requests and errors are
+  // not recorded); tabs stay open until the browser ends.
+  void OpenTab(const std::string& url);
   // Loads `url` in the tab and waits for its load event.
   void Navigate(const std::string& url);
   // The value of a script expression in the page (promises are awaited); throws on an
