@@ -8,8 +8,7 @@
 //            view); median and each run. Also the whole list in one request, as `jobctl
 //            list` reads it (time and size).
 //   follow   K jobs printing a line every 100 ms for D seconds, run by one agent; K console
-//            tabs each following one of the runs' output (five tabs per browser: a browser
-//            opens at most six connections to one origin). The coordinator's CPU over D s
+//            browsers each following one of the runs' output. The coordinator's CPU over D s
 //            with the consoles open, against the same runs with no console, both in this
 //            session (the difference is what the consoles cost).
 //
@@ -114,19 +113,16 @@ double FollowWindow(Coordinator& c, int k, int seconds, bool consoles) {
     json run = c.PostJson("/v1/jobs/talk-" + std::to_string(i) + "/trigger", json::object());
     ids.push_back(run["id"].get<int64_t>());
   }
-  // A browser opens at most 6 connections to one origin (HTTP/1.1), and each console that
-  // follows output holds one: five consoles per browser, as five people's would be.
+  // One browser per console, as K people's would be: a browser opens at most 6 connections
+  // to one origin, and a console in a tab not in view polls instead of waiting (console/app.js).
   std::vector<std::unique_ptr<Browser>> browsers;
   std::vector<std::unique_ptr<TempDir>> profiles;
   if (consoles) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i % 5 == 0) {
-        profiles.push_back(std::make_unique<TempDir>());
-        browsers.push_back(std::make_unique<Browser>(*profiles.back()));
-      }
-      // A tab of its own has its own session storage: the token comes with the link.
-      browsers.back()->OpenTab(c.url() + "/ui/#/run/" + std::to_string(ids[i]) +
-                               "&token=" + c.admin_token());
+    for (int64_t id : ids) {
+      profiles.push_back(std::make_unique<TempDir>());
+      browsers.push_back(std::make_unique<Browser>(*profiles.back()));
+      browsers.back()->Navigate(c.url() + "/ui/#/run/" + std::to_string(id) +
+                                "&token=" + c.admin_token());
     }
     // Every console is following: its long-poll is parked at the coordinator.
     if (!Coordinator::Eventually([&c, k] { return c.Metric("jobctl_parked_waiters") >= k; },

@@ -685,9 +685,11 @@ function visibleOrLater() {
   });
 }
 
-// Follows a run's output: each read waits up to 25 s for more, until the run has ended and
-// all of its output is in. A hidden tab asks without waiting, every 5 s: a waiting read holds
-// one of the few connections a browser opens to the coordinator, which the tab in view needs.
+// Follows a run's output. It starts with the last MiB (a run's output may be hundreds of MB:
+// only its tail is read, and "Load earlier output" reads a MiB more each time), then each read
+// waits up to 25 s for more, until the run has ended and all of its output is in. A hidden
+// tab asks without waiting, every 5 s: a waiting read holds one of the few connections a
+// browser opens to the coordinator, which the tab in view needs.
 async function followOutput(id, box, status, signal, multi) {
   const decoders = new Map();  // shard/attempt/stream -> TextDecoder
   const styles = new Map();
@@ -695,13 +697,55 @@ async function followOutput(id, box, status, signal, multi) {
   let lines = 0;
   let dropped = 0;
   let bytes = 0;
+  let keepAll = false;  // once earlier output was asked for, nothing is dropped
   const note = el('div', { class: 'marker', hidden: true });
   box.append(note);
+  const earlier = el('button', { type: 'button', id: 'earlier', hidden: true }, 'Load earlier output');
+  box.before(earlier);
+  // Chunks as text nodes; `fresh` decodes without the streams' state (earlier output).
+  const nodes = (chunks, fresh) => {
+    const frag = document.createDocumentFragment();
+    for (const ch of chunks) {
+      const key = `${ch.shard}/${ch.attempt}/${ch.stream}`;
+      if (!decoders.has(key)) { decoders.set(key, new TextDecoder('utf-8')); styles.set(key, {}); }
+      const data = decodeBase64(ch.data);
+      bytes += data.length;
+      const text = ch.stream === 'marker' || fresh ? new TextDecoder().decode(data) + (ch.stream === 'marker' ? '\n' : '') :
+        decoders.get(key).decode(data, { stream: true });
+      frag.append(el('span', { class: ch.stream, 'data-shard': ch.shard, 'data-id': ch.id },
+        multi ? el('span', { class: 'shard' }, `[${ch.shard}] `) : null, ansiNodes(text, fresh ? {} : styles.get(key))));
+      lines += (text.match(/\n/g) || []).length;
+    }
+    return frag;
+  };
+  earlier.onclick = async () => {
+    earlier.disabled = true;
+    keepAll = true;
+    try {
+      // Before the oldest chunk in the page.
+      const oldest = note.nextElementSibling;
+      const p = await api(`/v1/runs/${id}/logs?before=${oldest ? oldest.dataset.id : 'end'}`, { signal });
+      if (!p.chunks.length) {
+        earlier.textContent = 'No earlier output';
+        return;
+      }
+      note.hidden = true;
+      const keep = box.scrollHeight - box.scrollTop;
+      note.after(nodes(p.chunks, true));
+      box.scrollTop = box.scrollHeight - keep;
+      earlier.disabled = false;
+    } catch (e) {
+      if (e.name !== 'AbortError') showError(`earlier output: ${e.message}`);
+      earlier.disabled = false;
+    }
+  };
+  let tail = true;
   for (;;) {
     let pageOut;
     try {
       const wait = document.hidden ? 0 : 25000;
-      pageOut = await api(`/v1/runs/${id}/logs?after=${after}&wait_ms=${wait}`, { signal });
+      pageOut = await api(tail ? `/v1/runs/${id}/logs?before=end` :
+        `/v1/runs/${id}/logs?after=${after}&wait_ms=${wait}`, { signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
       status.textContent = `output: ${e.message}; trying again`;
@@ -710,37 +754,31 @@ async function followOutput(id, box, status, signal, multi) {
       continue;
     }
     const stick = box.scrollTop + box.clientHeight >= box.scrollHeight - 20;
-    const frag = document.createDocumentFragment();
-    for (const ch of pageOut.chunks) {
-      const key = `${ch.shard}/${ch.attempt}/${ch.stream}`;
-      if (!decoders.has(key)) { decoders.set(key, new TextDecoder('utf-8')); styles.set(key, {}); }
-      const data = decodeBase64(ch.data);
-      bytes += data.length;
-      const text = ch.stream === 'marker' ? `${new TextDecoder().decode(data)}\n` :
-        decoders.get(key).decode(data, { stream: true });
-      const line = el('span', { class: ch.stream, 'data-shard': ch.shard },
-        multi ? el('span', { class: 'shard' }, `[${ch.shard}] `) : null, ansiNodes(text, styles.get(key)));
-      frag.append(line);
-      lines += (text.match(/\n/g) || []).length;
+    box.append(nodes(pageOut.chunks, false));
+    if (tail) {
+      // A tail read returns at most 1 MiB or 1,000 chunks: there may be more before it.
+      const read = pageOut.chunks.reduce((n, ch) => n + Math.floor(ch.data.length * 3 / 4), 0);
+      earlier.hidden = !(read >= 1000000 || pageOut.chunks.length >= 1000);
     }
-    box.append(frag);
+    tail = false;
     // Only the tail stays in the page, so a long output never slows it down.
-    while (lines > MAX_LINES && box.childNodes.length > 2) {
-      const first = box.childNodes[1];
-      lines -= (first.textContent.match(/\n/g) || []).length;
+    while (!keepAll && lines > MAX_LINES && box.childNodes.length > 2) {
+      const gone = box.childNodes[1];
+      lines -= (gone.textContent.match(/\n/g) || []).length;
       dropped++;
-      first.remove();
+      gone.remove();
+      earlier.hidden = false;
     }
-    if (dropped) {
+    if (dropped && !keepAll) {
       note.hidden = false;
-      note.textContent = `Earlier output is not shown here (the last ${MAX_LINES} lines are); download the raw log for all of it.\n`;
+      note.textContent = `Earlier output is not shown here (the last ${MAX_LINES} lines are): load it, or download the raw log.\n`;
     }
     if (stick) box.scrollTop = box.scrollHeight;
     after = pageOut.next;
     box.dataset.bytes = String(bytes);
     if (pageOut.pruned) { status.textContent = `output deleted by retention: ${pageOut.pruned}`; break; }
-    if (pageOut.done) { status.textContent = `output complete (${bytes} bytes)`; break; }
-    status.textContent = `following output (${bytes} bytes so far)`;
+    if (pageOut.done) { status.textContent = 'output complete'; break; }
+    status.textContent = 'following output';
     if (!pageOut.chunks.length) await visibleOrLater();
     if (signal.aborted) return;
   }

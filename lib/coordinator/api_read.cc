@@ -1,6 +1,7 @@
 // The read routes: job file, jobs, runs (and waiting for one), output, agents, misses, and
 // the audit trail.
 #include <algorithm>
+#include <limits>
 
 #include "base/base64.h"
 #include "coordinator/api.h"
@@ -12,6 +13,9 @@ namespace jobctl::coordinator {
 namespace {
 
 using nlohmann::json;
+
+// What one ?before= read of output returns at most.
+constexpr size_t kTailBytes = 1 << 20;
 
 std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, const char* key) {
   auto it = m.find(key);
@@ -264,6 +268,15 @@ void Api::ReadLogs(Call& c) {
   if (!RunReadable(c, *id)) return;
   int64_t after = IntParam(c.req.query, "after").value_or(0);
   int64_t wait = std::clamp<int64_t>(IntParam(c.req.query, "wait_ms").value_or(0), 0, 60'000);
+  // ?before=ID|end: the last MiB of output stored before that chunk id (read backwards by
+  // the console); never waits.
+  if (auto it = c.req.query.find("before"); it != c.req.query.end()) {
+    std::optional<int64_t> before = IntParam(c.req.query, "before");
+    if (it->second != "end" && (!before || *before < 1)) {
+      return FailWith(c, 400, "bad_request", "before: expected a chunk id or end");
+    }
+    if (wait > 0) return FailWith(c, 400, "bad_request", "before and wait_ms exclude each other");
+  }
   // A follower keeps its query while it waits, nothing else of the request.
   c.req.body = std::string();
   c.req.headers.clear();
@@ -282,6 +295,11 @@ void Api::SendLogs(std::shared_ptr<Call> c, std::shared_ptr<LogHub::WaiterId> pa
   q.run_id = run_id;
   q.after_id = after;
   q.shard = IntParam(c->req.query, "shard");
+  if (auto it = c->req.query.find("before"); it != c->req.query.end()) {
+    q.before_id = it->second == "end" ? std::numeric_limits<int64_t>::max()
+                                      : IntParam(c->req.query, "before").value_or(0);
+    q.max_bytes = kTailBytes;
+  }
   if (auto it = c->req.query.find("stream"); it != c->req.query.end() && !it->second.empty()) {
     if (it->second == "stdout")
       q.stream = store::LogStream::kStdout;

@@ -79,6 +79,9 @@ struct LogQuery {
   std::optional<int> shard;
   std::optional<LogStream> stream;
   size_t max_bytes = 4 << 20;
+  // Set: the newest chunks with ids below it (and above after_id), up to max_bytes (at least
+  // one), still returned in id order: the tail of what was stored before that id.
+  std::optional<int64_t> before_id;
 };
 
 class LogStore {

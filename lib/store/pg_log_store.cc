@@ -166,6 +166,15 @@ Result<std::vector<LogChunk>> PgLogStore::Read(const LogQuery& q) {
       "WHERE run_id = $1 AND id > $2 AND ($3::integer IS NULL OR shard = $3) "
       "AND ($4::smallint IS NULL OR stream = $4 OR stream = 3) ORDER BY id LIMIT 1000) c) b "
       "WHERE before < $5 ORDER BY id"};
+  // The tail before an id: the bytes after each row, newest first, bound what is sent.
+  static const Sql kTail{
+      "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM ("
+      "SELECT *, sum(length(data)) OVER (ORDER BY id DESC) - length(data) AS after FROM ("
+      "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM log_chunks "
+      "WHERE run_id = $1 AND id > $2 AND ($3::integer IS NULL OR shard = $3) "
+      "AND ($4::smallint IS NULL OR stream = $4 OR stream = 3) AND id < $6 "
+      "ORDER BY id DESC LIMIT 1000) c) b "
+      "WHERE after < $5 ORDER BY id"};
   Params p;
   p.Add(q.run_id).Add(q.after_id);
   if (q.shard) {
@@ -179,11 +188,13 @@ Result<std::vector<LogChunk>> PgLogStore::Read(const LogQuery& q) {
     p.Add(std::nullopt);
   }
   p.Add(static_cast<int64_t>(q.max_bytes));
-  Result<Rows> rows = db_->Exec(kBounded, p);
+  if (q.before_id) p.Add(*q.before_id);
+  Result<Rows> rows = db_->Exec(q.before_id ? kTail : kBounded, p);
   if (!rows.ok()) return rows.status();
   std::vector<LogChunk> out;
   size_t total = 0;
-  for (int i = 0; i < rows->size() && total < q.max_bytes; ++i) {
+  // A tail is bounded by the server alone (from its newest row).
+  for (int i = 0; i < rows->size() && (q.before_id || total < q.max_bytes); ++i) {
     LogChunk c;
     c.id = rows->Int(i, 0);
     c.run_id = rows->Int(i, 1);

@@ -139,11 +139,17 @@ Result<std::vector<LogChunk>> SqliteLogStore::Read(const LogQuery& q) {
       "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM chunks "
       "WHERE run_id = ?1 AND id > ?2 AND (?3 IS NULL OR shard = ?3) "
       "AND (?4 IS NULL OR stream = ?4 OR stream = 3) ORDER BY id LIMIT 1000"};
+  // The tail before an id: the same rows read newest first, put back in order below.
+  static const Sql kTail{
+      "SELECT id, run_id, shard, attempt, seq, stream, at_ms, data FROM chunks "
+      "WHERE run_id = ?1 AND id > ?2 AND (?3 IS NULL OR shard = ?3) "
+      "AND (?4 IS NULL OR stream = ?4 OR stream = 3) AND id < ?5 ORDER BY id DESC LIMIT 1000"};
   std::vector<LogChunk> out;
-  auto use = db_.Use(kSql);
+  auto use = db_.Use(q.before_id ? kTail : kSql);
   use.Bind(1, q.run_id).Bind(2, q.after_id);
   if (q.shard) use.Bind(3, *q.shard);
   if (q.stream) use.Bind(4, static_cast<int>(*q.stream));
+  if (q.before_id) use.Bind(5, *q.before_id);
   size_t total = 0;
   while (total < q.max_bytes && use.Step()) {
     LogChunk c;
@@ -159,6 +165,7 @@ Result<std::vector<LogChunk>> SqliteLogStore::Read(const LogQuery& q) {
     out.push_back(std::move(c));
   }
   if (!use.status().ok()) return use.status();
+  if (q.before_id) std::reverse(out.begin(), out.end());
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -1601,6 +1602,19 @@ TEST_P(LogStoreTest, ChunksAreReadInArrivalOrderByShardAndStreamAndPagedById) {
   EXPECT_EQ((*all)[2].stream, LogStream::kStderr);
   EXPECT_EQ(data({.run_id = 7, .after_id = (*all)[0].id}),
             (std::vector<std::string>{"e1", binary}));
+  // The tail before an id: the newest chunks up to max_bytes (at least one), in id order.
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(data({.run_id = 7, .before_id = kEnd}), (std::vector<std::string>{"o0", "e1", binary}));
+  EXPECT_EQ(data({.run_id = 7, .max_bytes = 1, .before_id = kEnd}),
+            (std::vector<std::string>{binary}));
+  EXPECT_EQ(data({.run_id = 7, .max_bytes = 5, .before_id = kEnd}),
+            (std::vector<std::string>{"e1", binary}));
+  EXPECT_EQ(data({.run_id = 7, .before_id = (*all)[2].id}), (std::vector<std::string>{"o0", "e1"}));
+  EXPECT_EQ(data({.run_id = 7, .shard = 0, .before_id = kEnd}),
+            (std::vector<std::string>{"o0", binary}));
+  EXPECT_EQ(data({.run_id = 7, .after_id = (*all)[0].id, .before_id = (*all)[2].id}),
+            (std::vector<std::string>{"e1"}));
+  EXPECT_TRUE(data({.run_id = 7, .before_id = (*all)[0].id}).empty());
   EXPECT_EQ(*logs->RunBytes(7), 8);
   EXPECT_EQ(*logs->RunBytes(9), 0);
 }

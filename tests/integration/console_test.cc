@@ -45,8 +45,10 @@ class ConsoleTest : public CoordinatorFixture {
   }
   void TearDown() override {
     if (browser_ && HasFailure()) {
-      std::cerr << "---- the page ----\n"
-                << browser_->Eval("location.href + '\\n' + document.body.innerText").dump() << "\n";
+      std::string text = browser_->Eval("location.href + '\\n' + document.body.innerText").dump();
+      if (text.size() > 4000)
+        text = text.substr(0, 2000) + " [...] " + text.substr(text.size() - 2000);
+      std::cerr << "---- the page ----\n" << text << "\n";
     }
     if (browser_) {
       // Nothing but the coordinator itself (and data: URLs of the page's own making).
@@ -215,6 +217,54 @@ printf 'after the gate\n'
   ASSERT_TRUE(
       browser_->WaitFor("document.getElementById('output')?.dataset.done === 'true'", seconds(20)));
   EXPECT_EQ(coord_->WaitRun(id, seconds(10))["state"], "succeeded");
+}
+
+TEST_F(ConsoleTest, A32MiBOutputShowsItsTailAndLoadsEarlierOutputOnRequest) {
+  coord_->Apply(R"([[job]]
+name = "loud"
+schedule = "@yearly"
+shell = "head -c 33554432 /dev/zero | tr '\\0' x | fold -w 99; echo THE END"
+)");
+  json run = coord_->PostJson("/v1/jobs/loud/trigger", json::object());
+  int64_t id = run["id"];
+  ASSERT_EQ(coord_->WaitRun(id, seconds(60))["state"], "succeeded");
+  // The route reads backwards and never waits.
+  const std::string logs = "/v1/runs/" + std::to_string(id) + "/logs";
+  for (const char* bad : {"?before=x", "?before=0", "?before=end&wait_ms=100"}) {
+    EXPECT_EQ(coord_->Request("GET", logs + bad).status, 400) << bad;
+  }
+  json end = coord_->GetJson(logs + "?before=end");
+  ASSERT_FALSE(end["chunks"].empty());
+  EXPECT_EQ(end["next"], end["chunks"].back()["id"]);
+  Open("/run/" + std::to_string(id), coord_->admin_token());
+  ASSERT_TRUE(
+      browser_->WaitFor("document.getElementById('output')?.dataset.done === 'true'", seconds(30)))
+      << Text("#output-status");
+  EXPECT_NE(Text("#output").find("THE END"), std::string::npos);
+  // The tail only: a MiB of the 32 read, its last 5,000 lines (of 100 bytes) shown.
+  auto shown = [this] {
+    return browser_->Eval("document.getElementById('output').textContent.length").get<int64_t>();
+  };
+  auto read = [this] {
+    return browser_
+        ->Eval(
+            "performance.getEntriesByType('resource').filter(e => e.name.includes('/logs'))"
+            ".reduce((n, e) => n + e.encodedBodySize, 0)")
+        .get<int64_t>();
+  };
+  int64_t tail = shown();
+  EXPECT_GT(tail, 450'000);
+  EXPECT_LT(tail, 600'000);
+  EXPECT_LT(read(), 2'000'000);  // base64 in JSON: 4/3 of the bytes
+  // A MiB more on request, put before what is shown.
+  ASSERT_TRUE(browser_->WaitFor("!document.getElementById('earlier').hidden", seconds(5)));
+  browser_->Eval("document.getElementById('earlier').click()");
+  ASSERT_TRUE(browser_->WaitFor(
+      "document.getElementById('output').textContent.length > " + std::to_string(tail + 900'000),
+      seconds(20)));
+  EXPECT_LT(shown(), tail + 1'200'000);
+  EXPECT_NE(Text("#output").find("THE END"), std::string::npos);
+  EXPECT_LT(read(), 4'000'000);
 }
 
 TEST_F(ConsoleTest, ATriggerTokenTriggersAndAReadTokenIsRefusedOnThePage) {
