@@ -265,6 +265,27 @@ shell = "head -c 33554432 /dev/zero | tr '\\0' x | fold -w 99; echo THE END"
   EXPECT_LT(shown(), tail + 1'200'000);
   EXPECT_NE(Text("#output").find("THE END"), std::string::npos);
   EXPECT_LT(read(), 4'000'000);
+  // The raw log: every byte, as the job wrote it.
+  std::string saved = dir_.path() + "/downloads";
+  std::filesystem::create_directories(saved);
+  browser_->AllowDownloads(saved);
+  browser_->Eval("document.getElementById('download').click()");
+  const std::string file = saved + "/run-" + std::to_string(id) + ".log";
+  // 338,933 lines of 99 x and a newline, 65 x, then "THE END\n".
+  const uintmax_t size = 33554432 / 99 * 100 + 33554432 % 99 + 8;
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        std::error_code ec;
+        return std::filesystem::file_size(file, ec) == size;
+      },
+      seconds(120)))
+      << [&] {
+           std::string seen;
+           for (const auto& e : std::filesystem::directory_iterator(saved)) {
+             seen += e.path().filename().string() + " ";
+           }
+           return seen + "| " + Text("#download") + " | " + Text("#banner");
+         }();
 }
 
 TEST_F(ConsoleTest, ATriggerTokenTriggersAndAReadTokenIsRefusedOnThePage) {

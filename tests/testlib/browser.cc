@@ -37,14 +37,22 @@ Browser::Browser(const TempDir& dir, int width, int height) {
   }
   std::string profile = dir.path() + "/chromium-profile";
   std::vector<std::string> args = {
-      bin, "--headless=new", "--remote-debugging-pipe", "--user-data-dir=" + profile,
-      "--no-first-run", "--no-default-browser-check", "--disable-gpu", "--disable-dev-shm-usage",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
-      "--disable-extensions", "--hide-scrollbars", "--mute-audio",
-      // Every tab counts as in view (console_bench opens many).
-      "--disable-backgrounding-occluded-windows", "--disable-renderer-backgrounding",
-      "--disable-background-timer-throttling",
-      "--window-size=" + std::to_string(width) + "," + std::to_string(height), "about:blank"};
+      bin,
+      "--headless=new",
+      "--remote-debugging-pipe",
+      "--user-data-dir=" + profile,
+      "--no-first-run",
+      "--no-default-browser-check",
+      "--disable-gpu",
+      "--disable-dev-shm-usage",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-extensions",
+      "--hide-scrollbars",
+      "--mute-audio",
+      "--window-size=" + std::to_string(width) + "," + std::to_string(height),
+      "about:blank"};
   // Chromium's sandbox needs user namespaces it does not get as root.
   if (geteuid() == 0) args.insert(args.begin() + 1, "--no-sandbox");
   std::vector<char*> argv;
@@ -203,6 +211,10 @@ bool Browser::WaitFor(const std::string& expression, milliseconds timeout) {
     // Events that arrived meanwhile are read in the next Call.
     std::this_thread::sleep_for(milliseconds(50));
   }
+}
+
+void Browser::AllowDownloads(const std::string& dir) {
+  Call("Browser.setDownloadBehavior", {{"behavior", "allow"}, {"downloadPath", dir}}, false);
 }
 
 void Browser::Screenshot(const std::string& path) {

@@ -38,6 +38,8 @@ class Browser {
   nlohmann::json Eval(const std::string& expression);
   // Evaluates `expression` every 50 ms until it is truthy; false at the deadline.
   bool WaitFor(const std::string& expression, std::chrono::milliseconds timeout);
+  // Files the page downloads are saved in `dir` under their suggested names.
+  void AllowDownloads(const std::string& dir);
   // A PNG of the tab as it is now, written to `path`.
   void Screenshot(const std::string& path);
 
