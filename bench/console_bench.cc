@@ -7,13 +7,16 @@
 //            navigation to the list drawn (the page's "jobs-rendered" mark: the rows in
 //            view); median and each run. Also the whole list in one request, as `jobctl
 //            list` reads it (time and size).
+//   output   a run that printed M MiB (100 by default), its page opened R times: the time
+//            from navigation to its tail drawn, the longest task that held the page's main
+//            thread meanwhile, and what the page read and holds.
 //   follow   K jobs printing a line every 100 ms for D seconds, run by one agent; K console
 //            browsers each following one of the runs' output. The coordinator's CPU over D s
 //            with the consoles open, against the same runs with no console, both in this
 //            session (the difference is what the consoles cost).
 //
-//   build/release/bench/console_bench [--only jobs|follow] [--jobs 100000] [--runs 3]
-//                                     [--consoles 20] [--seconds 60]
+//   build/release/bench/console_bench [--only jobs|output|follow] [--jobs 100000] [--runs 3]
+//                                     [--output-mib 100] [--consoles 20] [--seconds 60]
 #include <signal.h>
 #include <unistd.h>
 
@@ -139,6 +142,58 @@ double FollowWindow(Coordinator& c, int k, int seconds, bool consoles) {
   return s1.cpu_s - s0.cpu_s;
 }
 
+// A run that printed `mib` MiB: its page opened R times in a fresh browser; the time to its
+// tail drawn and the longest task that held the page's main thread meanwhile.
+void OutputPhase(int mib, int runs) {
+  TempDir dir;
+  Coordinator c(dir, std::string(kConfig) + "log_cap = \"1GiB\"\n");
+  c.Start();
+  AgentProcess agent(c, dir, "printer");
+  while (c.GetJson("/v1/agents").size() < 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  c.Apply(
+      "[[job]]\nname = \"loud\"\nschedule = \"@yearly\"\ntimeout = \"30m\"\n"
+      "shell = \"head -c " +
+      std::to_string(static_cast<int64_t>(mib) << 20) +
+      " /dev/zero | tr '\\\\0' x | fold -w 99; echo; echo THE END\"\n");
+  json run = c.PostJson("/v1/jobs/loud/trigger", json::object());
+  int64_t id = run["id"].get<int64_t>();
+  json ended = c.WaitRun(id, std::chrono::minutes(10));
+  std::printf("output    a run printed %d MiB: %s\n", mib, ended["state"].dump().c_str());
+  std::vector<double> drawn, longest;
+  for (int r = 0; r < runs; ++r) {
+    TempDir profile;
+    Browser b(profile);
+    auto t0 = Clock::now();
+    b.Navigate(c.url() + "/ui/#/run/" + std::to_string(id) + "&token=" + c.admin_token());
+    b.Eval(
+        "window.__long = 0; new PerformanceObserver(l => l.getEntries().forEach(e => "
+        "window.__long = Math.max(window.__long, e.duration)))"
+        ".observe({type: 'longtask', buffered: true})");
+    if (!b.WaitFor("document.getElementById('output')?.dataset.done === 'true' && "
+                   "document.getElementById('output').textContent.includes('THE END')",
+                   std::chrono::seconds(120))) {
+      std::fprintf(stderr, "the tail was not drawn within 120 s\n");
+      std::exit(1);
+    }
+    double ms = Seconds(Clock::now() - t0) * 1000;
+    json m = b.Eval(
+        "({long: window.__long, shown: document.getElementById('output').textContent.length,"
+        " read: performance.getEntriesByType('resource').filter(e => e.name.includes('/logs'))"
+        ".reduce((n, e) => n + e.encodedBodySize, 0)})");
+    drawn.push_back(ms);
+    longest.push_back(m["long"].get<double>());
+    std::printf(
+        "output    run %d: tail drawn %.0f ms after navigation; longest task %.0f ms; %.2f MiB "
+        "read, %.2f MiB of text in the page\n",
+        r + 1, ms, m["long"].get<double>(), m["read"].get<double>() / (1 << 20),
+        m["shown"].get<double>() / (1 << 20));
+    std::fflush(stdout);
+  }
+  std::printf("output    %d MiB, median of %d: tail drawn %.0f ms, longest task %.0f ms\n", mib,
+              runs, Percentile(drawn, 50), Percentile(longest, 50));
+}
+
 void FollowPhase(int k, int seconds) {
   TempDir dir;
   Coordinator c(dir, kConfig);
@@ -170,24 +225,28 @@ int main(int argc, char** argv) {
   jobctl::bench::ExitOnUncaught();
   signal(SIGPIPE, SIG_IGN);
   std::string only;
-  int jobs = 100000, runs = 3, consoles = 20, seconds = 60;
-  if (!ParseFlags(argc, argv,
-                  "[--only jobs|follow] [--jobs N] [--runs R] [--consoles K] [--seconds D]",
-                  [&](const std::string& flag, const std::string& value) {
-                    if (flag == "--only")
-                      only = value;
-                    else if (flag == "--jobs")
-                      jobs = std::stoi(value);
-                    else if (flag == "--runs")
-                      runs = std::stoi(value);
-                    else if (flag == "--consoles")
-                      consoles = std::stoi(value);
-                    else if (flag == "--seconds")
-                      seconds = std::stoi(value);
-                    else
-                      return false;
-                    return true;
-                  })) {
+  int jobs = 100000, runs = 3, consoles = 20, seconds = 60, output_mib = 100;
+  if (!ParseFlags(
+          argc, argv,
+          "[--only jobs|output|follow] [--jobs N] [--runs R] [--output-mib M] [--consoles K] "
+          "[--seconds D]",
+          [&](const std::string& flag, const std::string& value) {
+            if (flag == "--only")
+              only = value;
+            else if (flag == "--jobs")
+              jobs = std::stoi(value);
+            else if (flag == "--runs")
+              runs = std::stoi(value);
+            else if (flag == "--consoles")
+              consoles = std::stoi(value);
+            else if (flag == "--seconds")
+              seconds = std::stoi(value);
+            else if (flag == "--output-mib")
+              output_mib = std::stoi(value);
+            else
+              return false;
+            return true;
+          })) {
     return 64;
   }
   if (Browser::Find().empty()) {
@@ -195,6 +254,7 @@ int main(int argc, char** argv) {
     return 69;
   }
   if (only.empty() || only == "jobs") JobsPhase(jobs, runs);
+  if (only.empty() || only == "output") OutputPhase(output_mib, runs);
   if (only.empty() || only == "follow") FollowPhase(consoles, seconds);
   return 0;
 }

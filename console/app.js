@@ -307,7 +307,8 @@ function stripOf(runs) {
   const ordered = runs.slice(0, 30).reverse();  // oldest left
   for (let i = ordered.length; i < 30; i++) cells.push(el('span', { class: 'b-empty' }));
   for (const r of ordered) {
-    cells.push(el('a', { class: `b-${r.state}`, href: `#/run/${r.id}`,
+    // Out of the tab order (30 stops a row); the job's page lists the same runs.
+    cells.push(el('a', { class: `b-${r.state}`, href: `#/run/${r.id}`, tabindex: -1,
       title: `run ${r.id}: ${r.state}, ${r.scheduled_at || r.created_at}`, 'aria-label': `run ${r.id} ${r.state}` }));
   }
   return el('span', { class: 'strip', 'data-runs': runs.length }, cells);
