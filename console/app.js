@@ -200,6 +200,9 @@ async function act(button, what, path, body, after) {
 let page = new AbortController();  // aborted when the viewer leaves the page
 
 function login(message) {
+  page.abort();  // nothing of the page before goes on asking
+  page = new AbortController();
+  who = null;
   document.getElementById('who').textContent = '';
   const input = el('input', { type: 'password', id: 'token', autocomplete: 'off',
     placeholder: 'a token from `jobctl token create`', 'aria-label': 'Token' });
@@ -274,32 +277,43 @@ function scheduleWords(s) {
 }
 
 const strips = new Map();  // job name -> {at, runs}
-const stripQueue = [];
+const stripCells = new Map();  // job name -> the cells waiting for its strip (asked once)
+const stripQueue = [];  // names not yet asked
 let stripActive = 0;
 
 // The last 30 runs of a job, read when its row comes into view (at most 4 reads at once,
-// kept 15 s).
+// each job once, kept 15 s).
 function wantStrip(name, cell) {
   const have = strips.get(name);
   if (have && Date.now() - have.at < 15000) {
     cell.replaceChildren(stripOf(have.runs));
     return;
   }
-  stripQueue.push({ name, cell });
+  if (stripCells.has(name)) {
+    stripCells.get(name).push(cell);
+    return;
+  }
+  stripCells.set(name, [cell]);
+  stripQueue.push(name);
   queueMicrotask(pumpStrips);  // once the row is in the page
 }
 function pumpStrips() {
   while (stripActive < 4 && stripQueue.length) {
-    const { name, cell } = stripQueue.shift();
-    if (!cell.isConnected) continue;
+    const name = stripQueue.shift();
+    if (!(stripCells.get(name) || []).some((c) => c.isConnected)) {
+      stripCells.delete(name);  // scrolled away before it was asked
+      continue;
+    }
     stripActive++;
     api(`/v1/runs?job=${enc(name)}&limit=30`, { signal: page.signal })
       .then((runs) => {
         strips.set(name, { at: Date.now(), runs });
-        if (cell.isConnected) cell.replaceChildren(stripOf(runs));
+        for (const cell of stripCells.get(name) || []) {
+          if (cell.isConnected) cell.replaceChildren(stripOf(runs));
+        }
       })
       .catch(() => {})
-      .finally(() => { stripActive--; pumpStrips(); });
+      .finally(() => { stripCells.delete(name); stripActive--; pumpStrips(); });
   }
 }
 function stripOf(runs) {
@@ -334,41 +348,49 @@ async function jobsPage() {
   const ROW = 34;
   let total = 0;
   let query = '';
-  let pages = new Map();  // page number -> array of jobs, or a promise while it is read
+  // The pages read for one query: page number -> array of jobs, or a promise while it is
+  // read. A new query or a refresh starts a new map; answers for an older one are dropped.
+  let pages = new Map();
   const fetchPage = (n) => {
     if (pages.has(n)) return pages.get(n);
+    const mine = pages;
     const asked = query;
     const p = api(`/v1/jobs?order=health&offset=${n * PAGE}&limit=${PAGE}&q=${enc(asked)}`,
       { signal, total: true }).then((r) => {
-      if (asked !== query) return null;
-      pages.set(n, r.body);
+      if (mine !== pages) return null;
+      mine.set(n, r.body);
       if (r.total !== total) { total = r.total; resize(); }
+      requestAnimationFrame(render);
       return r.body;
     });
-    pages.set(n, p);
-    p.catch((e) => { pages.delete(n); if (e.name !== 'AbortError') showError(e.message); });
+    mine.set(n, p);
+    p.catch((e) => {
+      if (mine.get(n) === p) mine.delete(n);
+      if (e.name === 'AbortError') return;
+      if (e.status === 401) login(e.message); else showError(e.message);
+    });
     return p;
   };
   const resize = () => {
     space.style.height = `${total * ROW}px`;
     count.textContent = `${total} ${total === 1 ? 'job' : 'jobs'}${query ? ' match' : ''}`;
   };
-  const render = () => {
+  function render() {
+    if (signal.aborted) return;
     const top = scroll.scrollTop;
     const first = Math.max(0, Math.floor(top / ROW) - 5);
     const last = Math.min(total, Math.ceil((top + scroll.clientHeight) / ROW) + 5);
     const rows = [];
     for (let i = first; i < last; i++) {
-      const n = Math.floor(i / PAGE);
-      const have = pages.get(n);
+      const have = pages.get(Math.floor(i / PAGE));
       if (Array.isArray(have)) {
         if (have[i % PAGE]) rows.push(jobRow(have[i % PAGE], i * ROW));
-      } else {
-        fetchPage(n).then(() => requestAnimationFrame(render), () => {});
+      } else if (!have) {
+        fetchPage(Math.floor(i / PAGE)).catch(() => {});  // drawn when it comes
       }
     }
     space.replaceChildren(...rows);
-  };
+  }
   const reload = async () => {
     pages = new Map();
     await fetchPage(0);
@@ -391,19 +413,21 @@ async function jobsPage() {
   await reload();
   performance.mark('jobs-rendered');  // console_bench reads it
   filter.focus();
-  // The rows in view are read again every 10 seconds.
+  // The rows in view are read again every 10 seconds (the rows drawn stay until then).
   const refresh = async () => {
     if (signal.aborted) return;
-    if (document.hidden) { setTimeout(refresh, 10000); return; }
-    const n = Math.floor(scroll.scrollTop / ROW / PAGE);
-    strips.clear();
-    const keep = pages;
-    pages = new Map();
-    try {
-      await fetchPage(n);
-      render();
-    } catch (e) {
-      pages = keep;
+    if (!document.hidden) {
+      const n = Math.floor(scroll.scrollTop / ROW / PAGE);
+      strips.clear();
+      const keep = pages;
+      pages = new Map();
+      const fresh = pages;
+      try {
+        await fetchPage(n);
+      } catch (e) {
+        if (e.status === 401 || signal.aborted) return;
+        if (pages === fresh) pages = keep;  // the filter did not change meanwhile
+      }
     }
     setTimeout(refresh, 10000);
   };
@@ -508,9 +532,11 @@ function sectionOf(text, name) {
     });
     if (named) found.push(block.join('\n').trimEnd());
   };
+  // A section goes on through its own sub-tables ([job.retry], [[flow.step]], ...) and ends
+  // at the next [[job]] or [[flow]], or at any other table ([defaults], ...).
   lines.forEach((l, i) => {
     if (/^\s*\[\[(job|flow)\]\]/.test(l)) { flush(i); start = i; }
-    else if (/^\s*\[[^\[]/.test(l) && !/^\s*\[\[flow\./.test(l)) { flush(i); start = -1; }
+    else if (/^\s*\[/.test(l) && !/^\s*\[{1,2}\s*(job|flow)\./.test(l)) { flush(i); start = -1; }
   });
   flush(lines.length);
   return found.length === 1 ? found[0] : '';
@@ -551,6 +577,15 @@ function runCharts(runs) {
   return [el('h2', {}, 'Timeline'), timeline, el('h2', {}, 'Duration'), chart];
 }
 
+// The applied job file, read at most every 30 s (it may be megabytes).
+let jobFileCache = null;  // {at, file}
+async function jobFile(signal) {
+  if (jobFileCache && Date.now() - jobFileCache.at < 30000) return jobFileCache.file;
+  const file = await api('/v1/jobfile', { signal });
+  jobFileCache = { at: Date.now(), file };
+  return file;
+}
+
 async function jobPage(name) {
   markNav('jobs');
   const signal = page.signal;
@@ -572,16 +607,8 @@ async function jobPage(name) {
       `/v1/jobs/${enc(name)}/${job.paused ? 'resume' : 'pause'}`, {}, () => route());
     actions.append(p);
   }
-  let text = job.flow ? flowText(job.flow) : definitionText(job.definition);
-  let source = 'as the coordinator holds it';
-  if (who.role === 'admin') {
-    // An admin reads the applied file itself: the section exactly as written.
-    try {
-      const file = await api('/v1/jobfile', { signal });
-      const section = sectionOf(file.text || '', name);
-      if (section) { text = section; source = `from revision ${file.revision ?? file.id ?? ''} of the job file`; }
-    } catch (e) { if (e.name === 'AbortError') throw e; }
-  }
+  const text = job.flow ? flowText(job.flow) : definitionText(job.definition);
+  const source = 'as the coordinator holds it';
   const fires = el('ol', { id: 'next-fires' }, (job.next_fires || []).map((f) =>
     el('li', {}, when(f, zone), el('span', { class: 'muted' }, `  ${f}`))));
   const table = el('table', { id: 'runs' },
@@ -598,7 +625,7 @@ async function jobPage(name) {
     el('p', { class: 'muted' }, job.description || (job.definition && job.definition.description) || ''),
     actions,
     el('div', { class: 'grid2' },
-      el('div', {}, el('h2', {}, 'Definition ', el('span', { class: 'muted' }, `(${source})`)),
+      el('div', {}, el('h2', {}, 'Definition ', el('span', { class: 'muted', id: 'definition-source' }, `(${source})`)),
         el('pre', { class: 'def', id: 'definition' }, text)),
       el('div', {}, el('h2', {}, (job.next_fires || []).length ? `Next ${job.next_fires.length} fires` :
         `Next fires: none${job.paused ? ' (paused)' : ''}`), fires,
@@ -610,6 +637,15 @@ async function jobPage(name) {
     el('h2', {}, 'Runs'), table,
     el('h2', {}, 'Misses'), el('div', { id: 'misses', class: 'muted' }, '…'),
     el('h2', {}, 'Notifications'), el('div', { id: 'notifications', class: 'muted' }, '…'));
+  if (who.role === 'admin') {
+    // An admin reads the applied file itself: the section exactly as written, once drawn.
+    jobFile(signal).then((file) => {
+      const section = sectionOf(file.text || '', name);
+      if (!section) return;
+      document.getElementById('definition').textContent = section;
+      document.getElementById('definition-source').textContent = `(from revision ${file.revision} of the job file)`;
+    }).catch(() => {});
+  }
   api(`/v1/misses?job=${enc(name)}`, { signal }).then((misses) => {
     document.getElementById('misses').replaceChildren(misses.length ? el('table', {},
       el('tbody', {}, misses.map((m) => el('tr', {}, el('td', {}, when(m.first, zone)), el('td', {}, `${m.count} missed`),
@@ -698,30 +734,32 @@ async function followOutput(id, box, status, signal, multi) {
   let lines = 0;
   let dropped = 0;
   let bytes = 0;
-  let keepAll = false;  // once earlier output was asked for, nothing is dropped
+  let limit = MAX_LINES;  // lines kept; each "Load earlier output" adds what it loaded
   const note = el('div', { class: 'marker', hidden: true });
   box.append(note);
   const earlier = el('button', { type: 'button', id: 'earlier', hidden: true }, 'Load earlier output');
   box.before(earlier);
-  // Chunks as text nodes; `fresh` decodes without the streams' state (earlier output).
-  const nodes = (chunks, fresh) => {
+  // Chunks as text nodes, each stream (shard, attempt, stdout or stderr) decoded in order
+  // with its own decoder and colour state: the follower's, or a batch's own for earlier
+  // output. Returns the nodes and their number of lines.
+  const nodes = (chunks, dec, sty) => {
     const frag = document.createDocumentFragment();
+    let n = 0;
     for (const ch of chunks) {
       const key = `${ch.shard}/${ch.attempt}/${ch.stream}`;
-      if (!decoders.has(key)) { decoders.set(key, new TextDecoder('utf-8')); styles.set(key, {}); }
+      if (!dec.has(key)) { dec.set(key, new TextDecoder('utf-8')); sty.set(key, {}); }
       const data = decodeBase64(ch.data);
       bytes += data.length;
-      const text = ch.stream === 'marker' || fresh ? new TextDecoder().decode(data) + (ch.stream === 'marker' ? '\n' : '') :
-        decoders.get(key).decode(data, { stream: true });
+      const text = ch.stream === 'marker' ? `${new TextDecoder().decode(data)}\n` :
+        dec.get(key).decode(data, { stream: true });
       frag.append(el('span', { class: ch.stream, 'data-shard': ch.shard, 'data-id': ch.id },
-        multi ? el('span', { class: 'shard' }, `[${ch.shard}] `) : null, ansiNodes(text, fresh ? {} : styles.get(key))));
-      lines += (text.match(/\n/g) || []).length;
+        multi ? el('span', { class: 'shard' }, `[${ch.shard}] `) : null, ansiNodes(text, sty.get(key))));
+      n += (text.match(/\n/g) || []).length;
     }
-    return frag;
+    return { frag, n };
   };
   earlier.onclick = async () => {
     earlier.disabled = true;
-    keepAll = true;
     try {
       // Before the oldest chunk in the page.
       const oldest = note.nextElementSibling;
@@ -732,7 +770,10 @@ async function followOutput(id, box, status, signal, multi) {
       }
       note.hidden = true;
       const keep = box.scrollHeight - box.scrollTop;
-      note.after(nodes(p.chunks, true));
+      const got = nodes(p.chunks, new Map(), new Map());
+      lines += got.n;
+      limit += got.n;
+      note.after(got.frag);
       box.scrollTop = box.scrollHeight - keep;
       earlier.disabled = false;
     } catch (e) {
@@ -749,13 +790,20 @@ async function followOutput(id, box, status, signal, multi) {
         `/v1/runs/${id}/logs?after=${after}&wait_ms=${wait}`, { signal });
     } catch (e) {
       if (e.name === 'AbortError') return;
+      if (e.status === 401) return login(e.message);
+      if (e.status >= 400 && e.status < 500) {
+        status.textContent = `output: ${e.message}`;  // asking again would get the same
+        return;
+      }
       status.textContent = `output: ${e.message}; trying again`;
       await new Promise((r) => setTimeout(r, 2000));
       if (signal.aborted) return;
       continue;
     }
     const stick = box.scrollTop + box.clientHeight >= box.scrollHeight - 20;
-    box.append(nodes(pageOut.chunks, false));
+    const got = nodes(pageOut.chunks, decoders, styles);
+    lines += got.n;
+    box.append(got.frag);
     if (tail) {
       // A tail read returns at most 1 MiB or 1,000 chunks: there may be more before it.
       const read = pageOut.chunks.reduce((n, ch) => n + Math.floor(ch.data.length * 3 / 4), 0);
@@ -763,16 +811,17 @@ async function followOutput(id, box, status, signal, multi) {
     }
     tail = false;
     // Only the tail stays in the page, so a long output never slows it down.
-    while (!keepAll && lines > MAX_LINES && box.childNodes.length > 2) {
+    while (lines > limit && box.childNodes.length > 2) {
       const gone = box.childNodes[1];
       lines -= (gone.textContent.match(/\n/g) || []).length;
       dropped++;
       gone.remove();
       earlier.hidden = false;
     }
-    if (dropped && !keepAll) {
+    if (dropped) {
+      dropped = 0;
       note.hidden = false;
-      note.textContent = `Earlier output is not shown here (the last ${MAX_LINES} lines are): load it, or download the raw log.\n`;
+      note.textContent = 'Earlier output is not shown here: load it, or download the raw log.\n';
     }
     if (stick) box.scrollTop = box.scrollHeight;
     after = pageOut.next;
@@ -813,6 +862,15 @@ async function downloadRaw(id, button) {
   }
 }
 
+function shardRows(run) {
+  return el('tbody', {}, (run.shards || []).map((s) => el('tr', {},
+    el('td', {}, String(s.index)), el('td', {}, s.agent || '-'), el('td', {}, String(s.attempt)),
+    el('td', {}, badge(s.state)), el('td', {}, s.exit_code == null ? '-' : String(s.exit_code)),
+    el('td', {}, s.outcome || '-'), el('td', {}, when(s.started_at)),
+    el('td', {}, s.started_at ? duration((s.finished_at ? ms(s.finished_at) : Date.now()) - ms(s.started_at)) : '-'),
+    el('td', { class: 'wrap' }, s.message))));
+}
+
 async function runPage(id) {
   markNav('jobs');
   const signal = page.signal;
@@ -834,13 +892,7 @@ async function runPage(id) {
   actions.append(raw);
   const shards = el('table', { id: 'shards' },
     el('thead', {}, el('tr', {}, ['Shard', 'Host', 'Attempt', 'State', 'Exit', 'Outcome', 'Started', 'Duration', 'Message']
-      .map((h) => el('th', {}, h)))),
-    el('tbody', {}, (run.shards || []).map((s) => el('tr', {},
-      el('td', {}, String(s.index)), el('td', {}, s.agent || '-'), el('td', {}, String(s.attempt)),
-      el('td', {}, badge(s.state)), el('td', {}, s.exit_code == null ? '-' : String(s.exit_code)),
-      el('td', {}, s.outcome || '-'), el('td', {}, when(s.started_at)),
-      el('td', {}, s.started_at ? duration((s.finished_at ? ms(s.finished_at) : Date.now()) - ms(s.started_at)) : '-'),
-      el('td', { class: 'wrap' }, s.message)))));
+      .map((h) => el('th', {}, h)))), shardRows(run));
   const steps = run.steps ? [el('h2', {}, 'Steps'), el('table', { id: 'steps' },
     el('thead', {}, el('tr', {}, ['Step', 'State', 'Run', 'Needs', 'Hosts', 'Note'].map((h) => el('th', {}, h)))),
     el('tbody', {}, run.steps.map((s) => el('tr', {}, el('td', {}, s.name), el('td', {}, badge(s.state)),
@@ -876,6 +928,9 @@ async function runPage(id) {
       if (signal.aborted) return;
       try {
         const r = await api(`/v1/runs/${id}`, { signal });
+        const table = document.getElementById('shards');
+        if (table && !signal.aborted) table.tBodies[0].replaceWith(shardRows(r));
+        // A run's page is drawn again once its output is in (above); a flow run's at its end.
         if (r.finished_at) { if (run.steps) route(); return; }
       } catch (e) { return; }
       setTimeout(tick, 3000);
@@ -956,6 +1011,7 @@ async function route() {
   page.abort();
   page = new AbortController();
   stripQueue.length = 0;
+  stripCells.clear();
   if (!token) return login();
   const path = location.hash.replace(/^#/, '').split('&')[0] || '/jobs';
   try {

@@ -124,6 +124,14 @@ void Browser::Note(const json& event) {
   const json& params = event.contains("params") ? event["params"] : json::object();
   if (method == "Network.requestWillBeSent") {
     requests_.push_back(params["request"].value("url", ""));
+  } else if (method == "Network.responseReceived") {
+    // Refusals (401, 403) are answers the page shows; any other error is a fault of the page's
+    // requests or of the server.
+    int status = params["response"].value("status", 0);
+    if (status >= 400 && status != 401 && status != 403) {
+      errors_.push_back("HTTP " + std::to_string(status) + " for " +
+                        params["response"].value("url", ""));
+    }
   } else if (method == "Runtime.exceptionThrown") {
     const json& d = params["exceptionDetails"];
     std::string text = d.value("text", "");

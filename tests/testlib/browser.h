@@ -45,7 +45,8 @@ class Browser {
 
   // Every URL the page asked for since the start (documents, scripts, fetches, images).
   const std::vector<std::string>& requests() const { return requests_; }
-  // Script exceptions, console errors and policy (CSP) violations the page reported.
+  // Script exceptions, console errors, policy (CSP) violations and HTTP errors other than
+  // 401 and 403 the page reported (as far as read: Eval("0") first reads what is pending).
   const std::vector<std::string>& errors() const { return errors_; }
 
  private:
