@@ -124,6 +124,13 @@ shell = "true"
       seconds(10)));
   // The role the page holds is shown.
   EXPECT_NE(Text("#who").find("(admin)"), std::string::npos);
+  // "/" puts the cursor in the filter; Theme switches between dark and light.
+  browser_->Eval(
+      "document.body.focus(); document.dispatchEvent(new KeyboardEvent('keydown', {key: '/'}))");
+  EXPECT_EQ(browser_->Eval("document.activeElement.id"), "filter");
+  json theme = browser_->Eval("document.documentElement.dataset.theme");
+  browser_->Eval("document.getElementById('theme').click()");
+  EXPECT_NE(browser_->Eval("document.documentElement.dataset.theme"), theme);
   // The filter.
   browser_->Eval(
       "(() => { const f = document.getElementById('filter'); f.value = 'cache';"
@@ -303,6 +310,8 @@ shell = "true"
   // A trigger token for deploy-*: the button on the job's page starts a run and shows it.
   Open("/job/deploy-cache", Token("trigger", "deploy-*"));
   ASSERT_TRUE(browser_->WaitFor("document.getElementById('trigger')", seconds(15)));
+  EXPECT_EQ(browser_->Eval("document.querySelectorAll('#next-fires li').length"), 10);
+  EXPECT_NE(Text("#next-fires").find("2027-01-01T00:00:00Z"), std::string::npos);
   EXPECT_NE(Text("#who").find("(trigger, jobs deploy-*)"), std::string::npos);
   browser_->Eval("document.getElementById('trigger').click()");
   ASSERT_TRUE(
@@ -407,6 +416,11 @@ TEST_F(ConsoleTest, ThePageIsServedWithAStrictPolicyAndWithoutAToken) {
   EXPECT_EQ(page.status, 200);
   std::string csp = page.headers["content-security-policy"];
   EXPECT_EQ(page.headers["x-content-type-options"], "nosniff");
+  EXPECT_EQ(coord_->Request("GET", "/", "", "").status, 302);
+  EXPECT_EQ(coord_->Request("GET", "/", "", "").headers["location"], "/ui/");
+  EXPECT_EQ(coord_->Request("GET", "/ui/app.js", "", "").headers["content-type"],
+            "text/javascript; charset=utf-8");
+  EXPECT_EQ(coord_->Request("GET", "/ui/nope.js", "", "").status, 404);
   EXPECT_NE(csp.find("default-src 'none'"), std::string::npos);
   EXPECT_NE(csp.find("script-src 'self'"), std::string::npos);
   EXPECT_EQ(csp.find("unsafe"), std::string::npos);
@@ -419,6 +433,16 @@ TEST_F(ConsoleTest, ThePageIsServedWithAStrictPolicyAndWithoutAToken) {
       " document.querySelector('form.login button').click(); })()");
   ASSERT_TRUE(browser_->WaitFor("document.querySelector('form.login [role=alert]')", seconds(10)));
   EXPECT_NE(Text("form.login [role=alert]").find("refused"), std::string::npos);
+  // A good one opens the console; Sign out forgets it at once.
+  browser_->Eval("(() => { document.getElementById('token').value = " + Js(coord_->admin_token()) +
+                 "; document.querySelector('form.login button').click(); })()");
+  ASSERT_TRUE(
+      browser_->WaitFor("document.body.dataset.role === 'admin' && "
+                        "document.getElementById('jobs')",
+                        seconds(10)));
+  browser_->Eval("document.getElementById('forget').click()");
+  ASSERT_TRUE(browser_->WaitFor("document.getElementById('token')", seconds(10)));
+  EXPECT_EQ(browser_->Eval("sessionStorage.length"), 0);
 }
 
 }  // namespace
