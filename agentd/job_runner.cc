@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,21 +214,33 @@ void UvRunner::ClosePipe(Child* c, ChunkStream stream) {
 
 void UvRunner::OnExitReadable(Child* c) {
   int status = 0;
-  pid_t r = waitpid(c->pid, &status, WNOHANG);
+  ::rusage usage{};
+  pid_t r = wait4(c->pid, &status, WNOHANG, &usage);
   if (r == 0 || (r < 0 && errno == EINTR)) return;  // not yet
   CloseExitWatch(c);
   if (r < 0) {
     // Reaped by someone else (nothing in agentd does): the exit status is unknown.
     log::Warn("lost the exit status of a shard process",
               {{"pid", static_cast<int64_t>(c->pid)}, {"error", std::strerror(errno)}});
-    return OnExit(c, 255, 0);
+    return OnExit(c, {255, 0});
   }
-  OnWaitStatus(c, status);
+  OnWaitStatus(c, status, usage);
 }
 
-void UvRunner::OnWaitStatus(Child* c, int status) {
-  if (WIFSIGNALED(status)) return OnExit(c, 0, WTERMSIG(status));
-  OnExit(c, WEXITSTATUS(status), 0);
+void UvRunner::OnWaitStatus(Child* c, int status, const ::rusage& usage) {
+  ExitInfo exit;
+  if (WIFSIGNALED(status)) {
+    exit.term_signal = WTERMSIG(status);
+  } else {
+    exit.exit_status = WEXITSTATUS(status);
+  }
+  // ru_maxrss is in KiB on Linux: the process's own peak or its largest reaped descendant's.
+  exit.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  auto ms = [](const timeval& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1000 + static_cast<int64_t>(t.tv_usec) / 1000;
+  };
+  exit.cpu_ms = ms(usage.ru_utime) + ms(usage.ru_stime);
+  OnExit(c, exit);
 }
 
 // Without pidfds every SIGCHLD is checked against every child so watched: slower with many
@@ -243,16 +256,21 @@ void UvRunner::WatchBySignal(Child* c) {
 }
 
 void UvRunner::OnSigchld() {
-  std::vector<std::pair<Child*, int>> ended;
+  struct Ended {
+    Child* child;
+    int status;
+    ::rusage usage;
+  };
+  std::vector<Ended> ended;
   for (auto& [id, c] : children_) {
     if (!c->by_signal) continue;
-    int status = 0;
-    if (waitpid(c->pid, &status, WNOHANG) == c->pid) ended.emplace_back(c.get(), status);
+    Ended e{c.get(), 0, {}};
+    if (wait4(c->pid, &e.status, WNOHANG, &e.usage) == c->pid) ended.push_back(e);
   }
-  for (auto [c, status] : ended) {
-    c->by_signal = false;
+  for (const Ended& e : ended) {
+    e.child->by_signal = false;
     if (--by_signal_ == 0) sigchld_->Unref();
-    OnWaitStatus(c, status);  // may move c out of children_
+    OnWaitStatus(e.child, e.status, e.usage);  // may move the child out of children_
   }
 }
 
@@ -266,9 +284,9 @@ void UvRunner::CloseExitWatch(Child* c) {
   });
 }
 
-void UvRunner::OnExit(Child* c, int64_t exit_status, int term_signal) {
+void UvRunner::OnExit(Child* c, ExitInfo exit) {
   c->exited = true;
-  c->exit = {exit_status, term_signal};
+  c->exit = exit;
   if ((c->out_open || c->err_open) && !c->pipe_timer->active()) {
     c->pipe_timer->Once(static_cast<uint64_t>(c->pipe_grace.count()), [this, c] {
       ClosePipe(c, ChunkStream::kStdout);

@@ -15,6 +15,7 @@
 // Loop thread only. Callbacks run on the loop, never inside Start() or Terminate().
 #pragma once
 
+#include <sys/resource.h>
 #include <uv.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "base/status.h"
@@ -34,6 +36,12 @@ namespace jobctl::agentd {
 struct ExitInfo {
   int64_t exit_status = 0;
   int term_signal = 0;  // non-zero: killed by this signal
+  // From wait4's rusage, where the exit was reaped here: the largest resident set of the
+  // process or of a descendant it waited for (bytes), and their CPU time, user + system (ms).
+  // The process begins in agentd's address space (posix_spawn), which the kernel counts
+  // towards its peak at the exec: never below agentd's own.
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> cpu_ms;
 };
 
 class Runner {
@@ -75,10 +83,10 @@ class UvRunner final : public Runner {
  private:
   struct Child;
   void OnExitReadable(Child* c);
-  void OnWaitStatus(Child* c, int status);
+  void OnWaitStatus(Child* c, int status, const ::rusage& usage);
   void WatchBySignal(Child* c);
   void OnSigchld();
-  void OnExit(Child* c, int64_t exit_status, int term_signal);
+  void OnExit(Child* c, ExitInfo exit);
   void CloseExitWatch(Child* c);
   void OnRead(Child* c, ChunkStream stream, ssize_t nread, const uv_buf_t* buf);
   void ClosePipe(Child* c, ChunkStream stream);

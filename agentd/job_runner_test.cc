@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,6 +156,36 @@ TEST_P(UvRunnerTest, GrandchildHoldingThePipesDoesNotKeepTheShardAlive) {
   EXPECT_EQ(e.exit_status, 0);
   EXPECT_EQ(out_, "parent done\n");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+}
+
+// What a shard used, from wait4: the largest resident set of the process or of a child it
+// waited for, and their CPU time. A process starts in its parent's address space (posix_spawn
+// shares it until the exec), so its peak is at least this test's own: dd's buffer is made
+// 64 MiB larger than that, and read into, so its peak can only come from dd.
+TEST_P(UvRunnerTest, ReportsThePeakMemoryAndCpuTimeOfTheProcessAndTheChildrenItWaitedFor) {
+  ::rusage self{};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &self), 0);
+  const int64_t floor = static_cast<int64_t>(self.ru_maxrss) * 1024;
+  ExitInfo idle = RunToEnd(Shell("exit 0"), milliseconds(1000));
+  ASSERT_TRUE(idle.peak_rss_bytes.has_value());
+  ASSERT_TRUE(idle.cpu_ms.has_value());
+  EXPECT_GT(*idle.peak_rss_bytes, 0);
+  EXPECT_LT(*idle.peak_rss_bytes, floor + (int64_t{16} << 20));
+  const int64_t buffer_mib = (floor >> 20) + 64;
+  auto start = std::chrono::steady_clock::now();
+  ExitInfo busy = RunToEnd(Shell("dd if=/dev/zero of=/dev/null bs=" + std::to_string(buffer_mib) +
+                                 "M count=1 2>/dev/null && "
+                                 "dd if=/dev/zero of=/dev/null bs=1M count=4000 2>/dev/null"),
+                           milliseconds(1000));
+  int64_t wall_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(busy.exit_status, 0);
+  ASSERT_TRUE(busy.peak_rss_bytes.has_value());
+  EXPECT_GE(*busy.peak_rss_bytes, buffer_mib << 20);
+  EXPECT_LT(*busy.peak_rss_bytes, (buffer_mib + 64) << 20);
+  ASSERT_TRUE(busy.cpu_ms.has_value());
+  EXPECT_GE(*busy.cpu_ms, 20);  // 4 GB read from /dev/zero
+  EXPECT_LE(*busy.cpu_ms, wall_ms + 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(ExitWatches, UvRunnerTest,

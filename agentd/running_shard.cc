@@ -61,6 +61,8 @@ ShardResult RunningShard::ResultFor(const Assignment& a, StopReason reason, cons
   ShardResult r;
   r.key = a.key;
   r.token = a.token;
+  r.peak_rss_bytes = exit.peak_rss_bytes;
+  r.cpu_ms = exit.cpu_ms;
   std::string how;
   if (exit.term_signal != 0) {
     const char* name = sigabbrev_np(exit.term_signal);

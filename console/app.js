@@ -86,6 +86,15 @@ function duration(msec) {
   return `${Math.floor(msec / 3600000)} h ${Math.round((msec % 3600000) / 60000)} min`;
 }
 
+// A shard's peak memory: "512 KiB", "1.4 GiB"; "-" where its agent did not report it.
+function bytes(n) {
+  if (n == null || !(n >= 0)) return '-';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let u = 0;
+  while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
+  return `${u === 0 || n >= 100 ? Math.round(n) : n.toFixed(1)} ${units[u]}`;
+}
+
 function runDuration(r) {
   const starts = (r.shards || []).map((s) => ms(s.started_at)).filter((t) => !Number.isNaN(t));
   const start = starts.length ? Math.min(...starts) : ms(r.created_at);
@@ -337,25 +346,29 @@ async function jobsPage() {
   const signal = page.signal;
   const filter = el('input', { id: 'filter', type: 'search', placeholder: 'Filter by name  (/)',
     'aria-label': 'Filter jobs by name', size: 40, maxlength: 256 });
+  const labelFilter = el('input', { id: 'label-filter', type: 'search', placeholder: 'Labels, e.g. role=web',
+    'aria-label': 'Filter jobs by the labels they run on', title: 'Jobs whose `on` has every term: role=web, dc!=fra1, or a key alone',
+    size: 24, maxlength: 256 });
   const count = el('span', { class: 'muted', id: 'count' });
   const head = el('div', { class: 'jobs-head', role: 'row' },
     el('span', {}, 'Job'), el('span', {}, 'Schedule'), el('span', {}, 'Next fire'),
     el('span', {}, 'Last result'), el('span', {}, 'Last 30 runs'), el('span', {}, ''));
   const space = el('div', { class: 'jobs-space', role: 'rowgroup' });
   const scroll = el('div', { class: 'jobs-scroll', id: 'jobs' }, space);
-  main.replaceChildren(el('h1', {}, 'Jobs'), el('div', { class: 'row' }, filter, count), head, scroll);
+  main.replaceChildren(el('h1', {}, 'Jobs'), el('div', { class: 'row' }, filter, labelFilter, count), head, scroll);
 
   const ROW = 34;
   let total = 0;
   let query = '';
+  let labels = '';
   // The pages read for one query: page number -> array of jobs, or a promise while it is
   // read. A new query or a refresh starts a new map; answers for an older one are dropped.
   let pages = new Map();
   const fetchPage = (n) => {
     if (pages.has(n)) return pages.get(n);
     const mine = pages;
-    const asked = query;
-    const p = api(`/v1/jobs?order=health&offset=${n * PAGE}&limit=${PAGE}&q=${enc(asked)}`,
+    const p = api(`/v1/jobs?order=health&offset=${n * PAGE}&limit=${PAGE}&q=${enc(query)}` +
+      (labels ? `&label=${enc(labels)}` : ''),
       { signal, total: true }).then((r) => {
       if (mine !== pages) return null;
       mine.set(n, r.body);
@@ -373,7 +386,7 @@ async function jobsPage() {
   };
   const resize = () => {
     space.style.height = `${total * ROW}px`;
-    count.textContent = `${total} ${total === 1 ? 'job' : 'jobs'}${query ? ' match' : ''}`;
+    count.textContent = `${total} ${total === 1 ? 'job' : 'jobs'}${query || labels ? ' match' : ''}`;
   };
   function render() {
     if (signal.aborted) return;
@@ -399,10 +412,11 @@ async function jobsPage() {
     document.body.dataset.jobsLoaded = String(total);
   };
   let timer = 0;
-  filter.oninput = () => {
+  filter.oninput = labelFilter.oninput = () => {
     clearTimeout(timer);
     timer = setTimeout(() => {
       query = filter.value.trim();
+      labels = labelFilter.value.trim().split(/[\s,]+/).filter(Boolean).join(' ');
       scroll.scrollTop = 0;
       reload().catch(() => {});
     }, 150);
@@ -448,8 +462,10 @@ function jobRow(j, y) {
   }
   if (j.paused) actions.append(el('span', { class: 'badge s-paused' }, 'paused'));
   const row = el('div', { class: 'jobs-row', role: 'row', 'data-job': j.name },
-    el('span', {}, el('a', { href: `#/job/${enc(j.name)}`, title: j.description || j.name }, j.name),
-      j.kind === 'flow' ? el('span', { class: 'muted' }, ' (flow)') : null),
+    el('span', { title: (j.on || []).length ? `runs on ${j.on.join(' ')}` : '' },
+      el('a', { href: `#/job/${enc(j.name)}`, title: j.description || j.name }, j.name),
+      j.kind === 'flow' ? el('span', { class: 'muted' }, ' (flow)') : null,
+      (j.on || []).length ? el('span', { class: 'sched-raw labels' }, `  ${j.on.join(' ')}`) : null),
     el('span', { title: j.schedule || '' }, scheduleWords(j.schedule),
       j.schedule && scheduleWords(j.schedule) !== j.schedule ? el('span', { class: 'sched-raw' }, `  ${j.schedule}`) : null,
       j.timezone ? el('span', { class: 'sched-raw' }, ` ${j.timezone}`) : null),
@@ -868,6 +884,8 @@ function shardRows(run) {
     el('td', {}, badge(s.state)), el('td', {}, s.exit_code == null ? '-' : String(s.exit_code)),
     el('td', {}, s.outcome || '-'), el('td', {}, when(s.started_at)),
     el('td', {}, s.started_at ? duration((s.finished_at ? ms(s.finished_at) : Date.now()) - ms(s.started_at)) : '-'),
+    el('td', { class: 'peak-mem', title: 'the largest resident set one of its processes reached' }, bytes(s.peak_rss_bytes)),
+    el('td', { class: 'cpu' }, s.cpu_ms == null ? '-' : duration(s.cpu_ms)),
     el('td', { class: 'wrap' }, s.message))));
 }
 
@@ -891,7 +909,7 @@ async function runPage(id) {
   raw.onclick = () => downloadRaw(id, raw);
   actions.append(raw);
   const shards = el('table', { id: 'shards' },
-    el('thead', {}, el('tr', {}, ['Shard', 'Host', 'Attempt', 'State', 'Exit', 'Outcome', 'Started', 'Duration', 'Message']
+    el('thead', {}, el('tr', {}, ['Shard', 'Host', 'Attempt', 'State', 'Exit', 'Outcome', 'Started', 'Duration', 'Peak memory', 'CPU', 'Message']
       .map((h) => el('th', {}, h)))), shardRows(run));
   const steps = run.steps ? [el('h2', {}, 'Steps'), el('table', { id: 'steps' },
     el('thead', {}, el('tr', {}, ['Step', 'State', 'Run', 'Needs', 'Hosts', 'Note'].map((h) => el('th', {}, h)))),

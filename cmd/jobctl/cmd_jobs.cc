@@ -39,10 +39,14 @@ Cell NameCell(const wire::JobSummaryView& j, int rank, const GlobalOptions& g) {
   return Cell::Colored(j.name, rank == 0 ? "31" : "33");
 }
 
-int RunList(const GlobalOptions& g) {
+int RunList(const std::string& label, const GlobalOptions& g) {
+  if (label.size() > 256) {
+    return Fail("list", "--label", Status::InvalidArgument("longer than 256 bytes"), kExitUsage);
+  }
   Result<std::unique_ptr<Client>> client = Client::Connect(g);
   if (!client.ok()) return Fail("list", "", client.status(), kExitConfig);
-  Result<json> reply = (*client)->Get("/v1/jobs");
+  Result<json> reply = (*client)->Get(label.empty() ? std::string("/v1/jobs")
+                                                    : "/v1/jobs?label=" + UrlEncode(label));
   if (!reply.ok()) return Fail("list", "", reply.status());
   Result<std::vector<wire::JobSummaryView>> jobs = ReplyListAs<wire::JobSummaryView>(*reply);
   if (!jobs.ok()) return Fail("list", "", jobs.status());
@@ -135,7 +139,8 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
     std::cout << "  then each one delay after the previous run ended\n";
   }
   std::cout << "Recent runs:\n";
-  Table t({"RUN", "REASON", "SCHEDULED", "STATE", "SHARD", "HOST", "EXIT", "DURATION"});
+  Table t({"RUN", "REASON", "SCHEDULED", "STATE", "SHARD", "HOST", "EXIT", "DURATION", "PEAK MEM",
+           "CPU"});
   for (const wire::RunView& r : job->recent_runs) {
     bool first = true;
     for (const wire::ShardView& s : r.shards) {
@@ -145,12 +150,13 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
       t.Add({first ? std::to_string(r.id) : "", first ? r.reason : "",
              first ? LocalTime(r.scheduled_at) : "", first ? Colored(r.state, g) : "",
              std::to_string(s.index), s.agent.empty() ? "-" : s.agent,
-             s.exit_code ? std::to_string(*s.exit_code) : "-", dur});
+             s.exit_code ? std::to_string(*s.exit_code) : "-", dur, UsageSize(s.peak_rss_bytes),
+             UsageCpu(s.cpu_ms)});
       first = false;
     }
     if (first) {
       t.Add({std::to_string(r.id), r.reason, LocalTime(r.scheduled_at), Colored(r.state, g), "-",
-             "-", "-", r.note});
+             "-", "-", r.note, "-", "-"});
     }
   }
   t.Print(std::cout);
@@ -221,10 +227,16 @@ void RegisterJobs(CLI::App& app, GlobalOptions& g, int* rc) {
   list->footer(
       "Jobs whose last run failed, timed out or was lost come first (their name in red on a\n"
       "terminal), then jobs overdue by their expect_success_within (yellow), then the rest.\n"
-      "Example:\n  jobctl list\n  jobctl list -o json | jq '.[] | select(.overdue)'\n"
+      "Example:\n  jobctl list\n  jobctl list --label role=web\n"
+      "  jobctl list -o json | jq '.[] | select(.overdue)'\n"
       "JSON fields (in the coordinator's order): name, schedule, timezone, next_fire, paused,\n"
-      "enabled, last_state, last_finished_at, last_success, overdue, open_runs, description.");
-  list->callback([&g, rc] { *rc = RunList(g); });
+      "enabled, last_state, last_finished_at, last_success, overdue, open_runs, description,\n"
+      "on.");
+  auto label = std::make_shared<std::string>();
+  list->add_option("--label", *label,
+                   "Only jobs whose `on` has every one of these space-separated terms: a\n"
+                   "selector as written (role=web, dc!=fra1) or a key alone (role)");
+  list->callback([label, &g, rc] { *rc = RunList(*label, g); });
 
   auto name = std::make_shared<std::string>();
   auto* show = app.add_subcommand("show", "Show a job: definition, next 5 fires, recent runs");

@@ -238,7 +238,7 @@ void AddSteps(Table& t, const std::vector<wire::StepView>& steps, const GlobalOp
     std::string hosts;
     for (const std::string& h : s.hosts) hosts += (hosts.empty() ? "" : ",") + h;
     std::string detail = hosts.empty() ? (s.note.empty() ? "-" : s.note) : hosts;
-    t.Add({run, what, "", "", Colored(state, g), ok, detail});
+    t.Add({run, what, "", "", Colored(state, g), ok, "", detail});
   }
 }
 
@@ -269,19 +269,21 @@ int RunRuns(const RunsOptions& opt, const GlobalOptions& g) {
     PrintJson(*reply);
     return kExitOk;
   }
-  Table t({"RUN", "JOB", "REASON", "SCHEDULED", "STATE", "SHARDS OK", "HOSTS"});
+  Table t({"RUN", "JOB", "REASON", "SCHEDULED", "STATE", "SHARDS OK", "PEAK MEM", "HOSTS"});
   for (const wire::RunView& r : *runs) {
     std::string hosts;
+    std::optional<int64_t> peak;  // the largest of its shards'
     for (const wire::ShardView& s : r.shards) {
       const std::string& a = s.agent;
       if (!a.empty() && hosts.find(a) == std::string::npos) hosts += (hosts.empty() ? "" : ",") + a;
+      if (s.peak_rss_bytes) peak = std::max(peak.value_or(0), *s.peak_rss_bytes);
     }
     // A fire's random delay (jitter) follows its time: "03:00:00 +1m12s".
     std::string scheduled = LocalTime(r.scheduled_at);
     if (r.jitter_ms) scheduled += " +" + FormatDuration(Millis(*r.jitter_ms));
     // Retention deleted its output: `jobctl logs` of it will say so.
     Cell state = r.output_pruned ? Cell(r.state + " (output pruned)") : Colored(r.state, g);
-    t.Add({std::to_string(r.id), r.job, r.reason, scheduled, state, ShardCount(r),
+    t.Add({std::to_string(r.id), r.job, r.reason, scheduled, state, ShardCount(r), UsageSize(peak),
            hosts.empty() ? "-" : hosts});
     if (r.steps) AddSteps(t, *r.steps, g);
   }
@@ -425,7 +427,9 @@ void RegisterRuns(CLI::App& app, GlobalOptions& g, int* rc) {
       "  jobctl runs --trace 4bf92f3577b34da6a3ce929d0e0e4736\n"
       "JSON: array of runs, newest first: id, job, reason, scheduled_at, created_at,\n"
       "finished_at, state, trace_id, note, shard_total, shards[index, agent, state,\n"
-      "attempt, token, exit_code, outcome, message, started_at, finished_at].");
+      "attempt, token, exit_code, outcome, message, started_at, finished_at,\n"
+      "peak_rss_bytes, cpu_ms]. PEAK MEM is the largest resident set one process of a\n"
+      "shard reached, as its agent measured it (- where not reported).");
   runs->callback([r, &g, rc] { *rc = RunRuns(*r, g); });
 
   auto l = std::make_shared<LogsOptions>();

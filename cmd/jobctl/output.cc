@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 
 #include "base/terminal_text.h"
 #include "model/time_format.h"
@@ -92,6 +94,28 @@ std::string JsonString(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
   if (j[key].is_string()) return j[key].get<std::string>();
   return j[key].dump();
+}
+
+std::string UsageSize(const std::optional<int64_t>& bytes) {
+  if (!bytes) return "-";
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(*bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < std::size(kUnits)) {
+    v /= 1024;
+    ++u;
+  }
+  char out[32];
+  std::snprintf(out, sizeof out, u == 0 || v >= 100 ? "%.0f %s" : "%.1f %s", v, kUnits[u]);
+  return out;
+}
+
+std::string UsageCpu(const std::optional<int64_t>& ms) {
+  if (!ms) return "-";
+  if (*ms < 1000) return std::to_string(*ms) + "ms";
+  char out[32];
+  std::snprintf(out, sizeof out, "%.1fs", static_cast<double>(*ms) / 1000);
+  return out;
 }
 
 std::string LocalTime(const std::string& rfc3339) {

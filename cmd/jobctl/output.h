@@ -8,7 +8,9 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,10 @@ std::string LocalTime(const std::string& rfc3339);
 // A state in its colour (green succeeded, red failed...) when colour is on.
 Cell Colored(const std::string& state, const GlobalOptions& g);
 bool ColorEnabled(const GlobalOptions& g);
+// "512 KiB", "1.4 GiB": a shard's peak memory; "-" when not reported.
+std::string UsageSize(const std::optional<int64_t>& bytes);
+// "850ms", "12.5s": a shard's CPU time; "-" when not reported.
+std::string UsageCpu(const std::optional<int64_t>& ms);
 std::string JsonString(const nlohmann::json& j, const char* key);  // "" when absent or null
 
 }  // namespace jobctl::cli

@@ -352,6 +352,8 @@ wire::RunView Api::RunViewOf(const RunRecord& r, const Principal& who, bool with
     shard.message = s.message;
     shard.started_at = Rfc3339(s.started_ms);
     shard.finished_at = Rfc3339(s.finished_ms);
+    shard.peak_rss_bytes = s.peak_rss_bytes;
+    shard.cpu_ms = s.cpu_ms;
     v.shards.push_back(std::move(shard));
   }
   v.id = r.id;

@@ -26,6 +26,35 @@ std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, con
   return v;
 }
 
+// The words of a ?label= filter or of a job's `on` text: split at spaces, which no selector
+// holds.
+std::vector<std::string_view> LabelTerms(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(' ', i);
+    if (end == std::string_view::npos) end = text.size();
+    if (end > i) out.push_back(text.substr(i, end - i));
+    i = end + 1;
+  }
+  return out;
+}
+
+// Whether a job's `on` text ("role=web dc!=fra1") has every term: a selector as written
+// ("role=web", "dc!=fra1") or a key alone ("role": any selector on it).
+bool HasLabels(std::string_view on, const std::vector<std::string_view>& terms) {
+  std::vector<std::string_view> have = LabelTerms(on);
+  return std::all_of(terms.begin(), terms.end(), [&have](std::string_view term) {
+    bool key_only = term.find('=') == std::string_view::npos;
+    return std::any_of(have.begin(), have.end(), [&](std::string_view s) {
+      if (s == term) return true;
+      if (!key_only || s.size() <= term.size() || s.substr(0, term.size()) != term) return false;
+      char next = s[term.size()];
+      return next == '=' || next == '!';
+    });
+  });
+}
+
 }  // namespace
 
 void Api::GetJobFile(Call& c) {
@@ -38,8 +67,8 @@ void Api::GetJobFile(Call& c) {
 
 void Api::ListJobs(Call& c) {
   const auto& q = c.req.query;
-  // ?limit=L[&offset=N][&order=name|health][&q=TEXT]: one page of the list, its length in
-  // X-Total-Count. Without limit, every job by name (as jobctl list reads it).
+  // ?limit=L[&offset=N][&order=name|health][&q=TEXT][&label=TERMS]: one page of the list,
+  // its length in X-Total-Count. Without limit, every job by name (as jobctl list reads it).
   std::optional<int64_t> limit = IntParam(q, "limit");
   if (q.count("limit") && (!limit || *limit < 1 || *limit > 1000)) {
     return FailWith(c, 400, "bad_request", "limit: expected 1 to 1000");
@@ -58,13 +87,29 @@ void Api::ListJobs(Call& c) {
   std::string_view text;
   if (auto it = q.find("q"); it != q.end()) text = it->second;
   if (text.size() > 256) return FailWith(c, 400, "bad_request", "q: longer than 256 bytes");
-  std::vector<const JobEntry*> jobs;
-  p_.jobs->ForEach([&jobs, &c, text](const JobEntry& j) {
-    // A step's own job is shown with its flow.
-    if (j.active && j.kind != JobKind::kStep && Auth::Allows(c.who, Role::kRead, j.name) &&
-        (text.empty() || j.name.find(text) != std::string_view::npos)) {
-      jobs.push_back(&j);
+  std::vector<std::string_view> labels;
+  if (auto it = q.find("label"); it != q.end()) {
+    if (it->second.size() > 256) {
+      return FailWith(c, 400, "bad_request", "label: longer than 256 bytes");
     }
+    labels = LabelTerms(it->second);
+  }
+  // Jobs share a few `on` texts: each is matched once.
+  std::vector<int8_t> label_match;
+  std::vector<const JobEntry*> jobs;
+  p_.jobs->ForEach([&](const JobEntry& j) {
+    // A step's own job is shown with its flow.
+    if (!j.active || j.kind == JobKind::kStep || !Auth::Allows(c.who, Role::kRead, j.name) ||
+        (!text.empty() && j.name.find(text) == std::string_view::npos)) {
+      return;
+    }
+    if (!labels.empty()) {
+      if (j.labels >= label_match.size()) label_match.resize(j.labels + 1, -1);
+      int8_t& m = label_match[j.labels];
+      if (m < 0) m = HasLabels(p_.jobs->LabelsText(j), labels) ? 1 : 0;
+      if (m == 0) return;
+    }
+    jobs.push_back(&j);
   });
   const int64_t now = ctx_->NowMs();
   // Health: failing jobs first, then overdue ones, then the rest; by name within each.
@@ -98,6 +143,9 @@ void Api::ListJobs(Call& c) {
       item.timezone = spec.value("timezone", "");
       item.description = spec.value("description", "");
     }
+    std::string_view on = p_.jobs->LabelsText(*j);
+    item.on.emplace();
+    for (std::string_view s : LabelTerms(on)) item.on->emplace_back(s);
     out.push_back(std::move(item));
   }
   http::Response r{200,

@@ -85,6 +85,7 @@ Status Applier::Upsert(Item& item, int64_t revision, int64_t now) {
   entry->expect_success_within_ms = t.expect_success_within_ms;
   entry->since_ms = now;  // the store's updated_ms, as Insert/UpdateJobSpec wrote it
   jobs_->SetTiming(*entry, t.schedule, t.dialect, t.timezone, t.anchor_ms);
+  jobs_->SetLabels(*entry, t.on_labels);
   // Open runs keep the definition they started with; new runs load the new one.
   if (item.job != nullptr && entry->open_runs > 0) {
     entry->spec = std::make_shared<const Job>(*item.job);

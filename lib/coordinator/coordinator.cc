@@ -179,7 +179,10 @@ Status Coordinator::Load(bool quiet) {
         e->expect_success_within_ms = h.expect_success_within_ms;
         e->since_ms = h.updated_ms;
         e->kind = h.kind;
-        if (h.active) jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
+        if (h.active) {
+          jobs_.SetTiming(*e, h.schedule, h.dialect, h.timezone, h.anchor_ms);
+          jobs_.SetLabels(*e, h.on_labels);
+        }
       },
       &unreadable);
   if (!s.ok()) return s;

@@ -36,6 +36,8 @@ void JobIndex::Clear() {
   timings_.resize(1);
   timing_ids_.clear();
   last_timing_ = 0;
+  labels_.resize(1);
+  label_ids_ = {{std::string(), 0}};
 }
 
 std::string_view JobIndex::Keep(std::string_view name) {
@@ -113,6 +115,14 @@ void JobIndex::SetTiming(JobEntry& job, std::string_view expr, Dialect dialect,
     timings_.push_back(std::move(t));
   }
   job.timing = last_timing_ = it->second;
+}
+
+void JobIndex::SetLabels(JobEntry& job, std::string_view on_labels) {
+  if (job.labels < labels_.size() && labels_[job.labels] == on_labels) return;
+  key_.assign(on_labels);
+  auto [it, inserted] = label_ids_.try_emplace(key_, static_cast<uint32_t>(labels_.size()));
+  if (inserted) labels_.emplace_back(on_labels);
+  job.labels = it->second;
 }
 
 std::string_view JobIndex::ScheduleText(const JobEntry& job) const {

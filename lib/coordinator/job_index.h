@@ -45,6 +45,7 @@ struct JobEntry {
   std::shared_ptr<const Job> spec;       // loaded while the job has open runs
   std::string_view name;                 // held by the JobIndex
   uint32_t timing = 0;                   // the JobIndex's (schedule, dialect, zone); 0 = none
+  uint32_t labels = 0;                   // the JobIndex's `on` selectors text; 0 = none
   int misfire_cap = 100;
   int open_runs = 0;
   Misfire misfire = Misfire::kFireOnce;
@@ -153,6 +154,13 @@ class JobIndex {
   // Distinct (schedule, dialect, zone) triples held: for tests and metrics.
   size_t timings() const { return timings_.size() - 1; }
 
+  // Gives the job its `on` selectors as store::JobTiming::on_labels holds them ("" = none).
+  void SetLabels(JobEntry& job, std::string_view on_labels);
+  // The job's `on` selectors, "role=web dc!=fra1"; "" when it has none.
+  std::string_view LabelsText(const JobEntry& job) const {
+    return job.labels < labels_.size() ? std::string_view(labels_[job.labels]) : "";
+  }
+
  private:
   static constexpr int kChunkBits = 10;
   static constexpr int64_t kChunk = int64_t{1} << kChunkBits;
@@ -182,6 +190,9 @@ class JobIndex {
   std::unordered_map<std::string, uint32_t> timing_ids_;
   std::string key_;           // scratch for timing_ids_ lookups
   uint32_t last_timing_ = 0;  // the one SetTiming gave last
+  // Distinct `on` texts: jobs mostly share a few. [0] is "".
+  std::vector<std::string> labels_{std::string()};
+  std::unordered_map<std::string, uint32_t> label_ids_{{std::string(), 0}};
 };
 
 }  // namespace jobctl::coordinator

@@ -277,6 +277,8 @@ Result<RunRecord> RunBook::RetryFailedShards(JobEntry& job, const RunRecord& old
     shard.agent = was.agent;
     shard.attempt = was.attempt;
     shard.exit_code = was.exit_code;
+    shard.peak_rss_bytes = was.peak_rss_bytes;
+    shard.cpu_ms = was.cpu_ms;
     shard.outcome = std::string(kKeptOutcome);
     // Kept again by a retry of a retry: the run it ran in stays the one named.
     shard.message = was.outcome == kKeptOutcome ? was.message : "succeeded in " + of_run;
@@ -362,6 +364,8 @@ wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token
   shard.started_ms = now_ms;
   shard.finished_ms.reset();
   shard.exit_code.reset();
+  shard.peak_rss_bytes.reset();
+  shard.cpu_ms.reset();
   shard.outcome.clear();
   shard.message.clear();
   Save(shard);
@@ -514,6 +518,8 @@ RunState RunBook::Accept(OpenRun& run, ShardRecord& shard, const ResultReport& r
   EraseDeadline(r.key.shard_key());
   answered_[r.key.shard_key()] = {r.token, r.agent, state};
   shard.exit_code = r.exit_code;
+  shard.peak_rss_bytes = r.peak_rss_bytes;
+  shard.cpu_ms = r.cpu_ms;
   shard.outcome = std::string(OutcomeName(r.outcome));
   shard.message = r.message;
   // A flow step's: what it wrote to $JOB_OUTPUT (the agent sends it for an exit 0 only).

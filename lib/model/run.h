@@ -70,6 +70,10 @@ struct ShardRecord {
   // A flow step's shard: what its last attempt wrote to $JOB_OUTPUT, as a JSON object of
   // strings (model/step_output.h); "" for none.
   std::string outputs_json;
+  // What the last attempt's processes used, where its agent reported it: the largest
+  // resident set one of them reached (bytes) and their CPU time, user and system (ms).
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> cpu_ms;
 };
 
 struct RunRecord {

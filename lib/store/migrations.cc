@@ -151,6 +151,18 @@ ALTER TABLE runs ADD COLUMN flow TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX runs_step ON runs(flow_run_id, flow_step) WHERE flow_run_id IS NOT NULL;
 ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
 )sql"},
+      // A job's `on` selectors as written ("role=web dc!=fra1"), for the list's label filter
+      // without parsing specs; existing rows take them from the stored spec. A shard's
+      // attempt keeps what its process used, where the agent reports it: the largest
+      // resident set of one of its processes (bytes) and their CPU time (user + system, ms).
+      {12, R"sql(
+ALTER TABLE jobs ADD COLUMN on_labels TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET on_labels = COALESCE(
+  (SELECT group_concat(value, ' ') FROM json_each(spec, '$.on')), '')
+WHERE json_valid(spec) AND json_type(spec, '$.on') = 'array';
+ALTER TABLE shards ADD COLUMN peak_rss_bytes INTEGER;
+ALTER TABLE shards ADD COLUMN cpu_ms INTEGER;
+)sql"},
   };
   return kMigrations;
 }

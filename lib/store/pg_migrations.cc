@@ -110,6 +110,15 @@ ALTER TABLE runs ADD COLUMN flow TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX runs_step ON runs(flow_run_id, flow_step) WHERE flow_run_id IS NOT NULL;
 ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
 )sql"},
+      // As the SQLite file's version 12: a job's `on` selectors, a shard's peak memory and
+      // CPU time.
+      {7, R"sql(
+ALTER TABLE jobs ADD COLUMN on_labels TEXT NOT NULL DEFAULT '';
+UPDATE jobs SET on_labels = COALESCE(
+  (SELECT string_agg(value, ' ') FROM jsonb_array_elements_text(spec::jsonb -> 'on')), '')
+WHERE jsonb_typeof(spec::jsonb -> 'on') = 'array';
+ALTER TABLE shards ADD COLUMN peak_rss_bytes BIGINT, ADD COLUMN cpu_ms BIGINT;
+)sql"},
   };
   return kMigrations;
 }

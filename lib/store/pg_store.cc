@@ -38,19 +38,21 @@ std::string RunQuery(const char* where_and_order) {
 
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-    "expect_success_within_ms, kind, flow_id";
+    "expect_success_within_ms, kind, flow_id, on_labels";
 
-// Jobs as ReadHead reads them (columns 0 to 16: updated_ms last), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 17: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
   return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
          ", updated_ms" + more;
 }
 
-// A shard row as ReadShard reads it: columns 0 to 13.
+// A shard row as ReadShard reads it: columns 0 to 15.
 std::string ShardQuery(const char* where_and_order) {
   return std::string(
              "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
-             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs FROM shards ") +
+             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs, "
+             "peak_rss_bytes, "
+             "cpu_ms FROM shards ") +
          where_and_order;
 }
 
@@ -76,7 +78,8 @@ bool ReadHead(const Rows& rows, int i, JobHead* h) {
   h->misfire_cap = static_cast<int>(rows.Int(i, 12));
   h->expect_success_within_ms = rows.Int(i, 13);
   h->flow_id = rows.OptInt(i, 15);
-  h->updated_ms = rows.Int(i, 16);
+  h->on_labels = rows.View(i, 16);
+  h->updated_ms = rows.Int(i, 17);
   std::optional<Dialect> dialect = ParseDialect(rows.View(i, 6));
   std::optional<Misfire> misfire = ParseMisfire(rows.View(i, 10));
   std::optional<Overlap> overlap = ParseOverlap(rows.View(i, 11));
@@ -88,20 +91,20 @@ bool ReadHead(const Rows& rows, int i, JobHead* h) {
   return dialect && misfire && overlap && kind;
 }
 
-// Columns 0-18 of JobQuery(", spec, revision ...").
+// Columns 0-19 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Rows& rows, int i) {
   JobHead h;
   ReadHead(rows, i, &h);
-  return JobRow{
-      h.id,
-      std::string(h.name),
-      rows.Text(i, 17),
-      h.active,
-      h.paused,
-      h.next_fire_ms,
-      rows.Int(i, 18),
-      {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms, h.enabled,
-       h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind, h.flow_id}};
+  return JobRow{h.id,
+                std::string(h.name),
+                rows.Text(i, 18),
+                h.active,
+                h.paused,
+                h.next_fire_ms,
+                rows.Int(i, 19),
+                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind,
+                 h.flow_id, std::string(h.on_labels)}};
 }
 
 Params& AddTiming(Params& p, const JobTiming& t) {
@@ -115,7 +118,8 @@ Params& AddTiming(Params& p, const JobTiming& t) {
       .Add(t.misfire_cap)
       .Add(t.expect_success_within_ms)
       .Add(JobKindName(t.kind))
-      .Add(t.flow_id);
+      .Add(t.flow_id)
+      .Add(t.on_labels);
 }
 
 RunRecord ReadRun(const Rows& rows, int i) {
@@ -156,6 +160,8 @@ ShardRecord ReadShard(const Rows& rows, int i) {
   s.not_before_ms = rows.Int(i, 11);
   s.lost_count = static_cast<int>(rows.Int(i, 12));
   s.outputs_json = rows.Text(i, 13);
+  s.peak_rss_bytes = rows.OptInt(i, 14);
+  s.cpu_ms = rows.OptInt(i, 15);
   return s;
 }
 
@@ -437,8 +443,9 @@ Result<int64_t> PgStore::InsertJob(const JobRow& row, int64_t at_ms) {
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-      "expect_success_within_ms, kind, flow_id) "
-      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) "
+      "expect_success_within_ms, kind, flow_id, on_labels) "
+      "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+      "$19) "
       "ON CONFLICT (name) DO NOTHING RETURNING id"};
   Params p;
   p.Add(row.name)
@@ -459,7 +466,8 @@ Status PgStore::UpdateJobSpec(int64_t id, const std::string& spec_json, const Jo
   static const Sql kSql{
       "UPDATE jobs SET spec = $2, active = true, revision = $3, updated_ms = $4, schedule = $5, "
       "dialect = $6, timezone = $7, anchor_ms = $8, enabled = $9, misfire = $10, overlap = $11, "
-      "misfire_cap = $12, expect_success_within_ms = $13, kind = $14, flow_id = $15 "
+      "misfire_cap = $12, expect_success_within_ms = $13, kind = $14, flow_id = $15, "
+      "on_labels = $16 "
       "WHERE id = $1"};
   Params p;
   p.Add(id).Add(spec_json).Add(revision).Add(at_ms);
@@ -672,7 +680,8 @@ Status PgStore::UpdateShard(const ShardRecord& s) {
   static const Sql kSql{
       "UPDATE shards SET state = $3, attempt = $4, agent = $5, token = $6, exit_code = $7, "
       "outcome = $8, message = $9, started_ms = $10, finished_ms = $11, not_before_ms = $12, "
-      "lost_count = $13, outputs = $14 WHERE run_id = $1 AND idx = $2"};
+      "lost_count = $13, outputs = $14, peak_rss_bytes = $15, cpu_ms = $16 "
+      "WHERE run_id = $1 AND idx = $2"};
   return Write(kSql,
                Params()
                    .Add(s.run_id)
@@ -688,7 +697,9 @@ Status PgStore::UpdateShard(const ShardRecord& s) {
                    .Add(s.finished_ms)
                    .Add(s.not_before_ms)
                    .Add(s.lost_count)
-                   .Add(s.outputs_json),
+                   .Add(s.outputs_json)
+                   .Add(s.peak_rss_bytes)
+                   .Add(s.cpu_ms),
                1);
 }
 
@@ -906,12 +917,14 @@ Status PgStore::SendHeld() {
       "UPDATE shards SET state = u.state, attempt = u.attempt, agent = u.agent, token = u.token, "
       "exit_code = u.exit_code, outcome = u.outcome, message = u.message, "
       "started_ms = u.started_ms, finished_ms = u.finished_ms, not_before_ms = u.not_before_ms, "
-      "lost_count = u.lost_count, outputs = u.outputs FROM unnest($1::bigint[], $2::integer[], "
+      "lost_count = u.lost_count, outputs = u.outputs, peak_rss_bytes = u.peak_rss_bytes, "
+      "cpu_ms = u.cpu_ms FROM unnest($1::bigint[], $2::integer[], "
       "$3::text[], $4::integer[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], "
-      "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::integer[], $14::text[]) "
+      "$9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::integer[], $14::text[], "
+      "$15::bigint[], $16::bigint[]) "
       "AS u(run_id, idx, state, attempt, agent, token, exit_code, outcome, message, "
-      "started_ms, finished_ms, not_before_ms, lost_count, outputs) WHERE shards.run_id = "
-      "u.run_id AND shards.idx = u.idx"};
+      "started_ms, finished_ms, not_before_ms, lost_count, outputs, peak_rss_bytes, cpu_ms) "
+      "WHERE shards.run_id = u.run_id AND shards.idx = u.idx"};
   static const Sql kStates{
       "UPDATE runs SET state = u.state, finished_ms = u.finished_ms, note = CASE WHEN u.note = "
       "'' THEN runs.note ELSE u.note END FROM unnest($1::bigint[], $2::text[], $3::bigint[], "
@@ -927,7 +940,7 @@ Status PgStore::SendHeld() {
   ClearHeld();
   if (!shards.empty()) {
     pg::ArrayLiteral run, idx, state, attempt, agent, token, exit_code, outcome, message, started,
-        finished, not_before, lost, outputs;
+        finished, not_before, lost, outputs, peak_rss, cpu;
     for (const auto& [key, sh] : shards) {
       run.Add(sh.run_id);
       idx.Add(sh.index);
@@ -943,10 +956,13 @@ Status PgStore::SendHeld() {
       not_before.Add(sh.not_before_ms);
       lost.Add(sh.lost_count);
       outputs.Add(sh.outputs_json);
+      peak_rss.Add(sh.peak_rss_bytes);
+      cpu.Add(sh.cpu_ms);
     }
     Params p;
     p.Add(run).Add(idx).Add(state).Add(attempt).Add(agent).Add(token).Add(exit_code);
     p.Add(outcome).Add(message).Add(started).Add(finished).Add(not_before).Add(lost).Add(outputs);
+    p.Add(peak_rss).Add(cpu);
     if (Status s = db_->Send(kShards, p, static_cast<int64_t>(shards.size())); !s.ok()) return s;
   }
   if (!states.empty()) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "store/log_store.h"
@@ -305,6 +306,45 @@ TEST_F(PgStoreTest, AStandbysLogStoreReadsAHoldersLogTablesWithoutRetention) {
   EXPECT_EQ(stats->stored_bytes, 5);
   EXPECT_EQ((*logs)->Read({.run_id = 7})->size(), 1u);
   EXPECT_EQ(*(*logs)->RunBytes(7), 5);
+}
+
+// A database of schema 6 gets its jobs' `on` selectors from their specs, and its shards no
+// usage.
+TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) {
+  {
+    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
+    ASSERT_TRUE(older.ok()) << older.status().ToString();
+    std::vector<pg::Connection::Migration> before(PgSchedulerMigrations().begin(),
+                                                  PgSchedulerMigrations().begin() + 6);
+    ASSERT_EQ(before.back().version, 6);
+    ASSERT_TRUE((*older)->Migrate("scheduler", before).ok());
+    ASSERT_TRUE(
+        (*older)
+            ->Script("INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) "
+                     "VALUES(1, 'web', '{\"name\":\"web\",\"on\":[\"role=web\",\"dc!=fra1\"]}', "
+                     "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); "
+                     "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
+                     "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
+                     "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
+                     "INSERT INTO shards(run_id, idx, state, attempt) "
+                     "VALUES(7, 0, 'succeeded', 1)")
+            .ok());
+  }
+  std::unique_ptr<Store> store = Open();
+  ASSERT_NE(store, nullptr);
+  std::map<std::string, std::string> labels;
+  ASSERT_TRUE(
+      store
+          ->ForEachJobHead(
+              [&](const JobHead& h) { labels[std::string(h.name)] = std::string(h.on_labels); },
+              nullptr)
+          .ok());
+  EXPECT_EQ(labels,
+            (std::map<std::string, std::string>{{"web", "role=web dc!=fra1"}, {"old", ""}}));
+  Result<std::optional<RunRecord>> run = store->GetRun(7);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  ASSERT_EQ((*run)->shards.size(), 1u);
+  EXPECT_EQ((*run)->shards[0].peak_rss_bytes, std::nullopt);
 }
 
 // A database of schema 5, from before flows, opens with its jobs and runs as plain ones, and

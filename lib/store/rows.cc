@@ -2,6 +2,17 @@
 
 namespace jobctl::store {
 
+std::string OnLabels(const std::vector<LabelSelector>& on) {
+  std::string out;
+  for (const LabelSelector& s : on) {
+    if (!out.empty()) out += ' ';
+    out += s.key;
+    out += s.negated ? "!=" : "=";
+    out += s.value;
+  }
+  return out;
+}
+
 JobTiming JobTiming::Of(const Job& job) {
   return {job.schedule,
           job.dialect,
@@ -11,7 +22,10 @@ JobTiming JobTiming::Of(const Job& job) {
           job.misfire,
           job.overlap,
           job.misfire_cap,
-          job.expect_success_within ? job.expect_success_within->count() : 0};
+          job.expect_success_within ? job.expect_success_within->count() : 0,
+          JobKind::kJob,
+          std::nullopt,
+          OnLabels(job.on)};
 }
 
 JobTiming JobTiming::Of(const Flow& flow) {

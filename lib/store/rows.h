@@ -40,11 +40,17 @@ struct JobTiming {
   // (a job that runs only as a step of flow_id).
   JobKind kind = JobKind::kJob;
   std::optional<int64_t> flow_id;
+  // Not for the fire loop either: the job's `on` selectors as written, joined by spaces
+  // ("role=web dc!=fra1"; "" for none and for flows), for the list's label filter.
+  std::string on_labels;
 
   static JobTiming Of(const Job& job);
   static JobTiming Of(const Flow& flow);
   bool operator==(const JobTiming&) const = default;
 };
+
+// A job's `on` selectors as JobTiming::on_labels holds them.
+std::string OnLabels(const std::vector<LabelSelector>& on);
 
 struct JobRow {
   int64_t id = 0;
@@ -77,6 +83,7 @@ struct JobHead {
   int64_t updated_ms = 0;                // created, or its definition last changed
   JobKind kind = JobKind::kJob;
   std::optional<int64_t> flow_id;  // a step's own job: its flow
+  std::string_view on_labels;      // JobTiming's
 };
 
 // A job's latest results, for the coordinator's memory (ForEachLastResult): its newest

@@ -28,19 +28,21 @@ std::string RunQuery(const char* where_and_order) {
 // next_fire_ms: columns 5 to 15.
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-    "expect_success_within_ms, kind, flow_id";
+    "expect_success_within_ms, kind, flow_id, on_labels";
 
-// Jobs as ReadHead reads them (columns 0 to 16: updated_ms last), then `more`.
+// Jobs as ReadHead reads them (columns 0 to 17: updated_ms last), then `more`.
 std::string JobQuery(const char* more) {
   return std::string("SELECT id, name, active, paused, next_fire_ms, ") + kTimingColumns +
          ", updated_ms" + more;
 }
 
-// A shard row as ReadShard reads it: columns 0 to 13.
+// A shard row as ReadShard reads it: columns 0 to 15.
 std::string ShardQuery(const char* where_and_order) {
   return std::string(
              "SELECT run_id, idx, state, attempt, agent, token, exit_code, outcome, "
-             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs FROM shards ") +
+             "message, started_ms, finished_ms, not_before_ms, lost_count, outputs, "
+             "peak_rss_bytes, "
+             "cpu_ms FROM shards ") +
          where_and_order;
 }
 
@@ -52,7 +54,7 @@ std::string EventQuery(const char* filter) {
          filter + "ORDER BY id DESC LIMIT ?6";
 }
 
-// Reads columns 0-16 of a job row; false when an enum name is unknown (defaults kept).
+// Reads columns 0-17 of a job row; false when an enum name is unknown (defaults kept).
 bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->id = use.Int(0);
   h->name = use.View(1);
@@ -66,7 +68,8 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
   h->misfire_cap = static_cast<int>(use.Int(12));
   h->expect_success_within_ms = use.Int(13);
   h->flow_id = use.OptInt(15);
-  h->updated_ms = use.Int(16);
+  h->on_labels = use.View(16);
+  h->updated_ms = use.Int(17);
   std::optional<Dialect> dialect = ParseDialect(use.View(6));
   std::optional<Misfire> misfire = ParseMisfire(use.View(10));
   std::optional<Overlap> overlap = ParseOverlap(use.View(11));
@@ -78,22 +81,22 @@ bool ReadHead(const Statement::Use& use, JobHead* h) {
   return dialect && misfire && overlap && kind;
 }
 
-// Columns 0-18 of JobQuery(", spec, revision ...").
+// Columns 0-19 of JobQuery(", spec, revision ...").
 JobRow ReadJob(const Statement::Use& use) {
   JobHead h;
   // A name this version does not know reads as its default here; the job's spec (column 17)
   // is what the coordinator runs, and ForEachJobHead reports such rows as unreadable.
   ReadHead(use, &h);
-  return JobRow{
-      h.id,
-      std::string(h.name),
-      use.Text(17),
-      h.active,
-      h.paused,
-      h.next_fire_ms,
-      use.Int(18),
-      {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms, h.enabled,
-       h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind, h.flow_id}};
+  return JobRow{h.id,
+                std::string(h.name),
+                use.Text(18),
+                h.active,
+                h.paused,
+                h.next_fire_ms,
+                use.Int(19),
+                {std::string(h.schedule), h.dialect, std::string(h.timezone), h.anchor_ms,
+                 h.enabled, h.misfire, h.overlap, h.misfire_cap, h.expect_success_within_ms, h.kind,
+                 h.flow_id, std::string(h.on_labels)}};
 }
 
 Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
@@ -107,7 +110,8 @@ Statement::Use& BindTiming(Statement::Use& use, int first, const JobTiming& t) {
       .Bind(first + 7, t.misfire_cap)
       .Bind(first + 8, t.expect_success_within_ms)
       .Bind(first + 9, JobKindName(t.kind))
-      .Bind(first + 10, t.flow_id);
+      .Bind(first + 10, t.flow_id)
+      .Bind(first + 11, t.on_labels);
 }
 
 // The columns of RunQuery.
@@ -150,6 +154,8 @@ ShardRecord ReadShard(const Statement::Use& use) {
   s.not_before_ms = use.Int(11);
   s.lost_count = static_cast<int>(use.Int(12));
   s.outputs_json = use.Text(13);
+  s.peak_rss_bytes = use.OptInt(14);
+  s.cpu_ms = use.OptInt(15);
   return s;
 }
 
@@ -229,8 +235,9 @@ Result<int64_t> SqliteStore::InsertJob(const JobRow& row, int64_t at_ms) {
   static const Sql kSql{
       "INSERT INTO jobs(name, spec, active, paused, next_fire_ms, revision, updated_ms, "
       "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
-      "expect_success_within_ms, kind, flow_id) "
-      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"};
+      "expect_success_within_ms, kind, flow_id, on_labels) "
+      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+      "?19)"};
   auto use = db_.Use(kSql);
   use.Bind(1, row.name)
       .Bind(2, row.spec_json)
@@ -248,7 +255,8 @@ Status SqliteStore::UpdateJobSpec(int64_t id, const std::string& spec_json, cons
   static const Sql kSql{
       "UPDATE jobs SET spec = ?2, active = 1, revision = ?3, updated_ms = ?4, schedule = ?5, "
       "dialect = ?6, timezone = ?7, anchor_ms = ?8, enabled = ?9, misfire = ?10, overlap = ?11, "
-      "misfire_cap = ?12, expect_success_within_ms = ?13, kind = ?14, flow_id = ?15 WHERE id = ?1"};
+      "misfire_cap = ?12, expect_success_within_ms = ?13, kind = ?14, flow_id = ?15, "
+      "on_labels = ?16 WHERE id = ?1"};
   auto use = db_.Use(kSql);
   use.Bind(1, id).Bind(2, spec_json).Bind(3, revision).Bind(4, at_ms);
   return BindTiming(use, 5, timing).ExecExpectingChanges(1);
@@ -341,7 +349,8 @@ Status SqliteStore::UpdateShard(const ShardRecord& s) {
   static const Sql kSql{
       "UPDATE shards SET state = ?3, attempt = ?4, agent = ?5, token = ?6, exit_code = ?7, "
       "outcome = ?8, message = ?9, started_ms = ?10, finished_ms = ?11, not_before_ms = ?12, "
-      "lost_count = ?13, outputs = ?14 WHERE run_id = ?1 AND idx = ?2"};
+      "lost_count = ?13, outputs = ?14, peak_rss_bytes = ?15, cpu_ms = ?16 "
+      "WHERE run_id = ?1 AND idx = ?2"};
   return db_.Use(kSql)
       .Bind(1, s.run_id)
       .Bind(2, s.index)
@@ -357,6 +366,8 @@ Status SqliteStore::UpdateShard(const ShardRecord& s) {
       .Bind(12, s.not_before_ms)
       .Bind(13, s.lost_count)
       .Bind(14, s.outputs_json)
+      .Bind(15, s.peak_rss_bytes)
+      .Bind(16, s.cpu_ms)
       .ExecExpectingChanges(1);
 }
 

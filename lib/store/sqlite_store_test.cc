@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +188,49 @@ INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
   RunRecord again = step;
   EXPECT_FALSE((*store)->InsertRun(again).ok());
   (*store)->Rollback();
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// A file of version 11 gets its jobs' `on` selectors from their specs, for the list's label
+// filter, and its shards no usage (none was reported).
+TEST(StoreMigrationTest, AFileFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/jobctl.db";
+  {
+    std::vector<Database::Migration> before(SchedulerMigrations().begin(),
+                                            SchedulerMigrations().begin() + 11);
+    ASSERT_EQ(before.back().version, 11);
+    Database db;
+    ASSERT_TRUE(db.Open(path, before).ok());
+    ASSERT_TRUE(db.Exec(R"sql(
+INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) VALUES
+  (1, 'web', '{"name":"web","on":["role=web","dc!=fra1"]}', 1, 1, 1, '@daily'),
+  (2, 'any', '{"name":"any","on":[]}', 1, 1, 1, '@daily'),
+  (3, 'old', '{"name":"old"}', 1, 1, 1, '@daily');
+INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
+  VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
+INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
+)sql")
+                    .ok());
+  }
+  Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::map<std::string, std::string> labels;
+  ASSERT_TRUE(
+      (*store)
+          ->ForEachJobHead(
+              [&](const JobHead& h) { labels[std::string(h.name)] = std::string(h.on_labels); },
+              nullptr)
+          .ok());
+  EXPECT_EQ(labels, (std::map<std::string, std::string>{
+                        {"web", "role=web dc!=fra1"}, {"any", ""}, {"old", ""}}));
+  Result<std::optional<RunRecord>> run = (*store)->GetRun(7);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  ASSERT_EQ((*run)->shards.size(), 1u);
+  EXPECT_EQ((*run)->shards[0].peak_rss_bytes, std::nullopt);
+  EXPECT_EQ((*run)->shards[0].cpu_ms, std::nullopt);
   store->reset();
   std::filesystem::remove_all(dir);
 }

@@ -1,5 +1,5 @@
 // The copy is driven by one table of tables: for each, its columns in both schemas (which
-// are the same at SQLite version 6 and PostgreSQL version 1, and for the output of runs at
+// are the same at SQLite version 12 and PostgreSQL version 7, and for the output of runs at
 // log version 2 of both) and how each value crosses over. SQLite keeps booleans as 0/1 integers
 // where PostgreSQL has BOOLEAN columns, and output as BLOB where PostgreSQL has BYTEA; everything
 // else is an integer or text on both sides. This is the one file that speaks both databases.
@@ -100,7 +100,8 @@ const std::vector<TableCopy>& SchedulerTables() {
             {"misfire_cap", Kind::kInt},
             {"expect_success_within_ms", Kind::kInt},
             {"kind", Kind::kText},
-            {"flow_id", Kind::kOptInt}}),
+            {"flow_id", Kind::kOptInt},
+            {"on_labels", Kind::kText}}),
       Make("runs", "runs", "id",
            {{"id", Kind::kInt},
             {"job_id", Kind::kInt},
@@ -132,7 +133,9 @@ const std::vector<TableCopy>& SchedulerTables() {
             {"finished_ms", Kind::kOptInt},
             {"not_before_ms", Kind::kInt},
             {"lost_count", Kind::kInt},
-            {"outputs", Kind::kText}}),
+            {"outputs", Kind::kText},
+            {"peak_rss_bytes", Kind::kOptInt},
+            {"cpu_ms", Kind::kOptInt}}),
       Make("misses", "misses", "id",
            {{"id", Kind::kInt},
             {"job_id", Kind::kInt},

@@ -247,6 +247,8 @@ TEST_P(StoreTest, PipelinedWritesAreReadBackAndKeptByTheCommitAndAFailedOneFails
   ASSERT_TRUE(store_->UpdateShard(shard).ok());
   shard.agent = "host-c";
   shard.exit_code = 3;
+  shard.peak_rss_bytes = 7 << 20;
+  shard.cpu_ms = 250;
   ASSERT_TRUE(store_->UpdateShard(shard).ok());
   ASSERT_TRUE(store_->UpdateRunState(run, RunState::kRunning, std::nullopt, "first").ok());
   ASSERT_TRUE(store_->UpdateRunState(run, RunState::kFailed, 4'000, "").ok());
@@ -260,6 +262,8 @@ TEST_P(StoreTest, PipelinedWritesAreReadBackAndKeptByTheCommitAndAFailedOneFails
   ASSERT_TRUE(after.ok() && after->has_value());
   EXPECT_EQ((*after)->shards[0].agent, "host-c");
   EXPECT_EQ((*after)->shards[0].exit_code, 3);
+  EXPECT_EQ((*after)->shards[0].peak_rss_bytes, 7 << 20);
+  EXPECT_EQ((*after)->shards[0].cpu_ms, 250);
   EXPECT_EQ((*after)->state, RunState::kFailed);
   EXPECT_EQ((*after)->finished_ms, 4'000);
   EXPECT_EQ((*after)->note, "first");
@@ -367,6 +371,8 @@ TEST_P(StoreTest, RunRoundTripsWithShards) {
   s.token = 17;
   s.started_ms = 120'010;
   s.lost_count = 1;
+  s.peak_rss_bytes = int64_t{5} << 32;  // over 32 bits
+  s.cpu_ms = 1'234;
   ASSERT_TRUE(store_->UpdateShard(s).ok());
   ASSERT_TRUE(store_->Commit().ok());
   auto got = store_->GetRun(run.id);
@@ -386,6 +392,10 @@ TEST_P(StoreTest, RunRoundTripsWithShards) {
   EXPECT_EQ(r.shards[1].started_ms, 120'010);
   EXPECT_EQ(r.shards[1].finished_ms, std::nullopt);
   EXPECT_EQ(r.shards[1].state, RunState::kRunning);
+  EXPECT_EQ(r.shards[1].peak_rss_bytes, int64_t{5} << 32);
+  EXPECT_EQ(r.shards[1].cpu_ms, 1'234);
+  EXPECT_EQ(r.shards[0].peak_rss_bytes, std::nullopt);  // not reported
+  EXPECT_EQ(r.shards[0].cpu_ms, std::nullopt);
   EXPECT_EQ(r.shards[2].not_before_ms, 125'000);
   EXPECT_EQ(r.shards[2].attempt, 1);
   int open = 0;
@@ -638,6 +648,7 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
   JobTiming timing{"*/5 * * * *", Dialect::kCron, "Europe/Berlin", 0,
                    true,          Misfire::kSkip, Overlap::kAllow, 3,
                    3'600'000};
+  timing.on_labels = "role=web dc!=fra1";
   ASSERT_TRUE(store_->Begin().ok());
   Result<int64_t> id = store_->InsertJob({0, "five", "{}", true, false, 1000, 1, timing}, 1);
   ASSERT_TRUE(id.ok());
@@ -649,6 +660,7 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
 
   JobTiming changed{"@every 1h",       Dialect::kCron,    "", 42, false,
                     Misfire::kFireAll, Overlap::kReplace, 9,  0};
+  changed.on_labels = "role=db";
   ASSERT_TRUE(store_->Begin().ok());
   ASSERT_TRUE(store_->DeactivateJob(*id, 2, 2).ok());
   ASSERT_TRUE(store_->UpdateJobSpec(*id, "{\"x\":1}", changed, 3, 3).ok());
@@ -667,6 +679,7 @@ TEST_P(StoreTest, JobTimingIsWrittenOnInsertAndUpdateAndReadBackWithoutTheSpec) 
                         EXPECT_EQ(h.overlap, Overlap::kReplace);
                         EXPECT_EQ(h.misfire_cap, 9);
                         EXPECT_EQ(h.expect_success_within_ms, 0);
+                        EXPECT_EQ(h.on_labels, "role=db");
                         EXPECT_EQ(h.updated_ms, 3);  // the update's time
                       },
                       &unreadable)

@@ -343,6 +343,8 @@ json ShardResult::ToJson() const {
   if (!agent.empty()) j["agent"] = agent;
   if (output_seq) j["output_seq"] = *output_seq;
   if (!outputs.empty()) j["outputs"] = outputs;
+  if (peak_rss_bytes) j["peak_rss_bytes"] = *peak_rss_bytes;
+  if (cpu_ms) j["cpu_ms"] = *cpu_ms;
   return j;
 }
 
@@ -350,11 +352,13 @@ Result<ShardResult> ShardResult::FromJson(const json& j) {
   if (!j.is_object()) return Status::InvalidArgument("a result is a JSON object");
   ShardResult r;
   std::string outcome;
-  if (Status s = FirstError({Need(j, "run", &r.key.run), Need(j, "shard", &r.key.shard),
-                             Need(j, "attempt", &r.key.attempt), Need(j, "token", &r.token),
-                             Opt(j, "agent", &r.agent), Need(j, "outcome", &outcome),
-                             Opt(j, "message", &r.message), Opt(j, "exit_code", &r.exit_code),
-                             Opt(j, "output_seq", &r.output_seq), Opt(j, "outputs", &r.outputs)});
+  if (Status s =
+          FirstError({Need(j, "run", &r.key.run), Need(j, "shard", &r.key.shard),
+                      Need(j, "attempt", &r.key.attempt), Need(j, "token", &r.token),
+                      Opt(j, "agent", &r.agent), Need(j, "outcome", &outcome),
+                      Opt(j, "message", &r.message), Opt(j, "exit_code", &r.exit_code),
+                      Opt(j, "output_seq", &r.output_seq), Opt(j, "outputs", &r.outputs),
+                      Opt(j, "peak_rss_bytes", &r.peak_rss_bytes), Opt(j, "cpu_ms", &r.cpu_ms)});
       !s.ok()) {
     return s;
   }
@@ -362,6 +366,12 @@ Result<ShardResult> ShardResult::FromJson(const json& j) {
   if (r.output_seq && (*r.output_seq < 0 || *r.output_seq > kMaxOutputSeq)) {
     return Status::InvalidArgument("field \"output_seq\" is out of range (0 to " +
                                    std::to_string(kMaxOutputSeq) + ")");
+  }
+  for (auto [name, value] : {std::pair{"peak_rss_bytes", r.peak_rss_bytes}, {"cpu_ms", r.cpu_ms}}) {
+    if (value && (*value < 0 || *value > kMaxUsage)) {
+      return Status::InvalidArgument(std::string("field \"") + name + "\" is out of range (0 to " +
+                                     std::to_string(kMaxUsage) + ")");
+    }
   }
   std::optional<Outcome> o = ParseOutcome(outcome);
   if (!o) return Status::InvalidArgument("unknown outcome \"" + outcome + "\"");

@@ -162,6 +162,9 @@ struct HeartbeatReply {
 
 // How one attempt of a shard ended: POST /v1/agent/result, one item of a result batch, and
 // agentd's persisted copy until the coordinator took it.
+// The largest peak_rss_bytes or cpu_ms a result may carry: 2^53, exact in every JSON reader.
+inline constexpr int64_t kMaxUsage = int64_t{1} << 53;
+
 struct ShardResult {
   AttemptKey key;
   FencingToken token = 0;
@@ -175,9 +178,15 @@ struct ShardResult {
   // A flow step's attempt: what it wrote to $JOB_OUTPUT (keys as OutputKeyProblem allows,
   // values without NUL or newline, at most kMaxStepOutputBytes).
   std::map<std::string, std::string> outputs;
+  // What the attempt's processes used, as the agent measured them after they ended (none
+  // from agents older than these fields, or that could not measure): the largest resident
+  // set one of them reached, in bytes, and their CPU time, user and system, in ms.
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> cpu_ms;
 
   nlohmann::json ToJson() const;
-  // output_seq, when given, is within 0..kMaxOutputSeq.
+  // output_seq, when given, is within 0..kMaxOutputSeq; peak_rss_bytes and cpu_ms within
+  // 0..kMaxUsage.
   static Result<ShardResult> FromJson(const nlohmann::json& j);
   friend bool operator==(const ShardResult&, const ShardResult&) = default;
 };

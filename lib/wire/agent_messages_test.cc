@@ -192,6 +192,13 @@ TEST(AgentMessagesTest, AResultRoundTripsWithOrWithoutTheEndOfItsOutput) {
   r.exit_code = 3;
   r.agent = "host-a";
   EXPECT_EQ(*ShardResult::FromJson(r.ToJson()), r);
+  EXPECT_FALSE(j.contains("peak_rss_bytes"));  // not measured
+  r.peak_rss_bytes = int64_t{3} << 40;
+  r.cpu_ms = 0;
+  j = r.ToJson();
+  EXPECT_EQ(j["peak_rss_bytes"], int64_t{3} << 40);
+  EXPECT_EQ(j["cpu_ms"], 0);
+  EXPECT_EQ(*ShardResult::FromJson(j), r);
 }
 
 TEST(AgentMessagesTest, AResultOutsideTheRulesIsRefusedNamingWhy) {
@@ -205,6 +212,11 @@ TEST(AgentMessagesTest, AResultOutsideTheRulesIsRefusedNamingWhy) {
             "field \"output_seq\" is out of range (0 to 1000000000)"},
            {head + R"(,"output_seq":1000000001})",
             "field \"output_seq\" is out of range (0 to 1000000000)"},
+           {head + R"(,"peak_rss_bytes":-1})",
+            "field \"peak_rss_bytes\" is out of range (0 to 9007199254740992)"},
+           {head + R"(,"cpu_ms":9007199254740993})",
+            "field \"cpu_ms\" is out of range (0 to 9007199254740992)"},
+           {head + R"(,"cpu_ms":1.5})", "field \"cpu_ms\" has the wrong type"},
            {R"({"run":1,"shard":0,"attempt":1,"token":1,"outcome":"melted"})",
             "unknown outcome \"melted\""},
            {R"({"run":1,"shard":0,"attempt":1,"outcome":"exited"})", "field \"token\" is required"},

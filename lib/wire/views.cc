@@ -24,7 +24,9 @@ void Read(FieldReader& r, ShardView* v) {
       .Need("outcome", &v->outcome)
       .Need("message", &v->message)
       .Need("started_at", &v->started_at)
-      .Need("finished_at", &v->finished_at);
+      .Need("finished_at", &v->finished_at)
+      .Opt("peak_rss_bytes", &v->peak_rss_bytes)
+      .Opt("cpu_ms", &v->cpu_ms);
 }
 
 void Read(FieldReader& r, StepView* v) {
@@ -81,7 +83,8 @@ void Read(FieldReader& r, JobSummaryView* v) {
       .Opt("kind", &kind)
       .Opt("schedule", &v->schedule)
       .Opt("timezone", &v->timezone)
-      .Opt("description", &v->description);
+      .Opt("description", &v->description)
+      .Opt("on", &v->on);
   v->overdue = overdue.value_or(false);
   v->kind = kind.value_or("job");
 }
@@ -236,11 +239,18 @@ Result<std::vector<T>> ListFromJson(const json& j) {
 }
 
 json ShardView::ToJson() const {
-  return {{"index", index},           {"agent", agent},
-          {"state", state},           {"attempt", attempt},
-          {"token", Nullable(token)}, {"exit_code", Nullable(exit_code)},
-          {"outcome", outcome},       {"message", message},
-          {"started_at", started_at}, {"finished_at", finished_at}};
+  return {{"index", index},
+          {"agent", agent},
+          {"state", state},
+          {"attempt", attempt},
+          {"token", Nullable(token)},
+          {"exit_code", Nullable(exit_code)},
+          {"outcome", outcome},
+          {"message", message},
+          {"started_at", started_at},
+          {"finished_at", finished_at},
+          {"peak_rss_bytes", Nullable(peak_rss_bytes)},
+          {"cpu_ms", Nullable(cpu_ms)}};
 }
 Result<ShardView> ShardView::FromJson(const json& j) { return Decode<ShardView>(j); }
 
@@ -299,6 +309,7 @@ json JobSummaryView::ToJson() const {
   if (schedule) out["schedule"] = *schedule;
   if (timezone) out["timezone"] = *timezone;
   if (description) out["description"] = *description;
+  if (on) out["on"] = *on;
   return out;
 }
 Result<JobSummaryView> JobSummaryView::FromJson(const json& j) { return Decode<JobSummaryView>(j); }

@@ -39,6 +39,10 @@ struct ShardView {
   std::string message;
   std::string started_at;
   std::string finished_at;
+  // What the last attempt's processes used (null where the agent did not report it): the
+  // largest resident set one of them reached, in bytes, and their CPU time in ms.
+  std::optional<int64_t> peak_rss_bytes;
+  std::optional<int64_t> cpu_ms;
 
   nlohmann::json ToJson() const;  // every field; a null token or exit_code as null
   static Result<ShardView> FromJson(const nlohmann::json& j);
@@ -119,6 +123,7 @@ struct JobSummaryView {
   std::optional<std::string> schedule;
   std::optional<std::string> timezone;
   std::optional<std::string> description;
+  std::optional<std::vector<std::string>> on;  // its `on` selectors as written
 
   nlohmann::json ToJson() const;
   static Result<JobSummaryView> FromJson(const nlohmann::json& j);

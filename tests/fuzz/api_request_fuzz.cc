@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -59,6 +60,10 @@ void CheckHeartbeat(const json& body) {
 void CheckResult(const json& body, std::string_view text) {
   Result<coord::ResultReport> r = coord::ResultReport::FromJson(body);
   if (!r.ok()) return;
+  // What a shard used is within the bounds the stores and the console take.
+  for (const std::optional<int64_t>& v : {r->peak_rss_bytes, r->cpu_ms}) {
+    Check(!v || (*v >= 0 && *v <= wire::kMaxUsage));
+  }
   // agentd reads the same body (its spooled copy) to the same values.
   Result<jobctl::agentd::ShardResult> agent_side = jobctl::agentd::ResultFromJson(text);
   Check(agent_side.ok() && *agent_side == *r);

@@ -365,6 +365,64 @@ TEST_F(CliE2eTest, JsonOutputParsesAndHasTheDocumentedFields) {
   EXPECT_EQ(agents[0]["name"], "host-1");
 }
 
+// `jobctl list --label` keeps the jobs whose `on` has every term (a selector as written or a
+// key alone); `runs` and `show` give what a shard's processes used, as its agent measured it.
+TEST_F(CliE2eTest, ListKeepsJobsByLabelAndRunsShowWhatAShardUsed) {
+  dir_.Write("jobs.toml", R"([[job]]
+name = "big"
+schedule = "@yearly"
+shell = "dd if=/dev/zero of=/dev/null bs=160M count=1 2>/dev/null"
+[[job]]
+name = "web-a"
+schedule = "@yearly"
+shell = "true"
+on = ["role=web"]
+[[job]]
+name = "db"
+schedule = "@yearly"
+shell = "true"
+on = ["role!=web", "dc=fra1"]
+)");
+  ASSERT_EQ(Jobctl({"apply"}).exit_code, 0);
+  auto names = [this](const std::string& label) {
+    ProcessResult r = Jobctl({"list", "--label", label, "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> out;
+    for (const json& j : json::parse(r.out)) out.push_back(j["name"]);
+    return out;
+  };
+  EXPECT_EQ(names("role=web"), std::vector<std::string>{"web-a"});
+  EXPECT_EQ(names("role"), (std::vector<std::string>{"db", "web-a"}));
+  EXPECT_EQ(names("role!=web dc=fra1"), std::vector<std::string>{"db"});
+  EXPECT_EQ(names("dc=fra1 role=web"), std::vector<std::string>{});
+  EXPECT_EQ(names("web"), std::vector<std::string>{});  // a value alone is no key
+  json all = json::parse(Jobctl({"list", "-o", "json"}).out);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1]["name"], "db");
+  EXPECT_EQ(all[1]["on"], json({"role!=web", "dc=fra1"}));
+  EXPECT_EQ(all[0]["on"], json::array());
+  ProcessResult table = Jobctl({"list", "--label", "role=web"});
+  EXPECT_NE(table.out.find("web-a"), std::string::npos);
+  EXPECT_EQ(table.out.find("big"), std::string::npos);
+  ProcessResult longer = Jobctl({"list", "--label", std::string(257, 'x')});
+  EXPECT_EQ(longer.exit_code, 64);
+  EXPECT_NE(longer.err.find("--label: longer than 256 bytes"), std::string::npos) << longer.err;
+
+  ASSERT_EQ(Jobctl({"trigger", "big", "--wait"}).exit_code, 0);
+  json runs = json::parse(Jobctl({"runs", "big", "-o", "json"}).out);
+  ASSERT_EQ(runs.size(), 1u);
+  const json& shard = runs[0]["shards"][0];
+  ASSERT_TRUE(shard["peak_rss_bytes"].is_number_integer()) << shard.dump();
+  EXPECT_GE(shard["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
+  EXPECT_TRUE(shard["cpu_ms"].is_number_integer()) << shard.dump();
+  ProcessResult listed = Jobctl({"runs", "big"});
+  EXPECT_NE(listed.out.find("PEAK MEM"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find(" MiB"), std::string::npos) << listed.out;
+  ProcessResult shown = Jobctl({"show", "big"});
+  EXPECT_NE(shown.out.find("PEAK MEM"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find(" MiB"), std::string::npos) << shown.out;
+}
+
 TEST_F(CliE2eTest, ExitCodesForAuthAndUnreachableCoordinator) {
   ProcessResult denied = Jobctl({"list"}, {{"JOBCTL_TOKEN", "jc_not_a_token"}});
   EXPECT_EQ(denied.exit_code, 77);

@@ -98,6 +98,7 @@ name = "backup"
 description = "nightly backup"
 schedule = "15 2 * * *"
 shell = "true"
+on = ["role=web"]
 [[job]]
 name = "broken"
 schedule = "@yearly"
@@ -107,6 +108,7 @@ name = "cache-warm"
 schedule = "*/5 * * * *"
 timezone = "Europe/Berlin"
 shell = "true"
+on = ["role=web", "dc!=fra1"]
 )");
   json run = coord_->PostJson("/v1/jobs/broken/trigger", json::object());
   ASSERT_EQ(coord_->WaitRun(run["id"], seconds(20))["state"], "failed");
@@ -142,6 +144,30 @@ shell = "true"
   browser_->Eval(
       "(() => { const f = document.getElementById('filter'); f.value = '';"
       " f.dispatchEvent(new Event('input')); })()");
+  ASSERT_TRUE(browser_->WaitFor("document.querySelectorAll('.jobs-row').length === 3", seconds(5)));
+  // A job's row shows the labels it runs on, and the label filter keeps the jobs whose `on`
+  // has every term: a selector as written, or a key alone.
+  EXPECT_EQ(Text(".jobs-row[data-job=cache-warm] .labels"), "  role=web dc!=fra1");
+  EXPECT_EQ(Text(".jobs-row[data-job=broken] .labels"), "");
+  auto labels = [this](const std::string& terms) {
+    browser_->Eval("(() => { const f = document.getElementById('label-filter'); f.value = " +
+                   Js(terms) + "; f.dispatchEvent(new Event('input')); })()");
+  };
+  auto shown = "[...document.querySelectorAll('.jobs-row')].map(r => r.dataset.job).join()";
+  labels("role=web");
+  ASSERT_TRUE(browser_->WaitFor(std::string(shown) + " === 'backup,cache-warm'", seconds(5)))
+      << browser_->Eval(shown);
+  EXPECT_NE(Text("#count").find("2 jobs match"), std::string::npos);
+  labels("role=web dc!=fra1");
+  ASSERT_TRUE(browser_->WaitFor(std::string(shown) + " === 'cache-warm'", seconds(5)));
+  labels("dc");
+  ASSERT_TRUE(browser_->WaitFor(std::string(shown) + " === 'cache-warm'", seconds(5)));
+  labels("role=db");
+  ASSERT_TRUE(browser_->WaitFor(
+      std::string(shown) + " === '' && "
+                           "document.getElementById('count').textContent === '0 jobs match'",
+      seconds(5)));
+  labels("");
   ASSERT_TRUE(browser_->WaitFor("document.querySelectorAll('.jobs-row').length === 3", seconds(5)));
   Picture("console-jobs.png");
 }
@@ -218,13 +244,25 @@ printf 'after the gate\n'
   EXPECT_EQ(browser_->Eval("document.querySelector('#output .stderr')?.textContent"),
             "to stderr\n");
   EXPECT_EQ(Text("#output").find("\x1b"), std::string::npos);
+  // What a shard used is known once it ended.
+  EXPECT_EQ(Text("#shards .peak-mem"), "-");
   Picture("console-run.png");
   dir_.Write("gate", "");
   ASSERT_TRUE(browser_->WaitFor(
       "document.getElementById('output')?.textContent.includes('after the gate')", seconds(20)));
   ASSERT_TRUE(
       browser_->WaitFor("document.getElementById('output')?.dataset.done === 'true'", seconds(20)));
-  EXPECT_EQ(coord_->WaitRun(id, seconds(10))["state"], "succeeded");
+  json done = coord_->WaitRun(id, seconds(10));
+  EXPECT_EQ(done["state"], "succeeded");
+  // The page draws the run again when it ended: its shard's peak memory as the agent
+  // reported it, in the API's bytes.
+  ASSERT_TRUE(done["shards"][0]["peak_rss_bytes"].is_number_integer()) << done.dump();
+  int64_t peak = done["shards"][0]["peak_rss_bytes"];
+  EXPECT_GT(peak, 0);
+  ASSERT_TRUE(browser_->WaitFor(
+      "/^[0-9.]+ (KiB|MiB)$/.test(document.querySelector('#shards .peak-mem')?.textContent)",
+      seconds(10)))
+      << Text("#shards");
 }
 
 TEST_F(ConsoleTest, A32MiBOutputShowsItsTailAndLoadsEarlierOutputOnRequest) {
