@@ -13,6 +13,13 @@
 
 namespace jobctl::agentd {
 
+// How claims, results and output are retried while the coordinator does not answer: from
+// 500 ms, doubling, up to 5 s. The cap bounds how long an agent takes to come back after the
+// coordinator's return, however long it was gone; full jitter spreads a fleet's retries, so
+// N agents send a down coordinator about N / 2.5 requests a second.
+inline constexpr int64_t kRetryBaseMs = 500;
+inline constexpr int64_t kRetryCapMs = 5'000;
+
 class Backoff {
  public:
   // `random` (not owned) must outlive this; nullptr: this Backoff's own SystemRandom.

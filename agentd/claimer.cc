@@ -13,7 +13,7 @@ Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, Age
       identity_(std::move(identity)),
       on_assignments_(std::move(on_assignments)),
       on_extras_(std::move(on_extras)),
-      backoff_(500, 30'000, random),
+      backoff_(kRetryBaseMs, kRetryCapMs, random),
       retry_timer_(loop) {}
 
 void Claimer::SetFree(int free) {

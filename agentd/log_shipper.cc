@@ -31,7 +31,7 @@ LogShipper::LogShipper(uv_loop_t* loop, CoordinatorLink* link, Spool* spool, con
       spool_(spool),
       events_(events),
       cb_(std::move(callbacks)),
-      backoff_(500, 30'000, random),
+      backoff_(kRetryBaseMs, kRetryCapMs, random),
       retry_timer_(loop) {}
 
 void LogShipper::SetBatchLimit(size_t bytes) {

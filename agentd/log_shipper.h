@@ -126,7 +126,7 @@ class LogShipper {
   bool paused_ = false;     // the coordinator failed us; retry at the timer
   bool suspended_ = false;  // shutting down
   bool warned_spool_ = false;
-  Backoff backoff_;  // 500 ms doubling up to 30 s
+  Backoff backoff_;  // kRetryBaseMs doubling up to kRetryCapMs
   uvx::Timer retry_timer_;
 };
 

@@ -24,7 +24,7 @@ RunReporter::RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir
       dir_(std::move(dir)),
       agent_(std::move(agent)),
       on_done_(std::move(on_done)),
-      backoff_(500, 30'000, random),
+      backoff_(kRetryBaseMs, kRetryCapMs, random),
       retry_timer_(loop) {}
 
 std::string RunReporter::PathFor(AttemptKey key) const {

@@ -226,6 +226,40 @@ TEST_F(FaultTest, AgentKilledMidShardIsReplacedWithinTtlPlusHeartbeatPlusOneSeco
   }
 }
 
+// However long the coordinator was gone, its agents are back within the claim backoff's cap
+// (5 s) of its return: three outages of 20 s each, long enough for an uncapped backoff to
+// have reached tens of seconds, and each time both agents claim again within 5 s plus a
+// second of the coordinator's restart.
+TEST_F(FaultTest, AgentsAreBackWithinSecondsOfTheCoordinatorsReturnAfterLongOutages) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b"}) c.StartAgent(name, 1);
+  c.WaitForAgents(2);
+  for (int outage = 1; outage <= 3; ++outage) {
+    c.coord().Kill9();
+    std::this_thread::sleep_for(seconds(20));  // the outage
+    c.coord().Start();
+    const auto back = std::chrono::steady_clock::now();
+    // An agent the restarted coordinator lists as connected has claimed since.
+    bool both = testing::Coordinator::Eventually(
+        [&] {
+          int connected = 0;
+          for (const nlohmann::json& a : c.coord().GetJson("/v1/agents")) {
+            connected += a.value("connected", false) ? 1 : 0;
+          }
+          return connected == 2;
+        },
+        seconds(60));
+    ASSERT_TRUE(both) << "outage " << outage << ": the agents did not come back";
+    int64_t took =
+        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - back).count();
+    std::cout << "outage " << outage << " (20 s): both agents back " << took
+              << " ms after the coordinator's restart\n";
+    EXPECT_LE(took, 6000) << "outage " << outage;
+  }
+  c.StopAll();
+}
+
 TEST_F(FaultTest, StoppedAgentPastItsTtlHasItsShardKilledByItsFenceBeforeTheShardRunsElsewhere) {
   cluster_ = std::make_unique<FaultCluster>(kShortLeases);
   FaultCluster& c = *cluster_;

@@ -286,14 +286,18 @@ TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLe
   EXPECT_EQ(WaitRun(id, seconds(10))["state"], "canceled");
 }
 
+// The unprivileged user the run_as tests switch to, made once on this machine.
+void EnsureTestUser() {
+  if (getpwnam("jobctl-test") != nullptr) return;
+  ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
+                        "--shell /bin/sh jobctl-test"),
+            0);
+}
+
 TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
   const char* user = "jobctl-test";
-  if (getpwnam(user) == nullptr) {
-    ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
-                          "--shell /bin/sh jobctl-test"),
-              0);
-  }
+  ASSERT_NO_FATAL_FAILURE(EnsureTestUser());
   struct passwd* pw = getpwnam(user);
   ASSERT_NE(pw, nullptr);
   StartCoordinator();
@@ -320,12 +324,7 @@ TEST_F(AgentTest, RunAsGetsTheUsersIdentityAndRootIsRefusedByDefault) {
 // once, saying so; with an output_dir it can reach, the value reaches the next step.
 TEST_F(AgentTest, AStepRunAsAnotherUserNeedsAnOutputDirItCanReach) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to create a user and switch to it";
-  const char* user = "jobctl-test";
-  if (getpwnam(user) == nullptr) {
-    ASSERT_EQ(std::system("useradd --system --create-home --home-dir /var/tmp/jobctl-test-home "
-                          "--shell /bin/sh jobctl-test"),
-              0);
-  }
+  ASSERT_NO_FATAL_FAILURE(EnsureTestUser());
   ASSERT_EQ(chmod(dir_.path().c_str(), 0711), 0);
   std::filesystem::create_directories(dir_.path() + "/run");
   ASSERT_EQ(chmod((dir_.path() + "/run").c_str(), 0711), 0);
