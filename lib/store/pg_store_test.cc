@@ -42,6 +42,17 @@ class PgStoreTest : public ::testing::Test {
     url_ = server_->Url(name);
   }
 
+  // The scheduler schema at `version` (an earlier release's), with `sql` run in it.
+  void WriteOlderDatabase(int version, const std::string& sql) {
+    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
+    ASSERT_TRUE(older.ok()) << older.status().ToString();
+    std::vector<pg::Connection::Migration> before(PgSchedulerMigrations().begin(),
+                                                  PgSchedulerMigrations().begin() + version);
+    ASSERT_EQ(before.back().version, version);
+    ASSERT_TRUE((*older)->Migrate("scheduler", before).ok());
+    ASSERT_TRUE((*older)->Script(sql).ok());
+  }
+
   std::unique_ptr<Store> Open(int64_t hold_ttl_ms = 10000) {
     Result<std::unique_ptr<Store>> s =
         OpenStore({.url = url_, .holder = "test", .hold_ttl_ms = hold_ttl_ms});
@@ -311,25 +322,16 @@ TEST_F(PgStoreTest, AStandbysLogStoreReadsAHoldersLogTablesWithoutRetention) {
 // A database of schema 6 gets its jobs' `on` selectors from their specs, and its shards no
 // usage.
 TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) {
-  {
-    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
-    ASSERT_TRUE(older.ok()) << older.status().ToString();
-    std::vector<pg::Connection::Migration> before(PgSchedulerMigrations().begin(),
-                                                  PgSchedulerMigrations().begin() + 6);
-    ASSERT_EQ(before.back().version, 6);
-    ASSERT_TRUE((*older)->Migrate("scheduler", before).ok());
-    ASSERT_TRUE(
-        (*older)
-            ->Script("INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) "
-                     "VALUES(1, 'web', '{\"name\":\"web\",\"on\":[\"role=web\",\"dc!=fra1\"]}', "
-                     "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); "
-                     "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
-                     "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
-                     "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
-                     "INSERT INTO shards(run_id, idx, state, attempt) "
-                     "VALUES(7, 0, 'succeeded', 1)")
-            .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteOlderDatabase(
+      6,
+      "INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) "
+      "VALUES(1, 'web', '{\"name\":\"web\",\"on\":[\"role=web\",\"dc!=fra1\"]}', "
+      "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); "
+      "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
+      "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
+      "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
+      "INSERT INTO shards(run_id, idx, state, attempt) "
+      "VALUES(7, 0, 'succeeded', 1)"));
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
   std::map<std::string, std::string> labels;
@@ -350,24 +352,15 @@ TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) 
 // A database of schema 5, from before flows, opens with its jobs and runs as plain ones, and
 // a step's second run is refused on the migrated table.
 TEST_F(PgStoreTest, ADatabaseFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
-  {
-    Result<std::unique_ptr<pg::Connection>> older = pg::Connection::Open(url_);
-    ASSERT_TRUE(older.ok()) << older.status().ToString();
-    std::vector<pg::Connection::Migration> before(PgSchedulerMigrations().begin(),
-                                                  PgSchedulerMigrations().begin() + 5);
-    ASSERT_EQ(before.back().version, 5);
-    ASSERT_TRUE((*older)->Migrate("scheduler", before).ok());
-    ASSERT_TRUE(
-        (*older)
-            ->Script("INSERT INTO jobs(id, name, spec, active, revision, updated_ms, "
-                     "schedule) VALUES(1, 'backup', '{}', true, 1, 1, '@daily'); "
-                     "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
-                     "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
-                     "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
-                     "INSERT INTO shards(run_id, idx, state, attempt) "
-                     "VALUES(7, 0, 'succeeded', 1)")
-            .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      WriteOlderDatabase(5,
+                         "INSERT INTO jobs(id, name, spec, active, revision, updated_ms, "
+                         "schedule) VALUES(1, 'backup', '{}', true, 1, 1, '@daily'); "
+                         "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
+                         "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
+                         "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
+                         "INSERT INTO shards(run_id, idx, state, attempt) "
+                         "VALUES(7, 0, 'succeeded', 1)"));
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
   Result<JobRow> job = store->GetJob(1);

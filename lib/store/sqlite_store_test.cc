@@ -140,6 +140,16 @@ INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated
   std::filesystem::remove_all(dir);
 }
 
+// A scheduler file at schema `version` (an earlier release's), with `sql` run in it.
+void WriteOlderFile(const std::string& path, int version, const char* sql) {
+  std::vector<Database::Migration> before(SchedulerMigrations().begin(),
+                                          SchedulerMigrations().begin() + version);
+  ASSERT_EQ(before.back().version, version);
+  Database db;
+  ASSERT_TRUE(db.Open(path, before).ok());
+  ASSERT_TRUE(db.Exec(sql).ok());
+}
+
 // A job whose stored enum names this binary does not know (a newer release wrote them) keeps
 // the defaults and is counted, instead of stopping the start.
 // A file of version 10 (before flows) opens with its jobs, runs and shards as they were: none
@@ -148,21 +158,13 @@ TEST(StoreMigrationTest, AFileFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/jobctl.db";
-  {
-    std::vector<Database::Migration> before(SchedulerMigrations().begin(),
-                                            SchedulerMigrations().begin() + 10);
-    ASSERT_EQ(before.back().version, 10);
-    Database db;
-    ASSERT_TRUE(db.Open(path, before).ok());
-    ASSERT_TRUE(db.Exec(R"sql(
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(path, 10, R"sql(
 INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms, schedule)
   VALUES (1, 'backup', '{"name":"backup","schedule":"@daily"}', 1, 0, 5000, 1, 1, '@daily');
 INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
   VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
 INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
-)sql")
-                    .ok());
-  }
+)sql"));
   Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Result<JobRow> job = (*store)->GetJob(1);
@@ -198,13 +200,7 @@ TEST(StoreMigrationTest, AFileFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec)
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/jobctl.db";
-  {
-    std::vector<Database::Migration> before(SchedulerMigrations().begin(),
-                                            SchedulerMigrations().begin() + 11);
-    ASSERT_EQ(before.back().version, 11);
-    Database db;
-    ASSERT_TRUE(db.Open(path, before).ok());
-    ASSERT_TRUE(db.Exec(R"sql(
+  ASSERT_NO_FATAL_FAILURE(WriteOlderFile(path, 11, R"sql(
 INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) VALUES
   (1, 'web', '{"name":"web","on":["role=web","dc!=fra1"]}', 1, 1, 1, '@daily'),
   (2, 'any', '{"name":"any","on":[]}', 1, 1, 1, '@daily'),
@@ -212,9 +208,7 @@ INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) VALUES
 INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
   VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
 INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
-)sql")
-                    .ok());
-  }
+)sql"));
   Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::map<std::string, std::string> labels;

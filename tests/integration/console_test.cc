@@ -10,6 +10,8 @@
 // (console-jobs.png, console-job.png, console-run.png, console-fleet.png) to DIR.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -172,6 +174,27 @@ on = ["role=web", "dc!=fra1"]
   Picture("console-jobs.png");
 }
 
+// The rows in view are read again every 10 seconds: a run that ends while the list is open
+// shows there without a reload.
+TEST_F(ConsoleTest, TheJobsListShowsARunThatEndedWhileItWasOpen) {
+  coord_->Apply(R"([[job]]
+name = "later"
+schedule = "@yearly"
+shell = "exit 4"
+)");
+  Open("/jobs", coord_->admin_token());
+  ASSERT_TRUE(browser_->WaitFor("document.body.dataset.jobsLoaded === '1'", seconds(15)));
+  EXPECT_NE(Text(".jobs-row[data-job=later]").find("no run yet"), std::string::npos);
+  browser_->Eval("window.sameDocument = true");
+  json run = coord_->PostJson("/v1/jobs/later/trigger", json::object());
+  ASSERT_EQ(coord_->WaitRun(run["id"], seconds(20))["state"], "failed");
+  ASSERT_TRUE(browser_->WaitFor(
+      "(document.querySelector('.jobs-row[data-job=later]')?.textContent || '').includes('failed')",
+      seconds(25)))
+      << Text(".jobs-row[data-job=later]");
+  EXPECT_EQ(browser_->Eval("window.sameDocument === true"), true);
+}
+
 TEST_F(ConsoleTest, AThousandJobsAreReadAPageAtATimeAsTheyComeIntoView) {
   std::string toml;
   char name[32];
@@ -265,6 +288,58 @@ printf 'after the gate\n'
       << Text("#shards");
 }
 
+// A tab out of view asks for more output without waiting, every 5 s, instead of holding one
+// of the browser's few connections to the coordinator; shown again, it waits for output.
+TEST_F(ConsoleTest, ATabOutOfViewAsksForOutputWithoutWaitingUntilItIsShownAgain) {
+  coord_->Apply(R"([[job]]
+name = "quiet"
+schedule = "@yearly"
+shell = '''
+echo first
+while [ ! -e )" +
+                dir_.path() + R"(/one ]; do sleep 0.05; done
+echo second
+while [ ! -e )" +
+                dir_.path() + R"(/two ]; do sleep 0.05; done
+echo third
+'''
+)");
+  int64_t id = coord_->PostJson("/v1/jobs/quiet/trigger", json::object())["id"];
+  Open("/run/" + std::to_string(id), coord_->admin_token());
+  ASSERT_TRUE(browser_->WaitFor(
+      "(document.getElementById('output') || {}).textContent?.includes('first')", seconds(20)));
+  auto reads = [this](const std::string& wait) {
+    browser_->Eval("0");  // reads the events still in the pipe
+    return std::count_if(
+        browser_->requests().begin(), browser_->requests().end(), [&](const std::string& url) {
+          return url.find("/v1/runs/") != std::string::npos && url.ends_with("&wait_ms=" + wait);
+        });
+  };
+  const auto waiting_before = reads("25000");
+  ASSERT_GE(waiting_before, 1);
+  EXPECT_EQ(reads("0"), 0);
+  browser_->Eval(
+      "Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});"
+      "document.dispatchEvent(new Event('visibilitychange'))");
+  dir_.Write("one", "");  // ends the read that waits
+  ASSERT_TRUE(browser_->WaitFor("document.getElementById('output').textContent.includes('second')",
+                                seconds(20)));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(Coordinator::Eventually([&] { return reads("0") >= 2; }, seconds(15)));
+  // The second read without waiting came about 5 s after the first.
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+  EXPECT_EQ(reads("25000"), waiting_before);  // none since it was hidden
+  browser_->Eval(
+      "Object.defineProperty(document, 'hidden', {configurable: true, get: () => false});"
+      "document.dispatchEvent(new Event('visibilitychange'))");
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return reads("25000") >= waiting_before + 1; }, seconds(10)));
+  dir_.Write("two", "");
+  ASSERT_TRUE(
+      browser_->WaitFor("document.getElementById('output')?.dataset.done === 'true'", seconds(20)));
+  EXPECT_NE(Text("#output").find("third"), std::string::npos);
+}
+
 TEST_F(ConsoleTest, A32MiBOutputShowsItsTailAndLoadsEarlierOutputOnRequest) {
   coord_->Apply(R"([[job]]
 name = "loud"
@@ -351,6 +426,11 @@ shell = "true"
   EXPECT_EQ(browser_->Eval("document.querySelectorAll('#next-fires li').length"), 10);
   EXPECT_NE(Text("#next-fires").find("2027-01-01T00:00:00Z"), std::string::npos);
   EXPECT_NE(Text("#who").find("(trigger, jobs deploy-*)"), std::string::npos);
+  // Allowed: drawn solid. Pause is an admin's: drawn dashed.
+  EXPECT_EQ(browser_->Eval("getComputedStyle(document.getElementById('trigger')).borderTopStyle"),
+            "solid");
+  EXPECT_EQ(browser_->Eval("getComputedStyle(document.getElementById('pause')).borderTopStyle"),
+            "dashed");
   browser_->Eval("document.getElementById('trigger').click()");
   ASSERT_TRUE(
       browser_->WaitFor("/^#\\/run\\/\\d+$/.test(location.hash) && "
@@ -372,6 +452,8 @@ shell = "true"
       browser_->WaitFor("document.body.dataset.role === 'read' && "
                         "document.getElementById('trigger')",
                         seconds(15)));
+  EXPECT_EQ(browser_->Eval("getComputedStyle(document.getElementById('trigger')).borderTopStyle"),
+            "dashed");
   browser_->Eval("document.getElementById('trigger').click()");
   ASSERT_TRUE(browser_->WaitFor(
       "!document.getElementById('banner').hidden && "
