@@ -18,6 +18,13 @@
 namespace jobctl::store {
 namespace {
 
+// A finished run 7 of job 1 with its one shard, as any schema version holds it.
+constexpr const char* kOldRun =
+    "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, "
+    "shard_total) VALUES(7, 1, 'schedule', 1000, 1000, 'succeeded', "
+    "'0123456789abcdef0123456789abcdef', 1); "
+    "INSERT INTO shards(run_id, idx, state, attempt) VALUES(7, 0, 'succeeded', 1)";
+
 class PgStoreTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -326,12 +333,8 @@ TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) 
       6,
       "INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) "
       "VALUES(1, 'web', '{\"name\":\"web\",\"on\":[\"role=web\",\"dc!=fra1\"]}', "
-      "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); "
-      "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
-      "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
-      "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
-      "INSERT INTO shards(run_id, idx, state, attempt) "
-      "VALUES(7, 0, 'succeeded', 1)"));
+      "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); " +
+          std::string(kOldRun)));
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
   std::map<std::string, std::string> labels;
@@ -355,12 +358,8 @@ TEST_F(PgStoreTest, ADatabaseFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
   ASSERT_NO_FATAL_FAILURE(
       WriteOlderDatabase(5,
                          "INSERT INTO jobs(id, name, spec, active, revision, updated_ms, "
-                         "schedule) VALUES(1, 'backup', '{}', true, 1, 1, '@daily'); "
-                         "INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, "
-                         "trace_id, shard_total) VALUES(7, 1, 'schedule', 1000, 1000, "
-                         "'succeeded', '0123456789abcdef0123456789abcdef', 1); "
-                         "INSERT INTO shards(run_id, idx, state, attempt) "
-                         "VALUES(7, 0, 'succeeded', 1)"));
+                         "schedule) VALUES(1, 'backup', '{}', true, 1, 1, '@daily'); " +
+                             std::string(kOldRun)));
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
   Result<JobRow> job = store->GetJob(1);

@@ -140,14 +140,21 @@ INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated
   std::filesystem::remove_all(dir);
 }
 
+// A finished run 7 of job 1 with its one shard, as any schema version holds it.
+constexpr const char* kOldRun = R"sql(
+INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
+  VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
+INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
+)sql";
+
 // A scheduler file at schema `version` (an earlier release's), with `sql` run in it.
-void WriteOlderFile(const std::string& path, int version, const char* sql) {
+void WriteOlderFile(const std::string& path, int version, const std::string& sql) {
   std::vector<Database::Migration> before(SchedulerMigrations().begin(),
                                           SchedulerMigrations().begin() + version);
   ASSERT_EQ(before.back().version, version);
   Database db;
   ASSERT_TRUE(db.Open(path, before).ok());
-  ASSERT_TRUE(db.Exec(sql).ok());
+  ASSERT_TRUE(db.Exec(sql.c_str()).ok());
 }
 
 // A job whose stored enum names this binary does not know (a newer release wrote them) keeps
@@ -161,10 +168,7 @@ TEST(StoreMigrationTest, AFileFromBeforeFlowsKeepsItsRowsAsPlainJobsAndRuns) {
   ASSERT_NO_FATAL_FAILURE(WriteOlderFile(path, 10, R"sql(
 INSERT INTO jobs(id, name, spec, active, paused, next_fire_ms, revision, updated_ms, schedule)
   VALUES (1, 'backup', '{"name":"backup","schedule":"@daily"}', 1, 0, 5000, 1, 1, '@daily');
-INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
-  VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
-INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
-)sql"));
+)sql" + std::string(kOldRun)));
   Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   Result<JobRow> job = (*store)->GetJob(1);
@@ -205,10 +209,7 @@ INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) VALUES
   (1, 'web', '{"name":"web","on":["role=web","dc!=fra1"]}', 1, 1, 1, '@daily'),
   (2, 'any', '{"name":"any","on":[]}', 1, 1, 1, '@daily'),
   (3, 'old', '{"name":"old"}', 1, 1, 1, '@daily');
-INSERT INTO runs(id, job_id, reason, scheduled_ms, created_ms, state, trace_id, shard_total)
-  VALUES (7, 1, 'schedule', 1000, 1000, 'succeeded', '0123456789abcdef0123456789abcdef', 1);
-INSERT INTO shards(run_id, idx, state, attempt) VALUES (7, 0, 'succeeded', 1);
-)sql"));
+)sql" + std::string(kOldRun)));
   Result<std::unique_ptr<Store>> store = OpenStore({.path = path});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::map<std::string, std::string> labels;
