@@ -416,7 +416,7 @@ async function jobsPage() {
     clearTimeout(timer);
     timer = setTimeout(() => {
       query = filter.value.trim();
-      labels = labelFilter.value.trim().split(/[\s,]+/).filter(Boolean).join(' ');
+      labels = labelFilter.value.trim().split(/\s+/).filter(Boolean).join(' ');
       scroll.scrollTop = 0;
       reload().catch(() => {});
     }, 150);
@@ -1074,7 +1074,8 @@ document.getElementById('forget').onclick = () => {
 };
 document.addEventListener('keydown', (e) => {
   const f = document.getElementById('filter');
-  if (e.key === '/' && f && document.activeElement !== f) { e.preventDefault(); f.focus(); }
+  const typing = ['INPUT', 'TEXTAREA'].includes(document.activeElement?.tagName);
+  if (e.key === '/' && f && !typing) { e.preventDefault(); f.focus(); }
 });
 window.addEventListener('hashchange', () => {
   const before = token;

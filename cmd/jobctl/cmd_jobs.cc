@@ -50,6 +50,15 @@ int RunList(const std::string& label, const GlobalOptions& g) {
   if (!reply.ok()) return Fail("list", "", reply.status());
   Result<std::vector<wire::JobSummaryView>> jobs = ReplyListAs<wire::JobSummaryView>(*reply);
   if (!jobs.ok()) return Fail("list", "", jobs.status());
+  // A coordinator that lists jobs without their `on` predates the filter, and ignored it.
+  if (!label.empty() &&
+      std::any_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.on; })) {
+    return Fail("list", "--label",
+                Status::Unavailable("the coordinator is older than this jobctl and does not "
+                                    "filter by label; upgrade it, or filter the JSON of "
+                                    "`jobctl list -o json`"),
+                kExitUnavailable);
+  }
   if (g.format() == OutputFormat::kJson) {
     PrintJson(*reply);
     return kExitOk;

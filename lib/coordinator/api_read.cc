@@ -26,13 +26,13 @@ std::optional<int64_t> IntParam(const std::map<std::string, std::string>& m, con
   return v;
 }
 
-// The words of a ?label= filter or of a job's `on` text: split at spaces, which no selector
-// holds.
+// The words of a ?label= filter or of a job's `on` text: split at spaces and tabs, which no
+// selector holds.
 std::vector<std::string_view> LabelTerms(std::string_view text) {
   std::vector<std::string_view> out;
   size_t i = 0;
   while (i < text.size()) {
-    size_t end = text.find(' ', i);
+    size_t end = text.find_first_of(" \t", i);
     if (end == std::string_view::npos) end = text.size();
     if (end > i) out.push_back(text.substr(i, end - i));
     i = end + 1;

@@ -158,7 +158,8 @@ ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
       {12, R"sql(
 ALTER TABLE jobs ADD COLUMN on_labels TEXT NOT NULL DEFAULT '';
 UPDATE jobs SET on_labels = COALESCE(
-  (SELECT group_concat(value, ' ') FROM json_each(spec, '$.on')), '')
+  (SELECT group_concat(value, ' ') FROM
+     (SELECT value FROM json_each(spec, '$.on') ORDER BY key)), '')
 WHERE json_valid(spec) AND json_type(spec, '$.on') = 'array';
 ALTER TABLE shards ADD COLUMN peak_rss_bytes INTEGER;
 ALTER TABLE shards ADD COLUMN cpu_ms INTEGER;

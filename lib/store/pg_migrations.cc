@@ -111,12 +111,16 @@ CREATE UNIQUE INDEX runs_step ON runs(flow_run_id, flow_step) WHERE flow_run_id 
 ALTER TABLE shards ADD COLUMN outputs TEXT NOT NULL DEFAULT '';
 )sql"},
       // As the SQLite file's version 12: a job's `on` selectors, a shard's peak memory and
-      // CPU time.
+      // CPU time. PostgreSQL refuses to read a JSON text holding the escape \u0000 (a
+      // description may), so the specs are read with it replaced by \u0001, which keeps the
+      // text valid JSON and the selectors as they are.
       {7, R"sql(
 ALTER TABLE jobs ADD COLUMN on_labels TEXT NOT NULL DEFAULT '';
 UPDATE jobs SET on_labels = COALESCE(
-  (SELECT string_agg(value, ' ') FROM jsonb_array_elements_text(spec::jsonb -> 'on')), '')
-WHERE jsonb_typeof(spec::jsonb -> 'on') = 'array';
+  (SELECT string_agg(e.value, ' ' ORDER BY e.n)
+   FROM json_array_elements_text(replace(spec, '\u0000', '\u0001')::json -> 'on')
+     WITH ORDINALITY AS e(value, n)), '')
+WHERE json_typeof(replace(spec, '\u0000', '\u0001')::json -> 'on') = 'array';
 ALTER TABLE shards ADD COLUMN peak_rss_bytes BIGINT, ADD COLUMN cpu_ms BIGINT;
 )sql"},
   };

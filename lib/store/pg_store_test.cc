@@ -326,14 +326,17 @@ TEST_F(PgStoreTest, AStandbysLogStoreReadsAHoldersLogTablesWithoutRetention) {
   EXPECT_EQ(*(*logs)->RunBytes(7), 5);
 }
 
-// A database of schema 6 gets its jobs' `on` selectors from their specs, and its shards no
-// usage.
+// A database of schema 6 gets its jobs' `on` selectors from their specs, in order, and its
+// shards no usage. A spec holding a NUL escape (a description may), which jsonb refuses,
+// does not stop the migration.
 TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) {
   ASSERT_NO_FATAL_FAILURE(WriteOlderDatabase(
       6,
       "INSERT INTO jobs(id, name, spec, active, revision, updated_ms, schedule) "
       "VALUES(1, 'web', '{\"name\":\"web\",\"on\":[\"role=web\",\"dc!=fra1\"]}', "
-      "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'); " +
+      "true, 1, 1, '@daily'), (2, 'old', '{}', true, 1, 1, '@daily'), "
+      "(3, 'nul', '{\"description\":\"a\\u0000b\",\"on\":[\"z=1\",\"a=2\"]}', true, 1, 1, "
+      "'@daily'); " +
           std::string(kOldRun)));
   std::unique_ptr<Store> store = Open();
   ASSERT_NE(store, nullptr);
@@ -344,8 +347,8 @@ TEST_F(PgStoreTest, ADatabaseFromBeforeLabelsTakesEachJobsSelectorsFromItsSpec) 
               [&](const JobHead& h) { labels[std::string(h.name)] = std::string(h.on_labels); },
               nullptr)
           .ok());
-  EXPECT_EQ(labels,
-            (std::map<std::string, std::string>{{"web", "role=web dc!=fra1"}, {"old", ""}}));
+  EXPECT_EQ(labels, (std::map<std::string, std::string>{
+                        {"web", "role=web dc!=fra1"}, {"old", ""}, {"nul", "z=1 a=2"}}));
   Result<std::optional<RunRecord>> run = store->GetRun(7);
   ASSERT_TRUE(run.ok() && run->has_value());
   ASSERT_EQ((*run)->shards.size(), 1u);

@@ -25,7 +25,7 @@ std::string RunQuery(const char* where_and_order) {
 }
 
 // The job's timing columns (JobTiming), in this order, after id, name, active, paused and
-// next_fire_ms: columns 5 to 15.
+// next_fire_ms: columns 5 to 16.
 constexpr const char* kTimingColumns =
     "schedule, dialect, timezone, anchor_ms, enabled, misfire, overlap, misfire_cap, "
     "expect_success_within_ms, kind, flow_id, on_labels";

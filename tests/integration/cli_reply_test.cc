@@ -202,6 +202,33 @@ TEST(CliReplyTest, JobListAndAgentListThatDoNotDecodeExitUnavailable) {
       << r.err;
 }
 
+// A coordinator from before the label filter ignores ?label= and lists every job, each
+// without `on`: jobctl says so rather than print the whole list as the filtered one.
+TEST(CliReplyTest, ListByLabelFromACoordinatorThatDoesNotFilterExitsUnavailable) {
+  json job = {{"name", "hello"},       {"next_fire", ""}, {"paused", false},
+              {"enabled", true},       {"open_runs", 0},  {"last_state", nullptr},
+              {"last_finished_at", ""}};
+  CannedServer older({{"/v1/jobs", json::array({job}).dump()}});
+  for (const char* format : {"table", "json"}) {
+    ProcessResult r = Jobctl(older, {"-o", format, "list", "--label", "role=web"});
+    EXPECT_EQ(r.exit_code, 69) << r.err;
+    EXPECT_NE(r.err.find("jobctl: list --label: the coordinator is older than this jobctl"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  // Without --label the same reply lists the job.
+  ProcessResult all = Jobctl(older, {"list"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("hello"), std::string::npos);
+  // A coordinator that filters sends `on` with each job.
+  job["on"] = json::array({"role=web"});
+  CannedServer newer({{"/v1/jobs", json::array({job}).dump()}});
+  ProcessResult filtered = Jobctl(newer, {"list", "--label", "role=web"});
+  EXPECT_EQ(filtered.exit_code, 0) << filtered.err;
+  EXPECT_NE(filtered.out.find("hello"), std::string::npos);
+}
+
 TEST(CliReplyTest, AReplyThatIsNotJsonExitsUnavailable) {
   CannedServer server(std::map<std::string, std::string>{{"/v1/jobs", "<html>proxy error</html>"}});
   ProcessResult r = Jobctl(server, {"list"});
