@@ -79,7 +79,27 @@ Status Agent::Start() {
   if (Status s = spool_.Open(); !s.ok()) return s;
   if (Status s = reporter_->Open(); !s.ok()) return s;
   if (Status s = leases_->Init(); !s.ok()) return s;
-  if (Status s = fence_.Start(settings_.exe_path, settings_.event_log, settings_.identity.name);
+  if (Result<CgroupTree> tree = CgroupTree::Open(/*move_self=*/true); tree.ok()) {
+    cgroups_ = std::move(*tree);
+    runner_.UseCgroups(&*cgroups_);
+    int swept = cgroups_->Sweep();
+    std::string controllers;
+    for (const std::string& c : cgroups_->controllers()) {
+      controllers += (controllers.empty() ? "" : " ") + c;
+    }
+    log::Info("each shard runs in a cgroup of its own",
+              {{"cgroup", cgroups_->dir()},
+               {"controllers", controllers.empty() ? "none" : controllers},
+               {"old_trees_removed", static_cast<int64_t>(swept)}});
+  } else {
+    runner_.NoCgroups(tree.status().message());
+    log::Warn(
+        "shards run without a cgroup of their own: a process a job starts with setsid outlives "
+        "its timeout, cancel or fence",
+        {{"reason", tree.status().message()}});
+  }
+  if (Status s = fence_.Start(settings_.exe_path, settings_.event_log, settings_.identity.name,
+                              cgroups_ ? cgroups_->dir() : "");
       !s.ok()) {
     log::Warn("cannot start the fence; shards are fenced only while agentd runs",
               {{"error", s.message()}});

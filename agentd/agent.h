@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,7 @@ class Agent {
   std::unique_ptr<CoordinatorLink> link_;
   Enroller enroller_;
   Spool spool_;
+  std::optional<CgroupTree> cgroups_;  // before runner_, which uses it
   UvRunner runner_;
   Fence fence_;
   std::unique_ptr<LogShipper> shipper_;

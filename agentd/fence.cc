@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/event_log.h"
 #include "base/log.h"
+#include "cgroup.h"
 
 extern char** environ;
 
@@ -28,9 +29,16 @@ int64_t BootMs() { return SystemClock().MonotonicMs(); }
 
 std::string ErrnoText(int e) { return std::strerror(e); }
 
-void Kill(const FenceCommand& c, const EventLog& events) {
+void Kill(const FenceCommand& c, const EventLog& events, const std::string& cgroups) {
+  // The attempt's cgroup first (everything the shard started, also after a setsid), then its
+  // process group (where there is no cgroup).
+  Status in_cgroup =
+      cgroups.empty() ? Status::Ok() : KillCgroup(cgroups + "/" + CgroupRunName(c.key));
   int rc = kill(static_cast<pid_t>(-c.pgid), SIGKILL);
   int err = errno;
+  if (!in_cgroup.ok()) {
+    log::Error("the fence cannot kill a shard's cgroup", {{"error", in_cgroup.message()}});
+  }
   // Written right after the signal, before anything slower: the checker takes it as the
   // moment the shard's process ended.
   events.Write("fenced", {{"run", c.key.run},
@@ -58,11 +66,12 @@ int FenceMain(int argc, char** argv) {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) signal(sig, SIG_IGN);
   log::Configure({log::Level::kInfo, log::Format::kAuto, "agentd-fence"});
   EventLog events;
-  if (argc >= 4) {
+  if (argc >= 4 && argv[2][0] != '\0') {
     if (Status s = events.Open(argv[2], "agent", {{"agent", std::string_view(argv[3])}}); !s.ok()) {
       log::Warn("cannot open the event log", {{"error", s.message()}});
     }
   }
+  std::string cgroups = argc >= 5 ? argv[4] : "";
   std::map<int64_t, FenceCommand> armed;
   bool open = true;
   std::string buf;
@@ -74,7 +83,7 @@ int FenceMain(int argc, char** argv) {
         ++it;
         continue;
       }
-      Kill(it->second, events);
+      Kill(it->second, events, cgroups);
       it = armed.erase(it);
     }
     if (!open && armed.empty()) return 0;
@@ -122,10 +131,12 @@ Fence::~Fence() {
   if (fd_ >= 0) close(fd_);
 }
 
-Status Fence::Start(std::string exe, std::string event_log, std::string agent) {
+Status Fence::Start(std::string exe, std::string event_log, std::string agent,
+                    std::string cgroups) {
   exe_ = std::move(exe);
   event_log_ = std::move(event_log);
   agent_ = std::move(agent);
+  cgroups_ = std::move(cgroups);
   return Spawn();
 }
 
@@ -152,10 +163,11 @@ Status Fence::Spawn() {
         &attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   }
   std::vector<std::string> args = {exe_, "--fence"};
-  if (!event_log_.empty()) {
+  if (!event_log_.empty() || !cgroups_.empty()) {
     args.push_back(event_log_);
     args.push_back(agent_);
   }
+  if (!cgroups_.empty()) args.push_back(cgroups_);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -21,8 +21,10 @@
 // once agentd has closed its end and no armed deadline is left. It runs in its own session, so
 // a terminal's signals to agentd's process group do not reach it.
 //
-// What it does not cover: a descendant that left the shard's process group (setsid) is not
-// killed; a process in uninterruptible sleep dies only when the kernel lets it.
+// Where agentd runs each shard in a cgroup of its own (cgroup.h), the fence kills that cgroup
+// too (cgroup.kill), so a descendant that left the process group (setsid) dies with it. Without
+// one, such a descendant is not killed. A process in uninterruptible sleep dies only when the
+// kernel lets it.
 #pragma once
 
 #include <sys/types.h>
@@ -46,7 +48,8 @@ namespace jobctl::agentd {
 // The fence kills this long after the lease's local deadline.
 inline constexpr int64_t kFenceSlackMs = 500;
 
-// `agentd --fence [EVENT_LOG AGENT_NAME]`: the fence process itself. Returns its exit code.
+// `agentd --fence [EVENT_LOG AGENT_NAME [CGROUPS]]`: the fence process itself (EVENT_LOG may be
+// empty; CGROUPS is agentd's cgroup tree, CgroupTree::dir()). Returns its exit code.
 int FenceMain(int argc, char** argv);
 
 // agentd's side: spawns the fence and sends it commands without ever blocking the loop. When
@@ -60,8 +63,9 @@ class Fence {
   Fence(const Fence&) = delete;
   Fence& operator=(const Fence&) = delete;
 
-  // Spawns `exe --fence` (with the event log and agent name when there is an event log).
-  Status Start(std::string exe, std::string event_log, std::string agent);
+  // Spawns `exe --fence` (with the event log and agent name when there is an event log, and
+  // agentd's cgroup tree when there is one).
+  Status Start(std::string exe, std::string event_log, std::string agent, std::string cgroups = "");
   void Arm(pid_t pgid, int64_t deadline_ms, AttemptKey key);
   void Disarm(pid_t pgid, AttemptKey key);
   // Closes agentd's end: the fence ends once nothing is armed.
@@ -79,7 +83,7 @@ class Fence {
   void Reap();
 
   uv_loop_t* loop_;
-  std::string exe_, event_log_, agent_;
+  std::string exe_, event_log_, agent_, cgroups_;
   int fd_ = -1;
   pid_t pid_ = 0;
   std::unique_ptr<uvx::Poll> writable_;

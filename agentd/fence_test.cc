@@ -3,6 +3,7 @@
 // deadline, never a sleep.
 #include "fence.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,8 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include "base/clock.h"
+#include "cgroup.h"
 #include "process_spawn.h"
+#include "test_process.h"
 
 extern char** environ;
 
@@ -230,6 +236,60 @@ TEST_F(FenceTest, AKilledFenceIsReplacedArmedWithEveryDeadlineStillArmed) {
   }
   ExpectKilled(shard, status, "no new fence killed the shard");
   fence_pid_ = fence_->pid();  // the new one, for TearDown
+}
+
+// Where each shard has a cgroup of its own, the fence kills that cgroup: a descendant that
+// left the shard's process group (setsid) dies with it.
+TEST_F(FenceTest, TheFenceKillsTheShardsCgroupWithADescendantThatLeftTheGroup) {
+  Result<CgroupTree> tree = CgroupTree::Open(/*move_self=*/false);
+  if (!tree.ok()) GTEST_SKIP() << "no cgroup v2 to run shards in: " << tree.status().message();
+  AttemptKey key{10, 0, 1};
+  Result<int> dir_fd = tree->Create(key);
+  ASSERT_TRUE(dir_fd.ok()) << dir_fd.status().ToString();
+  std::string pidfile = ::testing::TempDir() + "/fenced-escape-" + std::to_string(getpid());
+  std::remove(pidfile.c_str());
+  int out = open("/dev/null", O_WRONLY | O_CLOEXEC), err = dup(out);
+  ASSERT_GT(out, 2);
+  ASSERT_GT(err, 2);
+  SpawnSpec spec{
+      {"/bin/sh", "-c", "setsid sh -c 'echo $$ > " + pidfile + "; exec sleep 60' & wait"},
+      {"PATH=/usr/bin:/bin"},
+      "/"};
+  Result<pid_t> shard = SpawnDetached(spec, out, err, *dir_fd);
+  close(out);
+  close(err);
+  close(*dir_fd);
+  ASSERT_TRUE(shard.ok()) << shard.status().ToString();
+  started_.push_back(*shard);
+  // The shell has written the escaped pid once the file holds a number.
+  pid_t escaped = 0;
+  for (int64_t until = BootMs() + 10'000; escaped <= 0 && BootMs() < until;) {
+    if (FILE* f = std::fopen(pidfile.c_str(), "r")) {
+      if (std::fscanf(f, "%d", &escaped) != 1) escaped = 0;
+      std::fclose(f);
+    }
+    if (escaped <= 0) WaitEnd(*shard, 20);
+  }
+  ASSERT_GT(escaped, 0);
+  EXPECT_NE(getsid(escaped), *shard) << "the descendant did not leave the shard's session";
+  ASSERT_TRUE(fence_->Start(AGENTD_PATH, "", "a", tree->dir()).ok());
+  fence_pid_ = fence_->pid();
+  fence_->Arm(*shard, BootMs() + 200, key);
+  ExpectKilled(*shard, WaitEnd(*shard, 10'000), "the fence did not kill the shard");
+  // The escaped sleep is not this test's child: it is gone once its pid is (or a zombie).
+  bool gone = false;
+  for (int64_t until = BootMs() + 10'000;
+       !(gone = testing::ProcessGone(escaped)) && BootMs() < until;) {
+    poll(nullptr, 0, 20);  // the next look
+  }
+  EXPECT_TRUE(gone) << "pid " << escaped << " outlived the fence's kill";
+  if (!gone) kill(escaped, SIGKILL);
+  for (int64_t until = BootMs() + 10'000; !tree->Remove(key) && BootMs() < until;) {
+    poll(nullptr, 0, 20);  // the next look
+  }
+  EXPECT_TRUE(tree->Remove(key));
+  EXPECT_EQ(rmdir(tree->dir().c_str()), 0) << std::strerror(errno);
+  std::remove(pidfile.c_str());
 }
 
 }  // namespace

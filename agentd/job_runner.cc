@@ -39,6 +39,7 @@ struct UvRunner::Child {
   bool exited = false;
   int open_handles = 0;
   ExitInfo exit;
+  std::optional<AttemptKey> cgroup;  // its own cgroup, in the runner's tree
   std::chrono::milliseconds pipe_grace{0};
   Callbacks cb;
   std::unique_ptr<uvx::Timer> kill_timer;
@@ -82,19 +83,47 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
   auto failed = [&spec](const Status& s) { return s.WithContext("cannot start " + spec.argv[0]); };
   // Real pipes: the child's ends block, ours do not; both are close-on-exec, so no other
   // child inherits them (the child's copies on fds 1 and 2 are made by dup2).
+  if (!spec.limits.empty() && (cgroups_ == nullptr || !spec.cgroup)) {
+    return failed(Status::Unavailable(
+        "the job sets resource limits, and this agent runs shards without cgroup v2 (" +
+        no_cgroups_ + "; see agentd(8), CGROUPS)"));
+  }
+  // The attempt's own cgroup, made before the pipes so that a failure leaves nothing open.
+  int cgroup_fd = -1;
+  std::optional<AttemptKey> cgroup;
+  if (cgroups_ != nullptr && spec.cgroup) {
+    Result<int> fd = cgroups_->Create(*spec.cgroup);
+    if (!fd.ok()) return failed(fd.status());
+    cgroup_fd = *fd;
+    cgroup = spec.cgroup;
+    if (Status s = cgroups_->SetLimits(*cgroup, spec.limits); !s.ok()) {
+      close(cgroup_fd);
+      cgroups_->Remove(*cgroup);
+      return failed(s);
+    }
+  }
+  // Every failure below: the cgroup is removed again (nothing can be in it yet, or the
+  // process was killed and reaped).
+  auto undo_cgroup = [&] {
+    if (cgroup_fd >= 0) close(std::exchange(cgroup_fd, -1));
+    if (cgroup) cgroups_->Remove(*cgroup);
+  };
   uv_file out_fds[2], err_fds[2];
   if (int rc = uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
+    undo_cgroup();
     return failed(Status::Unavailable(uv_strerror(rc)));
   }
   if (int rc = uv_pipe(err_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
     ClosePair(out_fds);
+    undo_cgroup();
     return failed(Status::Unavailable(uv_strerror(rc)));
   }
   Status moved = AboveStdio(&out_fds[1]);
   if (moved.ok()) moved = AboveStdio(&err_fds[1]);
-  Result<pid_t> pid = moved.ok() ? SpawnDetached(spec, out_fds[1], err_fds[1]) : moved;
+  Result<pid_t> pid = moved.ok() ? SpawnDetached(spec, out_fds[1], err_fds[1], cgroup_fd) : moved;
   close(out_fds[1]);
   close(err_fds[1]);
+  if (cgroup_fd >= 0) close(std::exchange(cgroup_fd, -1));
   Result<int> pidfd = !pid.ok()                     ? Result<int>(pid.status())
                       : watch_ == ExitWatch::kPidfd ? OpenPidfd(*pid)
                                                     : Result<int>(-1);
@@ -102,6 +131,8 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
     close(out_fds[0]);
     close(err_fds[0]);
     if (pid.ok()) KillAndReap(*pid);
+    if (pid.ok() && cgroup) (void)cgroups_->Kill(*cgroup);
+    undo_cgroup();
     return failed(pidfd.status());
   }
 
@@ -111,6 +142,7 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
   c->id = next_id_++;
   c->pid = *pid;
   c->pidfd = *pidfd;
+  c->cgroup = cgroup;
   c->cb = std::move(callbacks);
   c->pipe_grace = pipe_grace;
   c->exit_watch.data = c;
@@ -120,6 +152,8 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
       close(err_fds[0]);
       close(c->pidfd);
       KillAndReap(c->pid);
+      if (cgroup) (void)cgroups_->Kill(*cgroup);
+      undo_cgroup();
       return failed(Status::Unavailable(std::string("uv_poll_init: ") + uv_strerror(rc)));
     }
     c->watching = true;
@@ -181,7 +215,15 @@ void UvRunner::Terminate(ChildId id, std::chrono::milliseconds grace) {
   if (c->kill_timer->active()) return;  // already terminating
   pid_t pgid = c->pid;
   kill(-pgid, SIGTERM);
-  c->kill_timer->Once(static_cast<uint64_t>(grace.count()), [pgid] { kill(-pgid, SIGKILL); });
+  if (c->cgroup) cgroups_->Signal(*c->cgroup, SIGTERM);
+  c->kill_timer->Once(static_cast<uint64_t>(grace.count()), [this, pgid, cgroup = c->cgroup] {
+    kill(-pgid, SIGKILL);
+    if (cgroup) {
+      if (Status s = cgroups_->Kill(*cgroup); !s.ok()) {
+        log::Error("cannot kill a shard's cgroup", {{"error", s.message()}});
+      }
+    }
+  });
   // A process that is gone while its group lingers: the pipes get the same grace.
   if (c->exited && !c->pipe_timer->active()) {
     c->pipe_timer->Once(static_cast<uint64_t>(grace.count()), [this, c] {
@@ -305,10 +347,46 @@ void UvRunner::MaybeFinish(Child* c) {
   c->pipe_timer.reset();
   Callbacks cb = std::move(c->cb);
   ExitInfo exit = c->exit;
+  if (c->cgroup) {
+    // The figures of every process the run had, then an end to what it left running.
+    CgroupUsage usage = cgroups_->Usage(*c->cgroup);
+    if (usage.cpu_ms) exit.cpu_ms = usage.cpu_ms;
+    if (usage.peak_rss_bytes) exit.peak_rss_bytes = usage.peak_rss_bytes;
+    exit.out_of_memory = usage.oom_killed;
+    RemoveCgroup(*c->cgroup);
+  }
   closing_.emplace(c, std::move(it->second));
   children_.erase(it);
   if (c->open_handles == 0) closing_.erase(c);
   if (cb.on_exit) cb.on_exit(exit);
+}
+
+void UvRunner::RemoveCgroup(const AttemptKey& key) {
+  if (Status s = cgroups_->Kill(key); !s.ok()) {
+    log::Error("cannot kill what a shard left running", {{"error", s.message()}});
+  }
+  if (cgroups_->Remove(key)) return;
+  // Processes take a moment to die after SIGKILL.
+  to_remove_.emplace(key, 0);
+  if (!remove_timer_) remove_timer_ = std::make_unique<uvx::Timer>(loop_);
+  if (!remove_timer_->active()) remove_timer_->Every(100, [this] { RetryRemovals(); });
+}
+
+void UvRunner::RetryRemovals() {
+  for (auto it = to_remove_.begin(); it != to_remove_.end();) {
+    if (cgroups_->Remove(it->first)) {
+      it = to_remove_.erase(it);
+      continue;
+    }
+    // Killed again each time: a fork can race a kill on kernels without cgroup.kill.
+    (void)cgroups_->Kill(it->first);
+    if (++it->second == 100) {
+      log::Warn("a shard's cgroup still has processes 10 s after they were killed",
+                {{"cgroup", cgroups_->RunDir(it->first)}});
+    }
+    ++it;
+  }
+  if (to_remove_.empty()) remove_timer_->Stop();
 }
 
 void UvRunner::OnHandleClosed(Child* c) {
@@ -343,6 +421,7 @@ void UvRunner::Close(std::function<void()> on_closed) {
   // CloseChild moves each child into closing_ (through MaybeFinish) while we iterate.
   while (!children_.empty()) CloseChild(children_.begin()->second.get());
   sigchld_.reset();
+  remove_timer_.reset();  // what is left, the next agentd's sweep removes (cgroup.h)
   if (closing_.empty() && on_closed_) {
     // Nothing is closing: still never call back from inside Close().
     closed_later_ = std::make_unique<uvx::Idle>(loop_);

@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "cgroup.h"
 #include "chunker.h"
 #include "spawn_spec.h"
 #include "uvx/handles.h"
@@ -36,12 +37,16 @@ namespace jobctl::agentd {
 struct ExitInfo {
   int64_t exit_status = 0;
   int term_signal = 0;  // non-zero: killed by this signal
-  // From wait4's rusage, where the exit was reaped here: the largest resident set of the
-  // process or of a descendant it waited for (bytes), and their CPU time, user + system (ms).
-  // The process begins in agentd's address space (posix_spawn), which the kernel counts
-  // towards its peak at the exec: never below agentd's own.
+  // The largest resident set (bytes) and the CPU time, user + system (ms). From the run's
+  // cgroup where it has one: its memory.peak (with the memory controller) and its cpu.stat,
+  // which count every process of the run. Otherwise (and for the peak without the memory
+  // controller) from wait4's rusage: the process or a descendant it waited for. A process
+  // begins in agentd's address space (posix_spawn, or a clone of agentd), which the kernel
+  // counts towards its peak at the exec: that figure is never below agentd's own.
   std::optional<int64_t> peak_rss_bytes;
   std::optional<int64_t> cpu_ms;
+  // The kernel killed a process of the run for going over its memory_max.
+  bool out_of_memory = false;
 };
 
 class Runner {
@@ -67,6 +72,10 @@ class Runner {
 
 class UvRunner final : public Runner {
  public:
+  // With a cgroup tree (cgroup.h), a spec with a `cgroup` key starts in that attempt's own
+  // cgroup: Terminate then signals every process in it (SIGTERM to each, then cgroup.kill),
+  // and when the child is over, whatever it left running is killed and the cgroup removed
+  // (retried every 100 ms until the kernel lets it go). `tree` outlives the runner.
   // How a child's exit is noticed: a pidfd (falling back to SIGCHLD where the kernel has
   // none), or SIGCHLD always (for tests of the fallback).
   enum class ExitWatch { kPidfd, kSignal };
@@ -79,6 +88,11 @@ class UvRunner final : public Runner {
   size_t running() const override { return children_.size(); }
   int PidOf(ChildId id) const override;
   void Close(std::function<void()> on_closed) override;
+  void UseCgroups(const CgroupTree* tree) { cgroups_ = tree; }
+  // Why there is no tree: in the error of a spec with limits.
+  void NoCgroups(std::string why) { no_cgroups_ = std::move(why); }
+  // Cgroups of ended children that still had processes: for tests.
+  size_t cgroups_to_remove() const { return to_remove_.size(); }
 
  private:
   struct Child;
@@ -93,6 +107,8 @@ class UvRunner final : public Runner {
   void MaybeFinish(Child* c);
   void CloseChild(Child* c);
   void OnHandleClosed(Child* c);
+  void RemoveCgroup(const AttemptKey& key);
+  void RetryRemovals();
 
   uv_loop_t* loop_;
   ExitWatch watch_;
@@ -105,7 +121,11 @@ class UvRunner final : public Runner {
   std::unique_ptr<uvx::Signal> sigchld_;     // only without pidfds
   std::unique_ptr<uvx::Idle> closed_later_;  // calls on_closed_ from the loop
   int by_signal_ = 0;                        // children whose exit only SIGCHLD tells
-  char read_buf_[64 * 1024];                 // every read is consumed before the next one
+  const CgroupTree* cgroups_ = nullptr;
+  std::string no_cgroups_ = "no cgroup tree";
+  std::map<AttemptKey, int> to_remove_;  // cgroups not empty yet: tries so far
+  std::unique_ptr<uvx::Timer> remove_timer_;
+  char read_buf_[64 * 1024];  // every read is consumed before the next one
 };
 
 }  // namespace jobctl::agentd

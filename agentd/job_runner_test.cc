@@ -10,25 +10,74 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "cgroup.h"
+#include "test_process.h"
+#include "uvx/handles.h"
 
 namespace jobctl::agentd {
 namespace {
 
 using std::chrono::milliseconds;
 
-// Every test runs twice: exits seen through pidfds, and through SIGCHLD (the fallback for
-// kernels without pidfds).
-class UvRunnerTest : public ::testing::TestWithParam<UvRunner::ExitWatch> {
+struct Mode {
+  UvRunner::ExitWatch watch;
+  bool cgroup;  // each child in a cgroup of its own (clone3), as agentd does where it can
+};
+
+// Every test runs three times: exits seen through pidfds, through SIGCHLD (the fallback for
+// kernels without pidfds), and with each child in a cgroup of its own. The cgroup runs need
+// a writable cgroup v2 hierarchy (root), and are skipped with the reason without one.
+class UvRunnerTest : public ::testing::TestWithParam<Mode> {
  protected:
-  void SetUp() override { ASSERT_EQ(0, uv_loop_init(&loop_)); }
+  void SetUp() override {
+    ASSERT_EQ(0, uv_loop_init(&loop_));
+    if (GetParam().cgroup) {
+      Result<CgroupTree> tree = CgroupTree::Open(/*move_self=*/false);
+      if (!tree.ok()) GTEST_SKIP() << "no cgroup v2 to run shards in: " << tree.status().message();
+      tree_ = std::move(*tree);
+      runner_->UseCgroups(&*tree_);
+    }
+  }
   void TearDown() override {
+    // The cgroups of what the tests left running are removed once it is dead.
+    if (tree_) RunUntil([this] { return runner_->cgroups_to_remove() == 0; }, 5000);
     bool closed = false;
     runner_->Close([&closed] { closed = true; });
     uv_run(&loop_, UV_RUN_DEFAULT);
     EXPECT_TRUE(closed);
     runner_.reset();
     ASSERT_EQ(0, uv_loop_close(&loop_));
+    if (tree_) {
+      // Every run's cgroup was removed: only the tree itself is left.
+      EXPECT_EQ(rmdir(tree_->dir().c_str()), 0) << tree_->dir() << ": " << std::strerror(errno);
+    }
+  }
+  bool cgroup() const { return GetParam().cgroup; }
+  // Runs the loop until `done` or `ms` have passed.
+  void RunUntil(const std::function<bool()>& done, int ms) {
+    auto end = std::chrono::steady_clock::now() + milliseconds(ms);
+    uvx::Timer tick(&loop_);
+    tick.Every(10, [] {});
+    while (!done() && std::chrono::steady_clock::now() < end) uv_run(&loop_, UV_RUN_ONCE);
+    tick.Stop();
+  }
+  static bool Gone(pid_t pid) { return testing::ProcessGone(pid); }
+  static pid_t ReadPid(const std::string& path) {
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return 0;
+    int pid = 0;
+    if (std::fscanf(f, "%d", &pid) != 1) pid = 0;
+    std::fclose(f);
+    return pid;
+  }
+  static SpawnSpec InCgroup(SpawnSpec spec, AttemptKey key) {
+    spec.cgroup = key;
+    return spec;
   }
 
   static void WriteScript(const std::string& path, const std::string& text) {
@@ -59,7 +108,8 @@ class UvRunnerTest : public ::testing::TestWithParam<UvRunner::ExitWatch> {
       done = true;
       exit = e;
     };
-    Result<Runner::ChildId> id = runner_->Start(spec, grace, cb);
+    Result<Runner::ChildId> id =
+        runner_->Start(cgroup() ? InCgroup(spec, {++next_run_, 0, 1}) : spec, grace, cb);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     if (!id.ok()) return exit;
     child = *id;
@@ -71,10 +121,12 @@ class UvRunnerTest : public ::testing::TestWithParam<UvRunner::ExitWatch> {
   }
 
   uv_loop_t loop_;
-  std::unique_ptr<UvRunner> runner_ = std::make_unique<UvRunner>(&loop_, GetParam());
+  std::optional<CgroupTree> tree_;
+  std::unique_ptr<UvRunner> runner_ = std::make_unique<UvRunner>(&loop_, GetParam().watch);
   std::string out_, err_;
   bool terminate_on_output_ = false;  // Terminate once the child has said it is up
   bool terminated_ = false;
+  RunId next_run_ = 0;
 };
 
 TEST_P(UvRunnerTest, CapturesBothStreamsAndTheExitStatus) {
@@ -188,11 +240,155 @@ TEST_P(UvRunnerTest, ReportsThePeakMemoryAndCpuTimeOfTheProcessAndTheChildrenItW
   EXPECT_LE(*busy.cpu_ms, wall_ms + 20);
 }
 
+// A limit is never silently dropped: without cgroups, or without the limit's controller,
+// the shard does not start, and the error says why.
+TEST_P(UvRunnerTest, ASpecWithLimitsIsRefusedWhereTheyCannotBeEnforced) {
+  SpawnSpec spec = Shell("echo ran");
+  spec.limits = {int64_t{64} << 20, 50, 10, 100};
+  Runner::Callbacks cb;
+  cb.on_output = [](ChunkStream, std::string_view) {};
+  cb.on_exit = [](ExitInfo) { ADD_FAILURE() << "a refused shard ran"; };
+  if (!cgroup()) {
+    runner_->NoCgroups("no cgroup v2 hierarchy is mounted");
+    Result<Runner::ChildId> id = runner_->Start(spec, milliseconds(100), cb);
+    ASSERT_FALSE(id.ok());
+    EXPECT_EQ(id.status().message(),
+              "cannot start /bin/sh: the job sets resource limits, and this agent runs shards "
+              "without cgroup v2 (no cgroup v2 hierarchy is mounted; see agentd(8), CGROUPS)");
+    return;
+  }
+  struct One {
+    const char* key;
+    const char* controller;
+    ResourceLimits limits;
+  };
+  int refused = 0;
+  for (const One& one :
+       {One{"memory_max", "memory", {.memory_max_bytes = int64_t{64} << 20}},
+        One{"cpu_max", "cpu", {.cpu_max_percent = 50}}, One{"pids_max", "pids", {.pids_max = 10}},
+        One{"io_weight", "io", {.io_weight = 100}}}) {
+    if (tree_->controllers().count(one.controller)) continue;
+    SpawnSpec limited = InCgroup(Shell("echo ran"), {++next_run_, 0, 1});
+    limited.limits = one.limits;
+    Result<Runner::ChildId> id = runner_->Start(limited, milliseconds(100), cb);
+    ASSERT_FALSE(id.ok()) << one.key;
+    EXPECT_NE(id.status().message().find(std::string(one.key) + " needs the cgroup v2 " +
+                                         one.controller + " controller, which is not enabled"),
+              std::string::npos)
+        << id.status().message();
+    // Nothing is left of the attempt's cgroup.
+    struct stat st {};
+    EXPECT_NE(stat(tree_->RunDir({next_run_, 0, 1}).c_str(), &st), 0);
+    ++refused;
+  }
+  std::cerr << refused << " of 4 limits refused: their controllers are not enabled here\n";
+}
+
+// What only a cgroup gives (skipped with the reason without a writable cgroup v2); then the
+// limits themselves, where the machine delegates their controllers (a cgroup v2 host, as
+// under systemd with Delegate=yes), skipped with the reason elsewhere.
+class UvRunnerCgroupTest : public UvRunnerTest {
+ protected:
+  void Need(const char* controller) {
+    if (!tree_->controllers().count(controller)) {
+      GTEST_SKIP() << "the cgroup v2 " << controller << " controller is not enabled for runs in "
+                   << tree_->dir() << " (it is bound to cgroup v1, or the parent has processes)";
+    }
+  }
+};
+
+// A descendant that left the shard's process group (setsid) is out of reach of a signal to
+// the group: only the run's cgroup holds it. Terminate kills it too.
+TEST_P(UvRunnerCgroupTest, TerminateKillsADescendantThatLeftTheProcessGroup) {
+  std::string pidfile = ::testing::TempDir() + "/escaped-" + std::to_string(getpid());
+  std::remove(pidfile.c_str());
+  terminate_on_output_ = true;
+  ExitInfo e = RunToEnd(Shell("setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " + pidfile +
+                              "; trap '' TERM; echo up; sleep 60"),
+                        milliseconds(300));
+  EXPECT_EQ(e.term_signal, SIGKILL);
+  pid_t escaped = ReadPid(pidfile);
+  ASSERT_GT(escaped, 0);
+  RunUntil([&] { return Gone(escaped); }, 5000);
+  EXPECT_TRUE(Gone(escaped)) << "pid " << escaped << " outlived Terminate";
+  RunUntil([&] { return runner_->cgroups_to_remove() == 0; }, 5000);
+  EXPECT_EQ(runner_->cgroups_to_remove(), 0u);
+  std::remove(pidfile.c_str());
+}
+
+// When the shard's process has ended, what it left running in its cgroup is killed and the
+// cgroup removed: nothing of one run goes on beside the next.
+TEST_P(UvRunnerCgroupTest, WhatAShardLeftRunningEndsWithItAndItsCgroupIsRemoved) {
+  std::string pidfile = ::testing::TempDir() + "/left-" + std::to_string(getpid());
+  std::remove(pidfile.c_str());
+  ExitInfo e = RunToEnd(
+      Shell("setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > " + pidfile + "; echo done"),
+      milliseconds(1000));
+  EXPECT_EQ(e.exit_status, 0);
+  pid_t left = ReadPid(pidfile);
+  ASSERT_GT(left, 0);
+  RunUntil([&] { return Gone(left) && runner_->cgroups_to_remove() == 0; }, 5000);
+  EXPECT_TRUE(Gone(left)) << "pid " << left << " outlived its shard";
+  EXPECT_EQ(runner_->cgroups_to_remove(), 0u);
+  struct stat st {};
+  EXPECT_NE(stat(tree_->RunDir({next_run_, 0, 1}).c_str(), &st), 0) << "the run's cgroup is left";
+}
+
+// The CPU time of a run counts every process in its cgroup, also one nobody waited for
+// (wait4's figure cannot see it).
+TEST_P(UvRunnerCgroupTest, CpuTimeCountsADescendantNobodyWaitedFor) {
+  // dd writes to /dev/null on its stdout; its stderr (the pipe) keeps the shard open until
+  // it ends.
+  ExitInfo e = RunToEnd(Shell("dd if=/dev/zero of=/dev/null bs=1M count=6000 & exit 0"),
+                        milliseconds(20000));
+  EXPECT_EQ(e.exit_status, 0);
+  ASSERT_TRUE(e.cpu_ms.has_value());
+  EXPECT_GE(*e.cpu_ms, 50) << "6 GB read from /dev/zero by an orphaned dd";
+}
+
+TEST_P(UvRunnerCgroupTest, AShardOverItsMemoryMaxIsKilledAndSaysOutOfMemory) {
+  Need("memory");
+  if (IsSkipped()) return;
+  SpawnSpec spec = Shell("dd if=/dev/zero of=/dev/null bs=256M count=1");
+  spec.limits.memory_max_bytes = int64_t{32} << 20;
+  ExitInfo e = RunToEnd(spec, milliseconds(1000));
+  EXPECT_TRUE(e.out_of_memory);
+  EXPECT_NE(e.exit_status, 0);
+}
+
+TEST_P(UvRunnerCgroupTest, PidsMaxContainsAForkBomb) {
+  Need("pids");
+  if (IsSkipped()) return;
+  SpawnSpec spec = Shell("for i in $(seq 60); do sleep 30 & done; echo started; wait");
+  spec.limits.pids_max = 20;
+  terminate_on_output_ = true;
+  RunToEnd(spec, milliseconds(200));
+  // The shell could not start 60 sleeps: forks failed once 20 processes were in the cgroup.
+  EXPECT_NE(err_.find("fork"), std::string::npos) << err_;
+}
+
+TEST_P(UvRunnerCgroupTest, CpuMaxReachesTheCgroup) {
+  Need("cpu");
+  if (IsSkipped()) return;
+  // The shard prints its own cgroup's cpu.max (RunToEnd gives it the next run number).
+  SpawnSpec spec = Shell("cat " + tree_->RunDir({next_run_ + 1, 0, 1}) + "/cpu.max");
+  spec.limits.cpu_max_percent = 150;
+  RunToEnd(spec, milliseconds(1000));
+  EXPECT_EQ(out_, "150000 100000\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(InCgroups, UvRunnerCgroupTest,
+                         ::testing::Values(Mode{UvRunner::ExitWatch::kPidfd, true}),
+                         [](const ::testing::TestParamInfo<Mode>&) { return "Cgroup"; });
+
 INSTANTIATE_TEST_SUITE_P(ExitWatches, UvRunnerTest,
-                         ::testing::Values(UvRunner::ExitWatch::kPidfd,
-                                           UvRunner::ExitWatch::kSignal),
-                         [](const ::testing::TestParamInfo<UvRunner::ExitWatch>& p) {
-                           return p.param == UvRunner::ExitWatch::kPidfd ? "Pidfd" : "Sigchld";
+                         ::testing::Values(Mode{UvRunner::ExitWatch::kPidfd, false},
+                                           Mode{UvRunner::ExitWatch::kSignal, false},
+                                           Mode{UvRunner::ExitWatch::kPidfd, true}),
+                         [](const ::testing::TestParamInfo<Mode>& p) {
+                           if (p.param.cgroup) return "Cgroup";
+                           return p.param.watch == UvRunner::ExitWatch::kPidfd ? "Pidfd"
+                                                                               : "Sigchld";
                          });
 
 }  // namespace

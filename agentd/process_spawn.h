@@ -22,7 +22,10 @@
 
 namespace jobctl::agentd {
 
-Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd);
+// `cgroup_fd` >= 0 (a cgroup v2 directory): the child starts in that cgroup (clone3 with
+// CLONE_INTO_CGROUP), so that it and everything it starts can be killed together.
+Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd,
+                            int cgroup_fd = -1);
 Result<int> OpenPidfd(pid_t pid);
 
 // The file execvp would run for `program` with this PATH ("" = the default path): `program`

@@ -74,6 +74,16 @@ ShardResult RunningShard::ResultFor(const Assignment& a, StopReason reason, cons
   }
   switch (reason) {
     case StopReason::kNone:
+      if (exit.out_of_memory && (exit.term_signal != 0 || exit.exit_status != 0)) {
+        // The kernel killed the process (or one it needed) for going over memory.max.
+        r.outcome = Outcome::kOutOfMemory;
+        r.message = "killed: out of memory";
+        if (a.limits.memory_max_bytes) {
+          r.message += " (memory_max " + FormatSize(*a.limits.memory_max_bytes) + ")";
+        }
+        r.message += "; " + how;
+        return r;
+      }
       r.outcome = exit.term_signal != 0 ? Outcome::kSignaled : Outcome::kExited;
       r.message = exit.term_signal != 0 ? how : "";
       return r;

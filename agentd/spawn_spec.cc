@@ -110,6 +110,8 @@ SpawnSpec BuildSpawnSpec(const Assignment& a, const SpawnContext& c) {
     spec.cwd = cwd;
     spec.env = std::move(entries);
   }
+  spec.cgroup = a.key;
+  spec.limits = a.limits;
   return spec;
 }
 

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct SpawnSpec {
   // Handed to the process on descriptor 3 when not empty: for the exec helper, the job's
   // environment as "K=V\0" entries.
   std::string helper_input;
+  // The attempt whose cgroup the process starts in, where the runner has a cgroup tree.
+  std::optional<AttemptKey> cgroup;
+  // Set in that cgroup before the process starts; a runner without cgroups refuses a spec
+  // with limits.
+  ResourceLimits limits;
 };
 
 struct UserInfo {

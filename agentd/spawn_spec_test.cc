@@ -169,5 +169,22 @@ TEST(ShardResultTest, OutcomeFollowsTheFirstStopReason) {
             Outcome::kLeaseLost);
 }
 
+// The kernel killed a process of the run for its memory_max: its own outcome, unless the
+// shard succeeded anyway or was being stopped for another reason.
+TEST(ShardResultTest, AnOutOfMemoryKillIsItsOwnOutcomeNamingTheLimit) {
+  Assignment a = Sample();
+  a.limits.memory_max_bytes = int64_t{512} << 20;
+  ExitInfo oom{.exit_status = 0, .term_signal = 9, .out_of_memory = true};
+  ShardResult r = RunningShard::ResultFor(a, StopReason::kNone, "", oom);
+  EXPECT_EQ(r.outcome, Outcome::kOutOfMemory);
+  EXPECT_EQ(r.message, "killed: out of memory (memory_max 512MiB); killed by signal 9 (SIGKILL)");
+  ExitInfo child_oom{.exit_status = 137, .term_signal = 0, .out_of_memory = true};
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kNone, "", child_oom).outcome,
+            Outcome::kOutOfMemory);
+  ExitInfo survived{.exit_status = 0, .term_signal = 0, .out_of_memory = true};
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kNone, "", survived).outcome, Outcome::kExited);
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kTimeout, "t", oom).outcome, Outcome::kTimedOut);
+}
+
 }  // namespace
 }  // namespace jobctl::agentd

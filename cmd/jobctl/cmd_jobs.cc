@@ -141,6 +141,17 @@ int RunShow(const std::string& name, const GlobalOptions& g) {
     if (d.log_cap_bytes > 0) {
       std::cout << "Log cap:   " << FormatSize(d.log_cap_bytes) << " of output kept per run\n";
     }
+    if (!d.limits.empty()) {
+      std::string l;
+      auto add = [&l](const std::string& part) { l += (l.empty() ? "" : "  ") + part; };
+      if (d.limits.memory_max_bytes) add("memory_max " + FormatSize(*d.limits.memory_max_bytes));
+      if (d.limits.cpu_max_percent) {
+        add("cpu_max " + std::to_string(*d.limits.cpu_max_percent) + "%");
+      }
+      if (d.limits.pids_max) add("pids_max " + std::to_string(*d.limits.pids_max));
+      if (d.limits.io_weight) add("io_weight " + std::to_string(*d.limits.io_weight));
+      std::cout << "Limits:    " << l << " (per shard, in its cgroup)\n";
+    }
   }
   std::cout << "Next fires:\n";
   for (const std::string& f : job->next_fires) std::cout << "  " << Shown(f) << '\n';

@@ -229,7 +229,8 @@ colour = "red"
                 "jobs.toml:7:1: flow \"etl\": unknown key \"colour\" (expected name, schedule, "
                 "anchor, command, shell, description, dialect, timezone, on, shards, route, "
                 "overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, "
-                "expect_success_within, kill_grace, log_cap, run_as, cwd, env, params, secrets, "
+                "expect_success_within, kill_grace, log_cap, run_as, cwd, memory_max, cpu_max, "
+                "pids_max, io_weight, env, params, secrets, "
                 "enabled, notify, notify_on, repeat_after or step)",
                 "jobs.toml:10:14: flow \"etl\": step \"a\": schedule: a step starts when its "
                 "needs are met; set it on the [[flow]]",

@@ -206,6 +206,14 @@ std::string RenderJob(const Job& job) {
   if (job.log_cap_bytes > 0) key("log_cap", TomlString(FormatSize(job.log_cap_bytes)));
   if (!job.run_as.empty()) key("run_as", TomlString(job.run_as));
   if (!job.cwd.empty()) key("cwd", TomlString(job.cwd));
+  if (job.limits.memory_max_bytes) {
+    key("memory_max", TomlString(FormatSize(*job.limits.memory_max_bytes)));
+  }
+  if (job.limits.cpu_max_percent) {
+    key("cpu_max", TomlString(std::to_string(*job.limits.cpu_max_percent) + "%"));
+  }
+  if (job.limits.pids_max) key("pids_max", std::to_string(*job.limits.pids_max));
+  if (job.limits.io_weight) key("io_weight", std::to_string(*job.limits.io_weight));
   if (!job.env.empty()) key("env", EnvTable(job.env));
   if (!job.notify.to.empty()) key("notify", StringArray(job.notify.to));
   if (job.notify.on != d.notify.on) key("notify_on", StringArray(NotifyEventList(job.notify.on)));

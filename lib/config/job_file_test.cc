@@ -366,6 +366,61 @@ log_cap = 0
   EXPECT_EQ(r.file.jobs[1].log_cap_bytes, 4096);
 }
 
+TEST(JobFileTest, ResourceLimitsAreReadInDefaultsOrPerJobWithinTheirRanges) {
+  JobFileResult r = Parse(R"(
+[defaults]
+memory_max = "512MiB"
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+cpu_max = "150%"
+pids_max = 64
+io_weight = 200
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+memory_max = "2GiB"
+)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.file.jobs[0].limits.memory_max_bytes, int64_t{512} << 20);
+  EXPECT_EQ(r.file.jobs[0].limits.cpu_max_percent, 150);
+  EXPECT_EQ(r.file.jobs[0].limits.pids_max, 64);
+  EXPECT_EQ(r.file.jobs[0].limits.io_weight, 200);
+  EXPECT_EQ(r.file.jobs[1].limits, ResourceLimits{.memory_max_bytes = int64_t{2} << 30});
+  EXPECT_EQ(Errors(R"(
+[[job]]
+name = "a"
+schedule = "@daily"
+shell = "true"
+memory_max = "512M"
+cpu_max = 1.5
+pids_max = 0
+io_weight = 10001
+[[job]]
+name = "b"
+schedule = "@daily"
+shell = "true"
+memory_max = 1000
+cpu_max = "0%"
+)"),
+            (Lines{
+                R"(jobs.toml:5:14: job "a": memory_max: expected a size from "1MiB" to )"
+                R"("1024GiB" like "512MiB", got "512M")",
+                R"(jobs.toml:6:11: job "a": cpu_max: expected a share of one CPU from "1%" )"
+                R"(to "100000%" like "150%" (one and a half CPUs), got 1.5)",
+                R"(jobs.toml:7:12: job "a": pids_max: expected an integer from 1 to 4194304, )"
+                R"(got 0)",
+                R"(jobs.toml:8:13: job "a": io_weight: expected an integer from 1 to 10000, )"
+                R"(got 10001)",
+                R"(jobs.toml:13:14: job "b": memory_max: expected a size from "1MiB" to )"
+                R"("1024GiB" like "512MiB", got 1000)",
+                R"(jobs.toml:14:11: job "b": cpu_max: expected a share of one CPU from "1%" )"
+                R"(to "100000%" like "150%" (one and a half CPUs), got "0%")",
+            }));
+}
+
 TEST(JobFileTest, UnknownKeySuggestsTheClosestKey) {
   EXPECT_EQ(Errors(R"(
 [[job]]
@@ -387,7 +442,8 @@ colour = "blue"
                 R"(jobs.toml:9:1: job "a": unknown key "colour" (expected name, schedule, )"
                 R"(anchor, command, shell, description, dialect, timezone, on, shards, route, )"
                 R"(overlap, misfire, misfire_cap, on_lost, retry, timeout, jitter, )"
-                R"(expect_success_within, kill_grace, log_cap, run_as, cwd, env, params, )"
+                R"(expect_success_within, kill_grace, log_cap, run_as, cwd, memory_max, )"
+                R"(cpu_max, pids_max, io_weight, env, params, )"
                 R"(secrets, enabled, notify, notify_on or repeat_after))",
             }));
 }

@@ -392,6 +392,48 @@ void ApplyLogCap(const Node& n, Key k, Scope& s, Draft& d) {
   d.job.log_cap_bytes = *v;
 }
 
+// Resource limits (model/job.h), enforced by agentd in the shard's cgroup.
+void ApplyMemoryMax(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<int64_t> v = ParseSize(n);
+  if (!v || *v < kMinMemoryMax || *v > kMaxMemoryMax) {
+    return s.Fail(n, k,
+                  "expected a size from \"1MiB\" to \"1024GiB\" like \"512MiB\", got " + Render(n));
+  }
+  d.job.limits.memory_max_bytes = *v;
+}
+
+// "150%": a share of one CPU, so "150%" is one and a half CPUs.
+void ApplyCpuMax(const Node& n, Key k, Scope& s, Draft& d) {
+  std::optional<std::string> text = n.value<std::string>();
+  int64_t v = 0;
+  bool ok =
+      text && text->size() >= 2 && text->size() <= 8 && text->back() == '%' && (*text)[0] != '0';
+  for (size_t i = 0; ok && i + 1 < text->size(); ++i) {
+    char c = (*text)[i];
+    ok = c >= '0' && c <= '9';
+    v = v * 10 + (c - '0');
+  }
+  if (!ok || v < 1 || v > kMaxCpuPercent) {
+    return s.Fail(n, k,
+                  "expected a share of one CPU from \"1%\" to \"100000%\" like \"150%\" (one "
+                  "and a half CPUs), got " +
+                      Render(n));
+  }
+  d.job.limits.cpu_max_percent = v;
+}
+
+void ApplyPidsMax(const Node& n, Key k, Scope& s, Draft& d) {
+  if (std::optional<int> v = ReadInt(n, k, s, 1, static_cast<int>(kMaxPids))) {
+    d.job.limits.pids_max = *v;
+  }
+}
+
+void ApplyIoWeight(const Node& n, Key k, Scope& s, Draft& d) {
+  if (std::optional<int> v = ReadInt(n, k, s, 1, static_cast<int>(kMaxIoWeight))) {
+    d.job.limits.io_weight = *v;
+  }
+}
+
 // clang-format off
 constexpr JobKey kJobKeys[] = {
     {"name", nullptr, KeyPlace::kNotInDefaults},
@@ -439,6 +481,10 @@ constexpr JobKey kJobKeys[] = {
     {"log_cap", ApplyLogCap},
     {"run_as", ApplyRunAs},
     {"cwd", ApplyCwd},
+    {"memory_max", ApplyMemoryMax},
+    {"cpu_max", ApplyCpuMax},
+    {"pids_max", ApplyPidsMax},
+    {"io_weight", ApplyIoWeight},
     {"env", [](const Node& n, Key k, Scope& s, Draft& d) {
        ReadEnv(n, k, s, d.job.env); }},
     {"params", [](const Node& n, Key k, Scope& s, Draft& d) {

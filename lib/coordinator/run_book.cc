@@ -394,6 +394,7 @@ wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token
   g.cwd = spec.cwd;
   if (spec.timeout) g.timeout_ms = spec.timeout->count();
   g.kill_grace_ms = spec.kill_grace.count();
+  g.limits = spec.limits;
   if (run.rec.flow_run_id != 0) {
     // A step: what it learns of its flow run, as FlowBook recorded it when it started it.
     Result<wire::StepContext> step =

@@ -56,6 +56,24 @@ struct LabelSelector {
   bool operator==(const LabelSelector&) const = default;
 };
 
+// A shard's resource limits, enforced by agentd in the attempt's cgroup v2 (agentd(8),
+// CGROUPS). Unset: no limit. Ranges: kMinMemoryMax..kMaxMemoryMax bytes, 1..kMaxCpuPercent
+// percent of one CPU, 1..kMaxPids processes, io weight 1..10000.
+struct ResourceLimits {
+  std::optional<int64_t> memory_max_bytes;  // memory.max
+  std::optional<int64_t> cpu_max_percent;   // cpu.max: 150 = one and a half CPUs
+  std::optional<int64_t> pids_max;          // pids.max
+  std::optional<int64_t> io_weight;         // io.weight
+  bool empty() const { return !memory_max_bytes && !cpu_max_percent && !pids_max && !io_weight; }
+  bool operator==(const ResourceLimits&) const = default;
+};
+
+inline constexpr int64_t kMinMemoryMax = int64_t{1} << 20;
+inline constexpr int64_t kMaxMemoryMax = int64_t{1} << 40;
+inline constexpr int64_t kMaxCpuPercent = 100'000;
+inline constexpr int64_t kMaxPids = 4'194'304;
+inline constexpr int64_t kMaxIoWeight = 10'000;
+
 struct Job {
   std::string name;       // [a-z0-9][a-z0-9._-]*, unique in the file
   std::string schedule;   // as written; parsed by Schedule
@@ -85,6 +103,7 @@ struct Job {
   int64_t log_cap_bytes = 0;
   std::string run_as;  // "" = the agent's own user
   std::string cwd;     // "" = run_as user's home (or the agent's state dir)
+  ResourceLimits limits;
   std::map<std::string, std::string> env;
   std::map<std::string, Param> params;  // what a trigger may set (env_rules.h)
   // Variable -> file name in agentd's secrets_dir: values read on the host, never stored here.

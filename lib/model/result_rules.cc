@@ -39,6 +39,7 @@ RunState ResultState(Outcome outcome, std::optional<int64_t> exit_code) {
     case Outcome::kCanceled: return RunState::kCanceled;
     case Outcome::kLeaseLost: return RunState::kLost;
     case Outcome::kSignaled:
+    case Outcome::kOutOfMemory:
     case Outcome::kPolicy:
     case Outcome::kSpawnFailed:
     case Outcome::kBadOutput: return RunState::kFailed;
@@ -48,7 +49,7 @@ RunState ResultState(Outcome outcome, std::optional<int64_t> exit_code) {
 
 bool Retryable(Outcome o) {
   return o == Outcome::kExited || o == Outcome::kSignaled || o == Outcome::kTimedOut ||
-         o == Outcome::kSpawnFailed;
+         o == Outcome::kSpawnFailed || o == Outcome::kOutOfMemory;
 }
 
 bool EndedByResultOf(const ShardRecord& s, int64_t token) {

@@ -21,7 +21,7 @@ constexpr EnumNames<RunState, 8> kStates{{
     {RunState::kSkipped, "skipped"},
     {RunState::kLost, "lost"},
 }};
-constexpr EnumNames<Outcome, 8> kOutcomes{{
+constexpr EnumNames<Outcome, 9> kOutcomes{{
     {Outcome::kExited, "exited"},
     {Outcome::kSignaled, "signaled"},
     {Outcome::kTimedOut, "timeout"},
@@ -30,6 +30,7 @@ constexpr EnumNames<Outcome, 8> kOutcomes{{
     {Outcome::kPolicy, "policy"},
     {Outcome::kSpawnFailed, "spawn_failed"},
     {Outcome::kBadOutput, "bad_output"},
+    {Outcome::kOutOfMemory, "out_of_memory"},
 }};
 
 // Higher is worse; decides a finished run's state from its shards.

@@ -48,7 +48,9 @@ enum class Outcome {
   kCanceled,
   kPolicy,
   kSpawnFailed,
-  kBadOutput
+  kBadOutput,
+  // Killed by the kernel for going over the job's memory_max (the cgroup's oom_kill count).
+  kOutOfMemory
 };
 std::string_view OutcomeName(Outcome o);
 std::optional<Outcome> ParseOutcome(std::string_view s);

@@ -5,6 +5,8 @@
 
 #include "wire/bounded_json.h"
 #include "wire/fields.h"
+#include "wire/job_json.h"
+#include "wire/json_number.h"
 #include "wire/log_batch.h"
 
 namespace jobctl::wire {
@@ -155,6 +157,14 @@ json Grant::ToJson() const {
   a["cwd"] = cwd;
   a["timeout_ms"] = OptionalJson(timeout_ms);
   a["kill_grace_ms"] = OptionalJson(kill_grace_ms);
+  // Only where set: a grant without limits reads as before to every agent.
+  if (!limits.empty()) {
+    json l = json::object();
+    LimitsToJson(limits, l);
+    for (auto it = l.begin(); it != l.end(); ++it) {
+      if (!it->is_null()) a[it.key()] = *it;
+    }
+  }
   if (step) a["step"] = step->ToJson();
   return a;
 }
@@ -174,6 +184,7 @@ Result<Grant> Grant::FromJson(const json& j) {
       !s.ok()) {
     return s;
   }
+  if (Status s = LimitsFromJson(j, "assignment", &g.limits); !s.ok()) return s;
   if (auto it = j.find("step"); it != j.end() && !it->is_null()) {
     Result<StepContext> step = StepContext::FromJson(*it);
     if (!step.ok()) return step.status();

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "model/flow_spec.h"
 #include "model/ids.h"
+#include "model/job.h"
 #include "model/run.h"
 #include "model/step_output.h"
 
@@ -87,6 +88,7 @@ struct Grant {
   std::string cwd;     // "" = the user's home (or the state dir without run_as)
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> kill_grace_ms;
+  ResourceLimits limits;            // enforced in the attempt's cgroup (agentd(8), CGROUPS)
   std::optional<StepContext> step;  // a flow step's shard; granted only to agents with
                                     // kStepOutputFeature
 

@@ -24,6 +24,7 @@ Grant FullGrant() {
   g.cwd = "/srv";
   g.timeout_ms = 60'000;
   g.kill_grace_ms = 10'000;
+  g.limits = {int64_t{256} << 20, 50, 100, 300};
   return g;
 }
 
@@ -65,6 +66,20 @@ TEST(AgentMessagesTest, AGrantRoundTripsAndKeepsTheApiFieldNames) {
   }
   // No secrets: no key (older agents never saw one).
   EXPECT_FALSE(j["assignments"][1].contains("secrets"));
+  // Limits only where set.
+  EXPECT_EQ(j["assignments"][0]["memory_max_bytes"], 256 << 20);
+  EXPECT_EQ(j["assignments"][0]["cpu_max_percent"], 50);
+  EXPECT_FALSE(j["assignments"][1].contains("pids_max"));
+}
+
+TEST(AgentMessagesTest, LimitsOutsideTheirRangesAreRefused) {
+  for (const char* bad :
+       {R"("pids_max":0)", R"("memory_max_bytes":-1)", R"("cpu_max_percent":"50")",
+        R"("io_weight":10001)", R"("memory_max_bytes":1e300)"}) {
+    std::string text =
+        std::string(R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,)") + bad + "}]}";
+    EXPECT_FALSE(ClaimReply::FromJson(text).ok()) << text;
+  }
 }
 
 TEST(AgentMessagesTest, OldCoordinatorsSayNothingOfBatches) {

@@ -56,7 +56,39 @@ json JobToJson(const Job& job) {
       {"notify_on", NotifyEventList(job.notify.on)},
       {"repeat_after_ms", job.notify.repeat_after.count()},
   };
+  LimitsToJson(job.limits, j);
   return j;
+}
+
+void LimitsToJson(const ResourceLimits& limits, json& j) {
+  auto opt = [](const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); };
+  j["memory_max_bytes"] = opt(limits.memory_max_bytes);
+  j["cpu_max_percent"] = opt(limits.cpu_max_percent);
+  j["pids_max"] = opt(limits.pids_max);
+  j["io_weight"] = opt(limits.io_weight);
+}
+
+Status LimitsFromJson(const json& j, std::string_view what, ResourceLimits* out) {
+  struct Field {
+    const char* key;
+    int64_t min, max;
+    std::optional<int64_t>* value;
+  };
+  for (Field f : {Field{"memory_max_bytes", kMinMemoryMax, kMaxMemoryMax, &out->memory_max_bytes},
+                  Field{"cpu_max_percent", 1, kMaxCpuPercent, &out->cpu_max_percent},
+                  Field{"pids_max", 1, kMaxPids, &out->pids_max},
+                  Field{"io_weight", 1, kMaxIoWeight, &out->io_weight}}) {
+    auto it = j.find(f.key);
+    if (it == j.end() || it->is_null()) continue;
+    if (!it->is_number_integer() || !JsonNumberFits<int64_t>(*it) || it->get<int64_t>() < f.min ||
+        it->get<int64_t>() > f.max) {
+      return Status::InvalidArgument(std::string(what) + "." + f.key +
+                                     ": expected an integer from " + std::to_string(f.min) +
+                                     " to " + std::to_string(f.max));
+    }
+    *f.value = it->get<int64_t>();
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -220,6 +252,7 @@ Result<Job> JobFromJson(const json& j) {
   if (s.ok()) s = Get(j, "enabled", &job.enabled);
   if (s.ok()) s = Get(j, "description", &job.description);
   if (s.ok()) s = GetNotify(j, &job.notify);
+  if (s.ok()) s = LimitsFromJson(j, "job", &job.limits);
   if (!s.ok()) return s;
   std::optional<Dialect> d = ParseDialect(dialect);
   if (!d) return Status::InvalidArgument("job.dialect: unknown value \"" + dialect + "\"");

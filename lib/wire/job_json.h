@@ -10,6 +10,12 @@
 
 namespace jobctl::wire {
 
+// A job's resource limits as four fields of `j` ("memory_max_bytes", "cpu_max_percent",
+// "pids_max", "io_weight"; null when unset), and read back: each null, absent or an integer
+// in its range (model/job.h), else an error naming `what`.FIELD.
+void LimitsToJson(const ResourceLimits& limits, nlohmann::json& j);
+Status LimitsFromJson(const nlohmann::json& j, std::string_view what, ResourceLimits* out);
+
 nlohmann::json JobToJson(const Job& job);
 Result<Job> JobFromJson(const nlohmann::json& j);
 

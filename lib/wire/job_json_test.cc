@@ -17,6 +17,7 @@ TEST(JobJsonTest, AJobRoundTripsThroughJson) {
   job.expect_success_within = std::chrono::hours(26);
   job.env = {{"K", "V"}};
   job.log_cap_bytes = 4096;
+  job.limits = {int64_t{512} << 20, 150, 64, 200};
   Result<Job> back = JobFromJson(json::parse(JobToJson(job).dump()));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, job);
@@ -31,6 +32,26 @@ TEST(JobJsonTest, NumbersOutsideTheFieldsRangeAreRejected) {
   EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","log_cap_bytes":0})")).status().message(),
             "job.log_cap_bytes: out of range");
   EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","log_cap_bytes":null})"))->log_cap_bytes, 0);
+}
+
+TEST(JobJsonTest, ResourceLimitsAreNullWhenUnsetAndBoundedWhenRead) {
+  Job job{.name = "a"};
+  json j = JobToJson(job);
+  for (const char* k : {"memory_max_bytes", "cpu_max_percent", "pids_max", "io_weight"}) {
+    EXPECT_TRUE(j.contains(k) && j[k].is_null()) << k;
+  }
+  EXPECT_EQ(JobFromJson(json::parse(R"({"name":"a","memory_max_bytes":1000})")).status().message(),
+            "job.memory_max_bytes: expected an integer from 1048576 to 1099511627776");
+  for (const char* bad :
+       {R"({"name":"a","cpu_max_percent":0})", R"({"name":"a","cpu_max_percent":100001})",
+        R"({"name":"a","pids_max":"64"})", R"({"name":"a","io_weight":1e300})",
+        R"({"name":"a","pids_max":4194305})", R"({"name":"a","io_weight":0.5})"}) {
+    EXPECT_FALSE(JobFromJson(json::parse(bad)).ok()) << bad;
+  }
+  // A limit added to a job that had none is a change (and one taken away too).
+  job.limits.pids_max = 10;
+  EXPECT_EQ(ChangedFields(Job{.name = "a"}, job), std::vector<std::string>{"pids_max"});
+  EXPECT_EQ(ChangedFields(job, Job{.name = "a"}), std::vector<std::string>{"pids_max"});
 }
 
 TEST(JobJsonTest, ExpectSuccessWithinIsNullWhenUnsetAndBoundedWhenRead) {

@@ -38,6 +38,20 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Gone, or a zombie nobody reaped yet (its parent was killed).
+bool Gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return stat.empty() ||
+         (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+}
+
+// Whether this agentd runs each shard in a cgroup of its own (it says so at start).
+bool InCgroups(AgentProcess& agent) {
+  return agent.Logs().find("each shard runs in a cgroup of its own") != std::string::npos;
+}
+
 class AgentTest : public ::testing::Test {
  protected:
   void StartCoordinator(const std::string& config = "") {
@@ -253,9 +267,61 @@ TEST_F(AgentTest, TimeoutKillsTheProcessTreeEvenWhenAGrandchildHoldsThePipes) {
   pid_t grandchild = 0, escaped = 0;
   in >> grandchild >> escaped;
   ASSERT_GT(grandchild, 0);
-  EXPECT_TRUE(Coordinator::Eventually([&] { return kill(grandchild, 0) != 0; }, seconds(5)))
+  EXPECT_TRUE(Coordinator::Eventually([&] { return Gone(grandchild); }, seconds(5)))
       << "the grandchild in the job's process group survived";
-  if (escaped > 0) kill(escaped, SIGKILL);  // left its process group on purpose; clean up
+  ASSERT_GT(escaped, 0);
+  if (InCgroups(*agents_[0])) {
+    EXPECT_TRUE(Coordinator::Eventually([&] { return Gone(escaped); }, seconds(5)))
+        << "the descendant that left the process group survived its run's cgroup";
+  } else {
+    std::cerr << "agentd runs shards without cgroups here: the descendant that left the "
+                 "process group is not checked\n";
+  }
+  kill(escaped, SIGKILL);  // without a cgroup it survives; clean up
+}
+
+// The line agentd logs at start about its cgroups ("" when there is none).
+std::string CgroupLine(AgentProcess& agent) {
+  std::string logs = agent.Logs();
+  size_t at = logs.find("each shard runs in a cgroup of its own");
+  if (at == std::string::npos) return "";
+  size_t end = logs.find('\n', at);
+  return logs.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// memory_max reaches the agent and is enforced there, or the shard is refused with the
+// reason: never run without its limit.
+TEST_F(AgentTest, AMemoryMaxIsEnforcedOrTheShardIsRefusedSayingWhy) {
+  StartCoordinator();
+  AddAgent("a");
+  WaitForAgents(1);
+  coord_->Apply(
+      "[[job]]\nname = \"hungry\"\nschedule = \"@yearly\"\nmemory_max = \"64MiB\"\n"
+      "shell = \"dd if=/dev/zero of=/dev/null bs=256M count=1\"\n");
+  EXPECT_EQ(coord_->GetJson("/v1/jobs/hungry")["definition"]["memory_max_bytes"], 64 << 20);
+  int64_t id = Trigger("hungry")["id"];
+  json done = WaitRun(id, seconds(30));
+  EXPECT_EQ(done["state"], "failed") << done.dump();
+  const json& shard = done["shards"][0];
+  std::string line = CgroupLine(*agents_[0]);
+  if (line.find("memory") != std::string::npos) {
+    EXPECT_EQ(shard["outcome"], "out_of_memory") << done.dump();
+    EXPECT_EQ(
+        shard["message"].get<std::string>().rfind("killed: out of memory (memory_max 64MiB); ", 0),
+        0u)
+        << done.dump();
+  } else {
+    std::cerr << "no memory controller for agentd's shards here (" << line
+              << "): the refusal is checked\n";
+    EXPECT_EQ(shard["outcome"], "spawn_failed") << done.dump();
+    std::string why = shard["message"];
+    EXPECT_TRUE(why.find("memory_max needs the cgroup v2 memory controller, which is not "
+                         "enabled for this agent's shards in ") != std::string::npos ||
+                why.find("the job sets resource limits, and this agent runs shards without "
+                         "cgroup v2") != std::string::npos)
+        << why;
+    EXPECT_EQ(Output(id, 0, "stdout") + Output(id, 0, "stderr"), "") << "the shard ran";
+  }
 }
 
 // A canceled run is handed to nobody else, so its shard gets its whole kill_grace even past
@@ -268,7 +334,8 @@ TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLe
   coord_->Apply(
       "[[job]]\nname = \"stubborn\"\nschedule = \"@yearly\"\nkill_grace = \"5s\"\n"
       "shell = \"echo $$ > " +
-      pidfile + "; trap '' TERM; echo up; while :; do sleep 0.1; done\"\n");
+      pidfile + "; setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > " + pidfile +
+      ".escaped; trap '' TERM; echo up; while :; do sleep 0.1; done\"\n");
   int64_t id = Trigger("stubborn")["id"];
   ASSERT_TRUE(
       Coordinator::Eventually([&] { return Output(id, 0, "stdout") == "up\n"; }, seconds(20)));
@@ -284,6 +351,13 @@ TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLe
   EXPECT_GE(took, std::chrono::milliseconds(4500));
   EXPECT_LE(took, seconds(10));
   EXPECT_EQ(WaitRun(id, seconds(10))["state"], "canceled");
+  pid_t escaped = std::stoi(ReadFile(pidfile + ".escaped"));
+  ASSERT_GT(escaped, 1);
+  if (InCgroups(*agents_[0])) {
+    EXPECT_TRUE(Coordinator::Eventually([&] { return Gone(escaped); }, seconds(5)))
+        << "the descendant that left the process group survived the cancel";
+  }
+  kill(escaped, SIGKILL);
 }
 
 // The unprivileged user the run_as tests switch to, made once on this machine.
