@@ -105,14 +105,16 @@ Status Agent::Start() {
               {{"error", s.message()}});
   }
   // Flow steps come only to agents that say they can take them: one that cannot make its
-  // output directory runs everything else.
+  // output directory runs everything else. Every agentd reads limits (enforcing or refusing).
+  settings_.identity.features = {wire::kLimitsFeature};
+  claimer_->SetIdentity(settings_.identity);
   if (Status s = PrepareOutputDir(settings_.output_dir); !s.ok()) {
     log::Warn("cannot use the output directory; this agent takes no flow steps",
               {{"output_dir", settings_.output_dir}, {"error", s.message()}});
   } else {
     step_output_ready_ = true;
     step_output_shared_ = ReachableByOthers(settings_.output_dir);
-    settings_.identity.features = {wire::kStepOutputFeature};
+    settings_.identity.features.push_back(wire::kStepOutputFeature);
     claimer_->SetIdentity(settings_.identity);
   }
   log::Info("agentd started", {{"agent", settings_.identity.name},

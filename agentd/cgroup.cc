@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -107,6 +108,30 @@ std::vector<pid_t> Procs(const std::string& dir) {
   return out;
 }
 
+// `dir` and every cgroup below it, deepest first (a job running as root may make its own).
+std::vector<std::string> Subtree(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    std::vector<std::string> subs;
+    while (dirent* e = readdir(d)) {
+      std::string_view n = e->d_name;
+      if (e->d_type == DT_DIR && n != "." && n != "..") subs.push_back(dir + "/" + std::string(n));
+    }
+    closedir(d);
+    for (const std::string& s : subs) {
+      std::vector<std::string> below = Subtree(s);
+      out.insert(out.end(), below.begin(), below.end());
+    }
+  }
+  out.push_back(dir);
+  return out;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
 }  // namespace
 
 std::string CgroupRunName(const AttemptKey& key) {
@@ -140,7 +165,10 @@ Result<std::string> CgroupTree::OwnDirectory() {
     return Status::Unavailable("/proc/self/cgroup has no cgroup v2 entry");
   }
   // A mount of a subtree (a container's): the path is below its root.
-  if (root != "/" && own.rfind(root, 0) == 0) own = own.substr(root.size());
+  if (root != "/" && own.rfind(root, 0) == 0 &&
+      (own.size() == root.size() || own[root.size()] == '/')) {
+    own = own.substr(root.size());
+  }
   if (own == "/") own.clear();
   return mount + own;
 }
@@ -198,23 +226,36 @@ Result<int> CgroupTree::Create(const AttemptKey& key) const {
   return fd;
 }
 
+namespace {
+std::atomic<bool> kill_without_cgroup_kill{false};
+}  // namespace
+
+void UseKillWithoutCgroupKillForTesting(bool on) { kill_without_cgroup_kill = on; }
+
 Status KillCgroup(const std::string& dir) {
-  int e = WriteText(dir + "/cgroup.kill", "1");
-  if (e == 0 || e == ENOENT || e == ENODEV) return Status::Ok();
-  // Kernels before 5.14 have no cgroup.kill: signal each process cgroup.procs lists, until
-  // none is left (a fork between the read and the kill shows up in the next read).
-  for (int round = 0; round < 100; ++round) {
-    std::vector<pid_t> pids = Procs(dir);
-    if (pids.empty()) return Status::Ok();
-    for (pid_t p : pids) kill(p, SIGKILL);
+  int e = kill_without_cgroup_kill ? ENOENT : WriteText(dir + "/cgroup.kill", "1");
+  if (e == 0) return Status::Ok();
+  if (!Exists(dir)) return Status::Ok();  // gone: nothing left to kill
+  // Kernels before 5.14 have no cgroup.kill: freeze the cgroup (5.2), so that nothing in it
+  // can fork, SIGKILL every process it and the cgroups below it list, and thaw it so that the
+  // signals are delivered.
+  int frozen = WriteText(dir + "/cgroup.freeze", "1");
+  for (const std::string& group : Subtree(dir)) {
+    for (pid_t p : Procs(group)) kill(p, SIGKILL);
   }
-  return Status::Unavailable("cannot kill every process of " + dir + ": " + ErrnoText(e));
+  if (frozen == 0) WriteText(dir + "/cgroup.freeze", "0");
+  if (frozen != 0 && frozen != ENOENT) {
+    return Status::Unavailable("cannot freeze " + dir + " to kill it: " + ErrnoText(frozen));
+  }
+  return Status::Ok();
 }
 
 Status CgroupTree::Kill(const AttemptKey& key) const { return KillCgroup(RunDir(key)); }
 
 void CgroupTree::Signal(const AttemptKey& key, int sig) const {
-  for (pid_t p : Procs(RunDir(key))) kill(p, sig);
+  for (const std::string& group : Subtree(RunDir(key))) {
+    for (pid_t p : Procs(group)) kill(p, sig);
+  }
 }
 
 CgroupUsage CgroupTree::Usage(const AttemptKey& key) const {
@@ -258,21 +299,27 @@ Status CgroupTree::SetLimits(const AttemptKey& key, const ResourceLimits& limits
     if (!controllers_.count(l.controller)) {
       std::string enabled;
       for (const std::string& c : controllers_) enabled += (enabled.empty() ? "" : " ") + c;
-      return Status::Unavailable(
-          std::string(l.job_key) + " needs the cgroup v2 " + l.controller +
-          " controller, which is not enabled for this agent's shards in " + dir_ +
-          " (enabled: " + (enabled.empty() ? "none" : enabled) + "; see agentd(8), CGROUPS)");
+      return Status::Unavailable(std::string(l.job_key) + " needs the cgroup v2 " + l.controller +
+                                 " controller, which is not enabled for this agent's shards in " +
+                                 dir_ + " (enabled: " + (enabled.empty() ? "none" : enabled) +
+                                 "; see agentd(8), CGROUPS)");
     }
     if (int e = WriteText(dir + "/" + l.file, *l.value); e != 0) {
-      return Status::Unavailable("cannot set " + std::string(l.job_key) + ": writing \"" +
-                                 *l.value + "\" to " + dir + "/" + l.file + ": " + ErrnoText(e));
+      return Status::Unavailable(
+          "cannot set " + std::string(l.job_key) + ": writing \"" + *l.value + "\" to " + dir +
+          "/" + l.file + ": " + ErrnoText(e) +
+          (e == ENOENT ? " (this kernel does not have " + std::string(l.file) + ")" : ""));
     }
     if (std::string(l.controller) == "memory") {
-      // Without swap accounting the file is not there: then there is no swap to limit.
-      int e = WriteText(dir + "/memory.swap.max", "0");
-      if (e != 0 && e != ENOENT) {
-        return Status::Unavailable("cannot set memory_max: writing 0 to " + dir +
-                                   "/memory.swap.max: " + ErrnoText(e));
+      // Going over memory.max kills the whole cgroup, not one process of it; and without swap
+      // accounting memory.swap.max is not there: then there is no swap to limit.
+      for (const char* file : {"memory.oom.group", "memory.swap.max"}) {
+        const char* value = std::string_view(file) == "memory.oom.group" ? "1" : "0";
+        int e = WriteText(dir + "/" + file, value);
+        if (e != 0 && e != ENOENT) {
+          return Status::Unavailable("cannot set memory_max: writing " + std::string(value) +
+                                     " to " + dir + "/" + file + ": " + ErrnoText(e));
+        }
       }
     }
   }
@@ -280,8 +327,11 @@ Status CgroupTree::SetLimits(const AttemptKey& key, const ResourceLimits& limits
 }
 
 bool CgroupTree::Remove(const AttemptKey& key) const {
-  std::string dir = RunDir(key);
-  return rmdir(dir.c_str()) == 0 || errno == ENOENT;
+  bool gone = true;
+  for (const std::string& group : Subtree(RunDir(key))) {
+    if (rmdir(group.c_str()) != 0 && errno != ENOENT) gone = false;
+  }
+  return gone;
 }
 
 int CgroupTree::Sweep() const {
@@ -301,16 +351,11 @@ int CgroupTree::Sweep() const {
   closedir(d);
   for (const std::string& name : trees) {
     std::string tree = own_ + "/" + name;
-    if (DIR* t = opendir(tree.c_str())) {
-      std::vector<std::string> subs;
-      while (dirent* e = readdir(t)) {
-        std::string_view n = e->d_name;
-        if (e->d_type == DT_DIR && n != "." && n != "..") subs.emplace_back(n);
-      }
-      closedir(t);
-      for (const std::string& s : subs) rmdir((tree + "/" + s).c_str());
+    bool gone = true;
+    for (const std::string& group : Subtree(tree)) {
+      if (rmdir(group.c_str()) != 0 && errno != ENOENT) gone = false;
     }
-    if (rmdir(tree.c_str()) == 0) ++removed;
+    removed += gone;
   }
   return removed;
 }

@@ -89,6 +89,9 @@ class CgroupTree {
 // only the path. OK when the directory is gone.
 Status KillCgroup(const std::string& dir);
 
+// For tests: kill as on kernels before 5.14, which have no cgroup.kill. Any thread.
+void UseKillWithoutCgroupKillForTesting(bool on);
+
 // "run-RUN.SHARD.ATTEMPT".
 std::string CgroupRunName(const AttemptKey& key);
 

@@ -48,6 +48,9 @@ struct UvRunner::Child {
 
 namespace {
 
+// How often (every 100 ms) a cgroup that still has processes is tried again.
+constexpr int kRemoveTries = 600;
+
 // A pipe end on 0, 1 or 2 (agentd started with a standard descriptor closed) would be undone
 // by the child's own stdio set-up: move it above.
 Status AboveStdio(int* fd) {
@@ -81,8 +84,6 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
   if (closing_all_) return Status::Unavailable("agentd is stopping");
   if (spec.argv.empty()) return Status::InvalidArgument("empty argv");
   auto failed = [&spec](const Status& s) { return s.WithContext("cannot start " + spec.argv[0]); };
-  // Real pipes: the child's ends block, ours do not; both are close-on-exec, so no other
-  // child inherits them (the child's copies on fds 1 and 2 are made by dup2).
   if (!spec.limits.empty() && (cgroups_ == nullptr || !spec.cgroup)) {
     return failed(Status::Unavailable(
         "the job sets resource limits, and this agent runs shards without cgroup v2 (" +
@@ -102,12 +103,14 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
       return failed(s);
     }
   }
-  // Every failure below: the cgroup is removed again (nothing can be in it yet, or the
-  // process was killed and reaped).
+  // Every failure below: the cgroup goes again, and with it whatever the process started
+  // before it was killed (RemoveCgroup kills, and retries the removal until it is empty).
   auto undo_cgroup = [&] {
     if (cgroup_fd >= 0) close(std::exchange(cgroup_fd, -1));
-    if (cgroup) cgroups_->Remove(*cgroup);
+    if (cgroup) RemoveCgroup(*cgroup);
   };
+  // Real pipes: the child's ends block, ours do not; both are close-on-exec, so no other
+  // child inherits them (the child's copies on fds 1 and 2 are made by dup2).
   uv_file out_fds[2], err_fds[2];
   if (int rc = uv_pipe(out_fds, UV_NONBLOCK_PIPE, 0); rc != 0) {
     undo_cgroup();
@@ -131,7 +134,6 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
     close(out_fds[0]);
     close(err_fds[0]);
     if (pid.ok()) KillAndReap(*pid);
-    if (pid.ok() && cgroup) (void)cgroups_->Kill(*cgroup);
     undo_cgroup();
     return failed(pidfd.status());
   }
@@ -152,7 +154,6 @@ Result<Runner::ChildId> UvRunner::Start(const SpawnSpec& spec, std::chrono::mill
       close(err_fds[0]);
       close(c->pidfd);
       KillAndReap(c->pid);
-      if (cgroup) (void)cgroups_->Kill(*cgroup);
       undo_cgroup();
       return failed(Status::Unavailable(std::string("uv_poll_init: ") + uv_strerror(rc)));
     }
@@ -214,8 +215,13 @@ void UvRunner::Terminate(ChildId id, std::chrono::milliseconds grace) {
   Child* c = it->second.get();
   if (c->kill_timer->active()) return;  // already terminating
   pid_t pgid = c->pid;
-  kill(-pgid, SIGTERM);
-  if (c->cgroup) cgroups_->Signal(*c->cgroup, SIGTERM);
+  // Once to each process: through the cgroup, which holds the process group, where there is
+  // one (a second SIGTERM makes some programs skip their clean exit).
+  if (c->cgroup) {
+    cgroups_->Signal(*c->cgroup, SIGTERM);
+  } else {
+    kill(-pgid, SIGTERM);
+  }
   c->kill_timer->Once(static_cast<uint64_t>(grace.count()), [this, pgid, cgroup = c->cgroup] {
     kill(-pgid, SIGKILL);
     if (cgroup) {
@@ -380,9 +386,13 @@ void UvRunner::RetryRemovals() {
     }
     // Killed again each time: a fork can race a kill on kernels without cgroup.kill.
     (void)cgroups_->Kill(it->first);
-    if (++it->second == 100) {
-      log::Warn("a shard's cgroup still has processes 10 s after they were killed",
-                {{"cgroup", cgroups_->RunDir(it->first)}});
+    if (++it->second == kRemoveTries) {
+      // A process the kernel cannot kill (uninterruptible sleep); the next agentd's sweep
+      // removes the cgroup once it is empty.
+      log::Error("a shard's cgroup still has processes 60 s after they were killed; left",
+                 {{"cgroup", cgroups_->RunDir(it->first)}});
+      it = to_remove_.erase(it);
+      continue;
     }
     ++it;
   }
@@ -400,6 +410,7 @@ void UvRunner::OnHandleClosed(Child* c) {
 }
 
 void UvRunner::CloseChild(Child* c) {
+  c->cgroup.reset();  // left running: its cgroup too
   c->kill_timer.reset();
   c->pipe_timer.reset();
   c->cb = {};

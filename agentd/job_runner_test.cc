@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "cgroup.h"
+#include "process_spawn.h"
 #include "test_process.h"
 #include "uvx/handles.h"
 
@@ -27,6 +28,9 @@ using std::chrono::milliseconds;
 struct Mode {
   UvRunner::ExitWatch watch;
   bool cgroup;  // each child in a cgroup of its own (clone3), as agentd does where it can
+  // As on kernels without clone3's CLONE_INTO_CGROUP (the child moves itself into its
+  // cgroup) and without cgroup.kill (the cgroup is frozen and each process killed).
+  bool older_kernel = false;
 };
 
 // Every test runs three times: exits seen through pidfds, through SIGCHLD (the fallback for
@@ -42,10 +46,14 @@ class UvRunnerTest : public ::testing::TestWithParam<Mode> {
       tree_ = std::move(*tree);
       runner_->UseCgroups(&*tree_);
     }
+    UseCgroupJoinByWriteForTesting(GetParam().older_kernel);
+    UseKillWithoutCgroupKillForTesting(GetParam().older_kernel);
   }
   void TearDown() override {
     // The cgroups of what the tests left running are removed once it is dead.
     if (tree_) RunUntil([this] { return runner_->cgroups_to_remove() == 0; }, 5000);
+    UseCgroupJoinByWriteForTesting(false);
+    UseKillWithoutCgroupKillForTesting(false);
     bool closed = false;
     runner_->Close([&closed] { closed = true; });
     uv_run(&loop_, UV_RUN_DEFAULT);
@@ -378,14 +386,19 @@ TEST_P(UvRunnerCgroupTest, CpuMaxReachesTheCgroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(InCgroups, UvRunnerCgroupTest,
-                         ::testing::Values(Mode{UvRunner::ExitWatch::kPidfd, true}),
-                         [](const ::testing::TestParamInfo<Mode>&) { return "Cgroup"; });
+                         ::testing::Values(Mode{UvRunner::ExitWatch::kPidfd, true},
+                                           Mode{UvRunner::ExitWatch::kPidfd, true, true}),
+                         [](const ::testing::TestParamInfo<Mode>& p) {
+                           return p.param.older_kernel ? "CgroupOnAnOlderKernel" : "Cgroup";
+                         });
 
 INSTANTIATE_TEST_SUITE_P(ExitWatches, UvRunnerTest,
                          ::testing::Values(Mode{UvRunner::ExitWatch::kPidfd, false},
                                            Mode{UvRunner::ExitWatch::kSignal, false},
-                                           Mode{UvRunner::ExitWatch::kPidfd, true}),
-                         [](const ::testing::TestParamInfo<Mode>& p) {
+                                           Mode{UvRunner::ExitWatch::kPidfd, true},
+                                           Mode{UvRunner::ExitWatch::kPidfd, true, true}),
+                         [](const ::testing::TestParamInfo<Mode>& p) -> std::string {
+                           if (p.param.older_kernel) return "CgroupOnAnOlderKernel";
                            if (p.param.cgroup) return "Cgroup";
                            return p.param.watch == UvRunner::ExitWatch::kPidfd ? "Pidfd"
                                                                                : "Sigchld";

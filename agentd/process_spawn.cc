@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -106,6 +107,9 @@ class InputFile {
 // held a lock (malloc's, a sanitizer's) at the clone, and no interposed library function runs.
 struct ChildPlan {
   int stdout_fd, stderr_fd, input_fd, error_fd;
+  // >= 0: the child moves itself into this cgroup first (kernels without CLONE_INTO_CGROUP).
+  int join_cgroup_fd;
+  int max_fd;       // where closing descriptors one by one stops, without close_range (Linux 5.9)
   const char* cwd;  // nullptr: stay
   const char* file;
   char* const* argv;
@@ -114,6 +118,8 @@ struct ChildPlan {
 };
 
 constexpr int kErrorFdFloor = 10;
+
+std::atomic<bool> join_by_write_for_testing{false};
 
 [[noreturn]] void ChildExit(int error_fd, int err) {
   syscall(SYS_write, error_fd, &err, sizeof err);
@@ -128,6 +134,12 @@ long MoveFd(int from, int to) {
 }
 
 [[noreturn]] void RunChild(const ChildPlan& p) {
+  if (p.join_cgroup_fd >= 0) {
+    long procs = syscall(SYS_openat, p.join_cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
+    if (procs < 0) ChildExit(p.error_fd, errno);
+    if (syscall(SYS_write, static_cast<int>(procs), "0", 1) != 1) ChildExit(p.error_fd, errno);
+    syscall(SYS_close, static_cast<int>(procs));
+  }
   // Every handler back to the default (an ignored signal stays ignored across exec).
   struct {
     void* handler;
@@ -148,11 +160,14 @@ long MoveFd(int from, int to) {
   }
   if (MoveFd(p.stdout_fd, 1) < 0 || MoveFd(p.stderr_fd, 2) < 0) ChildExit(p.error_fd, errno);
   if (p.input_fd >= 0 && MoveFd(p.input_fd, 3) < 0) ChildExit(p.error_fd, errno);
-  // The error pipe is close-on-exec; everything else of agentd's goes now.
   // The error pipe (above kErrorFdFloor) is close-on-exec; everything else of agentd's goes.
   int keep_from = p.input_fd >= 0 ? 4 : 3;
-  syscall(SYS_close_range, keep_from, p.error_fd - 1, 0);
-  syscall(SYS_close_range, p.error_fd + 1, ~0U, 0);
+  if (syscall(SYS_close_range, keep_from, p.error_fd - 1, 0) != 0 ||
+      syscall(SYS_close_range, p.error_fd + 1, ~0U, 0) != 0) {
+    for (int fd = keep_from; fd <= p.max_fd; ++fd) {
+      if (fd != p.error_fd) syscall(SYS_close, fd);
+    }
+  }
   if (p.cwd != nullptr && syscall(SYS_chdir, p.cwd) < 0) ChildExit(p.error_fd, errno);
   uint64_t none = 0;
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof none);
@@ -165,6 +180,9 @@ long MoveFd(int from, int to) {
 // child is in the cgroup from its first instruction, so nothing it starts can be outside it.
 // glibc 2.36's posix_spawn cannot do this. A clone without CLONE_VM copies agentd's page
 // tables (like fork), which costs more than posix_spawn's vfork-like clone: see agent_bench.
+// Where clone3 or CLONE_INTO_CGROUP is missing (older kernels, a seccomp filter that refuses
+// clone3), a plain fork-like clone whose child moves itself into the cgroup before anything
+// else.
 int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return errno;
@@ -181,6 +199,9 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   }
   ChildPlan plan = plan_in;
   plan.error_fd = err_pipe[1];
+  plan.join_cgroup_fd = -1;
+  long open_max = sysconf(_SC_OPEN_MAX);
+  plan.max_fd = open_max > 0 && open_max < (1 << 20) ? static_cast<int>(open_max) : (1 << 16);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -188,8 +209,14 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   args.flags = CLONE_INTO_CGROUP;
   args.exit_signal = SIGCHLD;
   args.cgroup = static_cast<uint64_t>(cgroup_fd);
-  long r = syscall(SYS_clone3, &args, sizeof args);
+  long r = join_by_write_for_testing ? -1 : syscall(SYS_clone3, &args, sizeof args);
   if (r == 0) RunChild(plan);
+  if (join_by_write_for_testing) errno = ENOSYS;
+  if (r < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG || errno == EPERM)) {
+    plan.join_cgroup_fd = cgroup_fd;
+    r = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (r == 0) RunChild(plan);
+  }
   int clone_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   close(err_pipe[1]);
@@ -203,9 +230,13 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   do {
     n = read(err_pipe[0], &child_errno, sizeof child_errno);
   } while (n < 0 && errno == EINTR);
+  int read_errno = errno;
   close(err_pipe[0]);
-  if (n == sizeof child_errno) {
+  if (n == sizeof child_errno || n != 0) {
+    // The child failed (its errno), or what it did cannot be known: it does not run unwatched.
+    if (n != sizeof child_errno) kill(static_cast<pid_t>(r), SIGKILL);
     waitpid(static_cast<pid_t>(r), nullptr, 0);
+    if (n != sizeof child_errno) return n < 0 ? read_errno : EIO;
     return child_errno != 0 ? child_errno : EIO;
   }
   *pid = static_cast<pid_t>(r);
@@ -259,6 +290,8 @@ Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd,
                    stderr_fd,
                    input.fd(),
                    -1,
+                   -1,
+                   0,
                    spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
                    file->c_str(),
                    argv.data(),
@@ -288,6 +321,8 @@ Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd,
   }
   return pid;
 }
+
+void UseCgroupJoinByWriteForTesting(bool on) { join_by_write_for_testing = on; }
 
 Result<int> OpenPidfd(pid_t pid) {
   // Through syscall(): glibc's wrapper is from 2.36, and the binary should run on older ones.

@@ -28,6 +28,10 @@ Result<pid_t> SpawnDetached(const SpawnSpec& spec, int stdout_fd, int stderr_fd,
                             int cgroup_fd = -1);
 Result<int> OpenPidfd(pid_t pid);
 
+// For tests: spawn into a cgroup the way kernels without clone3's CLONE_INTO_CGROUP do (the
+// child moves itself in first). Any thread, before spawning.
+void UseCgroupJoinByWriteForTesting(bool on);
+
 // The file execvp would run for `program` with this PATH ("" = the default path): `program`
 // itself when it has a slash; ENOENT or EACCES (as a Status) when nothing fits.
 Result<std::string> FindProgram(const std::string& program, const std::string& path);

@@ -74,14 +74,15 @@ ShardResult RunningShard::ResultFor(const Assignment& a, StopReason reason, cons
   }
   switch (reason) {
     case StopReason::kNone:
-      if (exit.out_of_memory && (exit.term_signal != 0 || exit.exit_status != 0)) {
-        // The kernel killed the process (or one it needed) for going over memory.max.
+      // The kernel killed the cgroup for going over the job's memory_max. Only for a job
+      // that sets one: an OOM kill from elsewhere (the whole machine, the unit's own limit)
+      // is a signal like another, and a coordinator that sent no limits may not know the
+      // outcome.
+      if (exit.out_of_memory && a.limits.memory_max_bytes &&
+          (exit.term_signal != 0 || exit.exit_status != 0)) {
         r.outcome = Outcome::kOutOfMemory;
-        r.message = "killed: out of memory";
-        if (a.limits.memory_max_bytes) {
-          r.message += " (memory_max " + FormatSize(*a.limits.memory_max_bytes) + ")";
-        }
-        r.message += "; " + how;
+        r.message = "killed: out of memory (memory_max " + FormatSize(*a.limits.memory_max_bytes) +
+                    "); " + how;
         return r;
       }
       r.outcome = exit.term_signal != 0 ? Outcome::kSignaled : Outcome::kExited;

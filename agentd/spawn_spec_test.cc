@@ -184,6 +184,9 @@ TEST(ShardResultTest, AnOutOfMemoryKillIsItsOwnOutcomeNamingTheLimit) {
   ExitInfo survived{.exit_status = 0, .term_signal = 0, .out_of_memory = true};
   EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kNone, "", survived).outcome, Outcome::kExited);
   EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kTimeout, "t", oom).outcome, Outcome::kTimedOut);
+  // Without a memory_max of its own, an OOM kill (of the machine, of agentd's unit) is a signal.
+  a.limits = {};
+  EXPECT_EQ(RunningShard::ResultFor(a, StopReason::kNone, "", oom).outcome, Outcome::kSignaled);
 }
 
 }  // namespace

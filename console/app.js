@@ -884,7 +884,7 @@ function shardRows(run) {
     el('td', {}, badge(s.state)), el('td', {}, s.exit_code == null ? '-' : String(s.exit_code)),
     el('td', {}, s.outcome || '-'), el('td', {}, when(s.started_at)),
     el('td', {}, s.started_at ? duration((s.finished_at ? ms(s.finished_at) : Date.now()) - ms(s.started_at)) : '-'),
-    el('td', { class: 'peak-mem', title: 'the largest resident set one of its processes reached, as agentd measured it; never below agentd\'s own peak' }, bytes(s.peak_rss_bytes)),
+    el('td', { class: 'peak-mem', title: 'peak memory, as agentd measured it: its cgroup\'s memory.peak where it has one, else the largest resident set one of its processes reached (never below agentd\'s own peak)' }, bytes(s.peak_rss_bytes)),
     el('td', { class: 'cpu' }, s.cpu_ms == null ? '-' : duration(s.cpu_ms)),
     el('td', { class: 'wrap' }, s.message))));
 }

@@ -60,6 +60,8 @@ struct AgentInfo {
   // Its last claim said it runs flow steps (wire::kStepOutputFeature); not stored: an agent
   // says so again with its first claim to a restarted coordinator.
   bool step_output = false;
+  // Likewise for wire::kLimitsFeature: it enforces (or refuses) a grant's resource limits.
+  bool limits = false;
   HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;

@@ -115,6 +115,7 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
   auto add = [this, &shard](AgentInfo& a) {
     // An agent that does not say it runs steps would run one without its context.
     if (shard.step && !a.step_output) return;
+    if (shard.limits && !a.limits) return;
     views_.push_back({.name = a.name,
                       .labels = &a.labels,
                       .draining = a.draining,
@@ -215,8 +216,11 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   AgentInfo& a = registry_.Get(req.agent);
   registry_.Seen(a);
   registry_.Describe(a, std::move(req.labels), req.slots, std::move(req.version));
-  a.step_output = std::find(req.features.begin(), req.features.end(), wire::kStepOutputFeature) !=
-                  req.features.end();
+  auto has = [&req](const char* feature) {
+    return std::find(req.features.begin(), req.features.end(), feature) != req.features.end();
+  };
+  a.step_output = has(wire::kStepOutputFeature);
+  a.limits = has(wire::kLimitsFeature);
   int64_t wait_ms = claims_.Open(a, std::move(responder), req.token_id, req.free, req.wait_ms,
                                  req.token_expires_ms);
   TryDispatch();

@@ -59,6 +59,9 @@ struct PendingShard {
   int64_t not_before_ms = 0;  // wall clock (retry backoff)
   int64_t since_mono = 0;
   bool step = false;  // a flow step's: only agents that run steps take it
+  // Its job sets resource limits: only agents that read them take it (an older one would run
+  // it without them).
+  bool limits = false;
 };
 
 // A claim as the Dispatcher takes it: the agent's message, its "agent" replaced by the

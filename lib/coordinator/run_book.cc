@@ -348,6 +348,7 @@ void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
   if (run.spec->route == Route::kBroadcast) p.bound_agent = shard.agent;
   p.not_before_ms = shard.not_before_ms;
   p.step = run.rec.flow_run_id != 0;
+  p.limits = !run.spec->limits.empty();
   dispatcher_->Enqueue(std::move(p));
 }
 

@@ -50,6 +50,10 @@ struct ClaimRequest {
 };
 
 inline constexpr const char* kStepOutputFeature = "step_output";
+// The agent reads a grant's resource limits (Grant::limits) and either enforces them or
+// refuses the shard: shards with limits go only to such agents, never to one that would run
+// them without their limits.
+inline constexpr const char* kLimitsFeature = "limits";
 inline constexpr size_t kMaxFeatures = 16;
 
 // What a shard of a flow's step learns of its flow (model/flow.h): the flow, its run and the

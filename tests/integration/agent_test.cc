@@ -324,6 +324,28 @@ TEST_F(AgentTest, AMemoryMaxIsEnforcedOrTheShardIsRefusedSayingWhy) {
   }
 }
 
+// An agent that does not say it reads limits (an older agentd) would run the shard without
+// them: it is not given one.
+TEST_F(AgentTest, AShardWithLimitsGoesOnlyToAnAgentThatReadsThem) {
+  StartCoordinator();
+  coord_->Apply(
+      "[[job]]\nname = \"limited\"\nschedule = \"@yearly\"\npids_max = 10\nshell = \"true\"\n"
+      "[[job]]\nname = \"free\"\nschedule = \"@yearly\"\nshell = \"true\"\n");
+  Trigger("limited");
+  TestAgent old(*coord_, "old");
+  old.set_features({"step_output"});
+  EXPECT_TRUE(old.Claim(4, 300).empty());
+  Trigger("free");
+  std::vector<json> got = old.ClaimUpTo(1, 5000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["job"], "free");
+  TestAgent current(*coord_, "current");
+  got = current.ClaimUpTo(1, 5000);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["job"], "limited");
+  EXPECT_EQ(got[0]["pids_max"], 10);
+}
+
 // A canceled run is handed to nobody else, so its shard gets its whole kill_grace even past
 // its lease's last deadline (the fence waits for it): here 5 s of grace against a 3 s lease.
 TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLease) {

@@ -173,11 +173,12 @@ class TestAgent {
   // POST /v1/agent/result with this body as it is (ResultBody plus fields of a test's own).
   http::HttpResponse PostResult(const nlohmann::json& body);
   const std::string& name() const { return name_; }
-  // What its claims say it can do beyond the base protocol (default: run flow steps).
+  // What its claims say it can do beyond the base protocol (default: run flow steps, read
+  // limits).
   void set_features(std::vector<std::string> f) { features_ = std::move(f); }
 
  private:
-  std::vector<std::string> features_{"step_output"};
+  std::vector<std::string> features_{"step_output", "limits"};
   std::string name_;
   std::map<std::string, std::string> labels_;
   std::string url_;
