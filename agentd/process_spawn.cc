@@ -121,19 +121,19 @@ constexpr int kErrorFdFloor = 10;
 
 std::atomic<bool> join_by_write_for_testing{false};
 
-[[noreturn]] void ChildExit(int error_fd, int err) {
+[[noreturn, gnu::no_sanitize("address", "undefined")]] void ChildExit(int error_fd, int err) {
   syscall(SYS_write, error_fd, &err, sizeof err);
   syscall(SYS_exit_group, 127);
   __builtin_unreachable();
 }
 
 // dup2, clearing close-on-exec where the descriptor is already in place.
-long MoveFd(int from, int to) {
+[[gnu::no_sanitize("address", "undefined")]] long MoveFd(int from, int to) {
   if (from == to) return syscall(SYS_fcntl, to, F_SETFD, 0);
   return syscall(SYS_dup3, from, to, 0);
 }
 
-[[noreturn]] void RunChild(const ChildPlan& p) {
+[[noreturn, gnu::no_sanitize("address", "undefined")]] void RunChild(const ChildPlan& p) {
   if (p.join_cgroup_fd >= 0) {
     long procs = syscall(SYS_openat, p.join_cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC, 0);
     if (procs < 0) ChildExit(p.error_fd, errno);
@@ -176,10 +176,65 @@ long MoveFd(int from, int to) {
   ChildExit(p.error_fd, errno);
 }
 
+#if defined(__x86_64__)
+// clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn clones: the child runs RunChild(plan) on a
+// stack of its own in agentd's memory, and agentd's thread waits until it has executed the
+// job or exited. So no page table is copied, and a spawn costs the same from a large agentd
+// as from a small one. The child's stack is one mapping per thread, reused (agentd waits for
+// the child to leave it). x86-64 only: elsewhere the clone copies the memory.
+[[noreturn, gnu::no_sanitize("address", "undefined")]] void RunChildOnItsStack(void* plan) {
+  RunChild(*static_cast<const ChildPlan*>(plan));
+}
+
+long CloneIntoCgroupSharingMemory(clone_args* args, const ChildPlan* plan) {
+  constexpr size_t kStack = 256 * 1024;
+  static thread_local void* stack = nullptr;
+  if (stack == nullptr) {
+    void* m = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                   -1, 0);
+    if (m == MAP_FAILED) {
+      errno = ENOMEM;
+      return -1;
+    }
+    stack = m;
+  }
+  clone_args a = *args;
+  a.flags |= CLONE_VM | CLONE_VFORK;
+  a.stack = reinterpret_cast<uint64_t>(stack);
+  a.stack_size = kStack;
+  long ret;
+  // The child starts at the instruction after `syscall` with rsp at the top of its stack
+  // (16-byte aligned) and every other register as the parent's: r12 and r13 bring it the
+  // function and its argument. It never returns here.
+  register void (*fn)(void*) asm("r12") = RunChildOnItsStack;
+  register const void* arg asm("r13") = plan;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "mov $231, %%eax\n\t"  // exit_group, should RunChild ever return
+      "mov $127, %%edi\n\t"
+      "syscall\n\t"
+      "1:\n\t"
+      : "=a"(ret)
+      : "a"(static_cast<long>(SYS_clone3)), "D"(&a), "S"(sizeof a), "r"(fn), "r"(arg)
+      : "rcx", "r11", "memory");
+  if (ret < 0) {
+    errno = static_cast<int>(-ret);
+    return -1;
+  }
+  return ret;
+}
+#endif
+
 // SpawnDetached's set-up, in a child made with clone3(CLONE_INTO_CGROUP) (Linux 5.7): the
 // child is in the cgroup from its first instruction, so nothing it starts can be outside it.
-// glibc 2.36's posix_spawn cannot do this. A clone without CLONE_VM copies agentd's page
-// tables (like fork), which costs more than posix_spawn's vfork-like clone: see agent_bench.
+// glibc 2.36's posix_spawn cannot do this. On x86-64 the child shares agentd's memory until
+// it executes the job (CloneIntoCgroupSharingMemory); elsewhere the clone copies agentd's page
+// tables, like fork, which costs more from a large agentd: see agent_bench.
 // Where clone3 or CLONE_INTO_CGROUP is missing (older kernels, a seccomp filter that refuses
 // clone3), a plain fork-like clone whose child moves itself into the cgroup before anything
 // else.
@@ -209,9 +264,18 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   args.flags = CLONE_INTO_CGROUP;
   args.exit_signal = SIGCHLD;
   args.cgroup = static_cast<uint64_t>(cgroup_fd);
-  long r = join_by_write_for_testing ? -1 : syscall(SYS_clone3, &args, sizeof args);
+  long r = -1;
+  errno = ENOSYS;
+  if (!join_by_write_for_testing) {
+#if defined(__x86_64__)
+    r = CloneIntoCgroupSharingMemory(&args, &plan);
+    // Not the memory (a 2.36 glibc's own clone3 would be needed): copy it, as fork does.
+    if (r < 0 && errno == ENOMEM) r = syscall(SYS_clone3, &args, sizeof args);
+#else
+    r = syscall(SYS_clone3, &args, sizeof args);
+#endif
+  }
   if (r == 0) RunChild(plan);
-  if (join_by_write_for_testing) errno = ENOSYS;
   if (r < 0 && (errno == ENOSYS || errno == EINVAL || errno == E2BIG || errno == EPERM)) {
     plan.join_cgroup_fd = cgroup_fd;
     r = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
