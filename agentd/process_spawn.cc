@@ -102,9 +102,12 @@ class InputFile {
   int fd_ = -1;
 };
 
-// The child's side of SpawnIntoCgroup, after clone3: a copy of agentd's memory, one thread,
-// every signal blocked. Only raw system calls from here on: another thread of agentd may have
-// held a lock (malloc's, a sanitizer's) at the clone, and no interposed library function runs.
+// The child's side of SpawnIntoCgroup, after clone3: agentd's memory (shared while agentd's
+// thread waits, on x86-64, else a copy), one thread, every signal blocked. Only raw system
+// calls from here on: another thread of agentd may have held a lock (malloc's, a sanitizer's)
+// at the clone, and no interposed library function runs. syscall() sets errno in the waiting
+// thread's TLS, which nothing there reads. As with glibc's posix_spawn, a child that crashes
+// before its exec takes agentd with it on kernels before 5.16 (they share the memory).
 struct ChildPlan {
   int stdout_fd, stderr_fd, input_fd, error_fd;
   // >= 0: the child moves itself into this cgroup first (kernels without CLONE_INTO_CGROUP).
@@ -186,22 +189,44 @@ std::atomic<bool> join_by_write_for_testing{false};
   RunChild(*static_cast<const ChildPlan*>(plan));
 }
 
-long CloneIntoCgroupSharingMemory(clone_args* args, const ChildPlan* plan) {
-  constexpr size_t kStack = 256 * 1024;
-  static thread_local void* stack = nullptr;
-  if (stack == nullptr) {
-    void* m = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
-                   -1, 0);
-    if (m == MAP_FAILED) {
-      errno = ENOMEM;
-      return -1;
-    }
-    stack = m;
+// The child's stack: 256 KiB above a guard page (an overflow faults instead of writing into
+// agentd's memory), mapped once per thread and unmapped with it.
+class ChildStack {
+ public:
+  static constexpr size_t kSize = 256 * 1024, kGuard = 4096;
+  ~ChildStack() {
+    if (base_ != nullptr) munmap(base_, kGuard + kSize);
   }
+  // The lowest usable byte, or nullptr when it cannot be mapped.
+  void* Get() {
+    if (base_ == nullptr) {
+      void* m = mmap(nullptr, kGuard + kSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+      if (m == MAP_FAILED) return nullptr;
+      if (mprotect(m, kGuard, PROT_NONE) != 0) {
+        munmap(m, kGuard + kSize);
+        return nullptr;
+      }
+      base_ = m;
+    }
+    return static_cast<char*>(base_) + kGuard;
+  }
+
+ private:
+  void* base_ = nullptr;
+};
+
+// -1 with errno as clone3 sets it; kNoStack when the child's stack cannot be mapped.
+constexpr long kNoStack = -2;
+
+long CloneIntoCgroupSharingMemory(clone_args* args, const ChildPlan* plan) {
+  static thread_local ChildStack child_stack;
+  void* stack = child_stack.Get();
+  if (stack == nullptr) return kNoStack;
   clone_args a = *args;
   a.flags |= CLONE_VM | CLONE_VFORK;
   a.stack = reinterpret_cast<uint64_t>(stack);
-  a.stack_size = kStack;
+  a.stack_size = ChildStack::kSize;
   long ret;
   // The child starts at the instruction after `syscall` with rsp at the top of its stack
   // (16-byte aligned) and every other register as the parent's: r12 and r13 bring it the
@@ -269,8 +294,12 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   if (!join_by_write_for_testing) {
 #if defined(__x86_64__)
     r = CloneIntoCgroupSharingMemory(&args, &plan);
-    // Not the memory (a 2.36 glibc's own clone3 would be needed): copy it, as fork does.
-    if (r < 0 && errno == ENOMEM) r = syscall(SYS_clone3, &args, sizeof args);
+    // No stack for the child, or a kernel or seccomp filter that refuses the shared memory
+    // (CLONE_VM after unshare(CLONE_NEWTIME), say) but maybe not clone3: a clone that copies
+    // the memory, as fork does, still into the cgroup.
+    if (r == kNoStack || (r < 0 && errno != ENOSYS && errno != E2BIG)) {
+      r = syscall(SYS_clone3, &args, sizeof args);
+    }
 #else
     r = syscall(SYS_clone3, &args, sizeof args);
 #endif
@@ -296,7 +325,7 @@ int SpawnIntoCgroup(pid_t* pid, int cgroup_fd, const ChildPlan& plan_in) {
   } while (n < 0 && errno == EINTR);
   int read_errno = errno;
   close(err_pipe[0]);
-  if (n == sizeof child_errno || n != 0) {
+  if (n != 0) {
     // The child failed (its errno), or what it did cannot be known: it does not run unwatched.
     if (n != sizeof child_errno) kill(static_cast<pid_t>(r), SIGKILL);
     waitpid(static_cast<pid_t>(r), nullptr, 0);
