@@ -698,6 +698,37 @@ TEST_F(CliE2eTest, AgentTokensAreBoundToANameAndAgentsRmRevokesThem) {
   EXPECT_EQ(again.err, "jobctl: agents rm host-1: no such agent: host-1\n");
 }
 
+// Resource limits as a user meets them in the CLI: validate names the line of a bad one,
+// show lists them, diff shows a change of one field by field.
+TEST_F(CliE2eTest, ResourceLimitsAreValidatedShownAndDiffed) {
+  const std::string job =
+      "[[job]]\nname = \"etl\"\nschedule = \"@yearly\"\nshell = \"true\"\n"
+      "memory_max = \"512MiB\"\ncpu_max = \"150%\"\npids_max = 64\nio_weight = 200\n";
+  dir_.Write("jobs.toml", job +
+                              "[[job]]\nname = \"bad\"\nschedule = \"@yearly\"\n"
+                              "shell = \"true\"\nmemory_max = \"lots\"\n");
+  ProcessResult invalid = Jobctl({"validate"});
+  EXPECT_EQ(invalid.exit_code, 65);
+  EXPECT_NE(invalid.err.find("jobs.toml:13:14: job \"bad\": memory_max: expected a size from "
+                             "\"1MiB\" to \"1024GiB\" like \"512MiB\", got \"lots\""),
+            std::string::npos)
+      << invalid.err;
+  dir_.Write("jobs.toml", job);
+  ProcessResult apply = Jobctl({"apply"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.err;
+  ProcessResult show = Jobctl({"show", "etl"});
+  EXPECT_NE(show.out.find("Limits:    memory_max 512MiB  cpu_max 150%  pids_max 64  "
+                          "io_weight 200 (per shard, in its cgroup)\n"),
+            std::string::npos)
+      << show.out;
+  std::string changed = job;
+  changed.replace(changed.find("pids_max = 64"), 13, "pids_max = 32");
+  dir_.Write("jobs.toml", changed);
+  ProcessResult diff = Jobctl({"diff"});
+  EXPECT_EQ(diff.exit_code, 1);
+  EXPECT_NE(diff.out.find("pids_max: 64 -> 32"), std::string::npos) << diff.out;
+}
+
 // A job's log_cap keeps less of its runs' output than the coordinator's: a job printing 64 KiB
 // under a 1 KiB cap keeps what came before the chunk that passed it, plus one marker that
 // `jobctl logs` prints on standard error; `jobctl show` names the cap.
