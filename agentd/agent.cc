@@ -58,6 +58,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random
           shipper_->SetBatchLimit(static_cast<size_t>(*extras.log_batch_bytes));
         if (extras.result_batch_max)
           reporter_->SetBatchLimit(static_cast<size_t>(*extras.result_batch_max));
+        for (const wire::LeaseRef& l : extras.canceled) OnCanceledEarly(l.key, l.token);
       },
       random_);
 }
@@ -106,7 +107,8 @@ Status Agent::Start() {
   }
   // Flow steps come only to agents that say they can take them: one that cannot make its
   // output directory runs everything else. Every agentd reads limits (enforcing or refusing).
-  settings_.identity.features = {wire::kLimitsFeature};
+  // And every one starts a shard granted ahead of its instant at the instant.
+  settings_.identity.features = {wire::kLimitsFeature, wire::kEarlyStartFeature};
   claimer_->SetIdentity(settings_.identity);
   if (Status s = PrepareOutputDir(settings_.output_dir); !s.ok()) {
     log::Warn("cannot use the output directory; this agent takes no flow steps",
@@ -168,7 +170,8 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
                             {"run", a.key.run},
                             {"shard", a.key.shard},
                             {"attempt", a.key.attempt},
-                            {"token", a.token}});
+                            {"token", a.token},
+                            {"start_in_ms", a.start_in_ms}});
   if (stopping_) {
     // Leased just as the agent began to stop: give it back at once, for another agent.
     leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
@@ -189,12 +192,25 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
       RunningShard::Callbacks{[this](AttemptKey k, Chunk c) { shipper_->Push(k, std::move(c)); },
                               [this](ShardResult r) { OnShardDone(std::move(r)); }});
   int64_t token = shard->assignment().token, ttl = shard->assignment().ttl_ms,
-          heartbeat = shard->assignment().heartbeat_ms;
+          heartbeat = shard->assignment().heartbeat_ms, start_in = shard->assignment().start_in_ms;
   RunningShard& ref = *shard;
   shards_[key] = std::move(shard);
   // After a claim held open for long the lease is unconfirmed: the LeaseKeeper renews it at
-  // once and the shard starts then (OnLeaseRenewed).
-  leases_->Add(key.shard_key(), token, ttl, heartbeat, sent_ms);
+  // once and the shard starts then (OnLeaseRenewed). Granted ahead of its instant, the lease
+  // counts from the instant, which is start_in after the coordinator answered, so no sooner
+  // than start_in after the claim was sent.
+  leases_->Add(key.shard_key(), token, ttl, heartbeat, sent_ms + start_in);
+  if (start_in > 0) {
+    // Started on this agent's own monotonic clock, start_in after the answer arrived: never
+    // before the instant on the coordinator's. Until then the claim stays open, so that a
+    // cancel reaches it (OnCanceledEarly).
+    Waiting& w = waiting_[key];
+    w.due_us = clock_->MonotonicUs() + start_in * 1000;
+    w.timer = std::make_unique<uvx::Timer>(loop_);
+    ArmStart(key, w);
+    claimer_->SetHold(true);
+    return;
+  }
   if (leases_->MayRun(key.shard_key(), token)) {
     Launch(ref);
   } else {
@@ -204,6 +220,40 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
                 {"token", token},
                 {"claim_age_ms", clock_->MonotonicMs() - sent_ms}});
   }
+}
+
+void Agent::ArmStart(AttemptKey key, Waiting& w) {
+  // libuv's timers count whole milliseconds from the loop's cached time: refreshed first, and
+  // the delay rounded up; OnStartTime checks the clock again all the same.
+  uv_update_time(loop_);
+  int64_t wait_us = std::max<int64_t>(w.due_us - clock_->MonotonicUs(), 0);
+  w.timer->Once(static_cast<uint64_t>((wait_us + 999) / 1000), [this, key] { OnStartTime(key); });
+}
+
+void Agent::OnStartTime(AttemptKey key) {
+  auto w = waiting_.find(key);
+  if (w == waiting_.end()) return;
+  if (w->second.due_us > clock_->MonotonicUs()) return ArmStart(key, w->second);  // not yet
+  waiting_.erase(w);
+  claimer_->SetHold(!waiting_.empty());
+  auto it = shards_.find(key);
+  if (it == shards_.end() || it->second->started() || stopping_) return;
+  RunningShard& shard = *it->second;
+  if (leases_->MayRun(key.shard_key(), shard.assignment().token)) return Launch(shard);
+  // Not confirmed yet, or its deadline passed while agentd was stopped: it starts at the
+  // renewal (OnLeaseRenewed), or ends with the lease.
+  log::Debug("lease needs a renewal before the shard starts",
+             {{"run", key.run}, {"shard", key.shard}, {"token", shard.assignment().token}});
+  leases_->RenewSoon();
+}
+
+void Agent::OnCanceledEarly(ShardKey key, int64_t token) {
+  RunningShard* shard = Find(key, token);
+  // A started shard learns it at the heartbeat, like any other.
+  if (shard == nullptr || shard->started()) return;
+  log::Info("canceled before its instant; not started",
+            {{"run", key.run}, {"shard", key.shard}, {"token", token}});
+  EndUnstarted(shard->assignment().key, Outcome::kCanceled, "canceled by the coordinator");
 }
 
 void Agent::Launch(RunningShard& shard) {
@@ -284,6 +334,7 @@ void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
   if (it == shards_.end()) return;
   int64_t token = it->second->assignment().token;
   shards_.erase(it);
+  if (waiting_.erase(key) > 0) claimer_->SetHold(!waiting_.empty());
   Report({key, token, outcome, std::nullopt, std::move(message)});
   claimer_->SetFree(FreeSlots());
   MaybeFinishStop();
@@ -358,7 +409,8 @@ void Agent::ArmFence(RunningShard& shard) {
 void Agent::OnLeaseRenewed(ShardKey key, int64_t token) {
   RunningShard* shard = Find(key, token);
   if (shard != nullptr && shard->started()) ArmFence(*shard);
-  if (shard != nullptr && !shard->started() && !stopping_ && leases_->MayRun(key, token)) {
+  if (shard != nullptr && !shard->started() && !stopping_ &&
+      waiting_.count(shard->assignment().key) == 0 && leases_->MayRun(key, token)) {
     Launch(*shard);
   }
 }

@@ -69,11 +69,23 @@ class Agent {
   void Stop(std::function<void()> on_stopped);
 
  private:
+  // Shards granted ahead of their instant: when each is due (MonotonicUs) and the timer that
+  // starts it then (OnStartTime).
+  struct Waiting {
+    int64_t due_us = 0;
+    std::unique_ptr<uvx::Timer> timer;
+  };
   // The coordinator took this agent's credential: output and results left by an earlier
   // agentd go out, and claiming starts.
   void OnEnrolled();
   void OnAssignments(std::vector<Assignment> list, int64_t sent_ms);
   void Accept(Assignment a, int64_t sent_ms);
+  // A shard granted ahead of its instant reached it: it starts if its lease may run.
+  void OnStartTime(AttemptKey key);
+  void ArmStart(AttemptKey key, Waiting& w);
+  // A claim's answer said this lease's run was canceled: a shard still waiting for its
+  // instant ends unstarted.
+  void OnCanceledEarly(ShardKey key, int64_t token);
   void Launch(RunningShard& shard);
   void EndUnstarted(AttemptKey key, Outcome outcome, std::string message);
   void OnShardDone(ShardResult result);
@@ -111,6 +123,7 @@ class Agent {
   std::unique_ptr<LeaseKeeper> leases_;
   std::unique_ptr<Claimer> claimer_;
   std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
+  std::map<AttemptKey, Waiting> waiting_;                       // granted ahead, not started yet
   std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
   // Flow steps' $JOB_OUTPUT files, by attempt, from their start to their end.
   std::map<AttemptKey, std::string> step_outputs_;

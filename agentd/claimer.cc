@@ -1,5 +1,6 @@
 #include "claimer.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
@@ -18,6 +19,15 @@ Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, Age
 
 void Claimer::SetFree(int free) {
   free_ = free;
+  // A claim held open without a free slot (SetHold) takes nothing: one that can replaces it.
+  if (open_ && open_free_ <= 0 && free_ > 0 && !stopped_ && !retry_timer_.active()) {
+    return Claim(free_, kWaitMs);
+  }
+  MaybeClaim();
+}
+
+void Claimer::SetHold(bool hold) {
+  hold_ = hold;
   MaybeClaim();
 }
 
@@ -51,8 +61,8 @@ void Claimer::Close() {
 }
 
 void Claimer::MaybeClaim() {
-  if (stopped_ || open_ || free_ <= 0 || retry_timer_.active()) return;
-  Claim(free_, kWaitMs);
+  if (stopped_ || open_ || (free_ <= 0 && !hold_) || retry_timer_.active()) return;
+  Claim(std::max(free_, 0), kWaitMs);
 }
 
 void Claimer::Claim(int free, int64_t wait_ms) {
@@ -61,6 +71,7 @@ void Claimer::Claim(int free, int64_t wait_ms) {
   body.features = identity_.features;
   uint64_t seq = ++seq_;
   open_ = true;
+  open_free_ = free;
   int64_t sent = clock_->MonotonicMs();
   link_->Post(
       "/v1/agent/claim", body.ToJson().dump(), "application/json",
@@ -71,6 +82,7 @@ void Claimer::Claim(int free, int64_t wait_ms) {
 Result<std::vector<Assignment>> Claimer::Parse(const std::string& body) {
   Result<wire::ClaimReply> reply = wire::ClaimReply::FromJson(body);
   if (!reply.ok()) return reply.status();
+  news_ = !reply->canceled.empty();
   if (on_extras_) on_extras_(*reply);
   return std::move(reply->assignments);
 }
@@ -94,7 +106,7 @@ void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> 
     Result<std::vector<Assignment>> list = Parse(r->body);
     if (!list.ok()) {
       log::Error("cannot read the claim reply", {{"error", list.status().message()}});
-    } else if (!list->empty() || seq != seq_ || stopped_ ||
+    } else if (!list->empty() || news_ || seq != seq_ || stopped_ ||
                clock_->MonotonicMs() - sent_ms >= 1000) {
       backoff_.Reset();
       if (!list->empty()) on_assignments_(std::move(*list), sent_ms);

@@ -46,6 +46,9 @@ class Claimer {
 
   // The number of free slots changed; claims if it is positive and no claim is open.
   void SetFree(int free);
+  // While `hold` (shards wait for their instants), a claim stays open even without a free
+  // slot: its answer is how a cancel reaches them before they start.
+  void SetHold(bool hold);
   // Labels or slots changed: the open claim is replaced.
   void SetIdentity(AgentIdentity identity);
   // Stops claiming and withdraws the open claim. True: nothing was open, and on_withdrawn
@@ -68,6 +71,9 @@ class Claimer {
   OnExtras on_extras_;
   std::function<void()> on_withdrawn_;
   int free_ = 0;
+  bool hold_ = false;
+  int open_free_ = 0;  // the free slots the open claim said
+  bool news_ = false;  // the last reply parsed said something besides assignments
   uint64_t seq_ = 0;   // of the last claim sent
   bool open_ = false;  // the claim numbered seq_ awaits its answer
   bool stopped_ = false;

@@ -152,6 +152,7 @@ def params():
         "coordinator": {"store": store, "misfire_grace": "30s",
                         "hold_ttl": (e.get("P_HOLD_TTL") or "10s") if pg else None,
                         "lease_ttl": "15s", "heartbeat": "5s", "log_level": e["P_LOG_LEVEL"],
+                        "early_dispatch": e.get("P_EARLY") or "1s",
                         "max_jobfile": int(e["P_MAX_JOBFILE"])},
         "job": {"schedule": f'@every {e["P_S"]}s + anchor per job', "overlap": "allow",
                 "misfire": "fire-once", "shards": 1,

@@ -33,6 +33,9 @@
 #                   100,000 jobs keeps the holder's loop busy past 10 s, and a standby then
 #                   ends the holder's session and the apply fails: that row needs "60s"
 #   PG_OPTS [""] extra postgres server options, as the harness's
+#   JOBCTL_EARLY_DISPATCH [spawn: "", the default, 1s; noop: "0s"] the coordinators'
+#                   early_dispatch. The noop peers measure run created - scheduled, which
+#                   early dispatch would make negative (runs are created ahead), so it is off
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -90,6 +93,8 @@ fi
 PG_PORT=${PG_PORT:-55433}
 PG_OPTS=${PG_OPTS:-}
 HOLD_TTL=${JOBCTL_HOLD_TTL:-}
+if [[ $ACTION == noop ]]; then EARLY=${JOBCTL_EARLY_DISPATCH-0s}; else EARLY=${JOBCTL_EARLY_DISPATCH:-}; fi
+[[ -z $EARLY || $EARLY =~ ^[0-9]+(ms|s)$ ]] || { log "JOBCTL_EARLY_DISPATCH must be a duration like 1s"; exit 2; }
 [[ -z $HOLD_TTL || $HOLD_TTL =~ ^[0-9]+[smh]$ ]] || { log "JOBCTL_HOLD_TTL must be a duration like 60s"; exit 2; }
 case "$SPREAD" in uniform|seconds|aligned) ;; *) log "SPREAD must be uniform|seconds|aligned"; exit 2;; esac
 
@@ -153,7 +158,7 @@ emit_line() {
   P_PEER=$PEER P_N=$N P_S=$S P_ACTION=$ACTION P_DURATION=$DURATION P_WARMUP=$WARMUP P_GRACE=$GRACE \
   P_SPREAD=$SPREAD P_WS=$WS P_WE=$WE P_T_STOP=$T_STOP P_REGISTER_S=$REGISTER_S P_EXTRA_CPU=$EXTRA_CPU \
   P_VERSION=$version P_COMMIT=$commit P_BUILD=$BUILD P_MAX_JOBFILE=$MAX_JOBFILE \
-  P_LOG_LEVEL=$LOG_LEVEL P_SLOTS=$SLOTS P_COORDINATORS=$NCOORD P_PG_OPTS=$PG_OPTS P_HOLD_TTL=$HOLD_TTL \
+  P_LOG_LEVEL=$LOG_LEVEL P_SLOTS=$SLOTS P_COORDINATORS=$NCOORD P_PG_OPTS=$PG_OPTS P_HOLD_TTL=$HOLD_TTL P_EARLY=$EARLY \
   P_PG_VERSION=${PG_VERSION:-} P_STATS=$stats P_WINDOW=$window P_ERROR=$ERROR \
   "$PY" "$HERE/jobctl_peer.py" params > "$RUN/params.json"
   "$PY" "$PEERS_DIR/lib/analyze.py" "$RUN/params.json" "$RUN/samples" "${recs[@]}"
@@ -275,6 +280,7 @@ start_coordinator() { # K: coordinator K, data directory data (K = 0) or data<K>
   printf 'max_jobfile = %d\nlog_level = "%s"\n' "$MAX_JOBFILE" "$LOG_LEVEL"
   [[ -z $STORE ]] || printf 'store = "%s"\n' "$STORE"
   [[ -z $STORE || -z $HOLD_TTL ]] || printf 'hold_ttl = "%s"\n' "$HOLD_TTL"
+  [[ -z $EARLY ]] || printf 'early_dispatch = "%s"\n' "$EARLY"
 } > "$RUN/coordinator.toml"
 start_coordinator 0
 COORD_PID=${COORD_PIDS[0]}

@@ -20,4 +20,10 @@ int64_t SystemClock::MonotonicMs() const {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+int64_t SystemClock::MonotonicUs() const {
+  struct timespec ts {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+}
+
 }  // namespace jobctl

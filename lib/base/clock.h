@@ -19,6 +19,9 @@ class Clock {
   virtual int64_t NowUs() const { return Now().time_since_epoch().count() * 1000; }
   // CLOCK_BOOTTIME in ms: keeps counting while the machine is suspended, never jumps.
   virtual int64_t MonotonicMs() const = 0;
+  // The same in microseconds, where the clock has them (a FakeClock's whole milliseconds
+  // otherwise).
+  virtual int64_t MonotonicUs() const { return MonotonicMs() * 1000; }
 };
 
 class SystemClock final : public Clock {
@@ -26,6 +29,7 @@ class SystemClock final : public Clock {
   WallTime Now() const override;
   int64_t NowUs() const override;
   int64_t MonotonicMs() const override;
+  int64_t MonotonicUs() const override;
 };
 
 inline int64_t ToUnixMs(WallTime t) { return t.time_since_epoch().count(); }

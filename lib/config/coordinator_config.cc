@@ -98,6 +98,15 @@ void ReadHoldTtl(const Node& n, Key k, KeyProblems& p, Config& c) {
     p.Expected(n, k, "a duration from \"3s\" to \"1h\"");
 }
 
+void ReadEarlyDispatch(const Node& n, Key k, KeyProblems& p, Config& c) {
+  auto v = n.value<std::string>();
+  Result<Millis> d = v ? ParseDuration(*v) : Result<Millis>(Status::InvalidArgument(""));
+  if (d.ok() && d->count() >= 0 && *d <= std::chrono::seconds(10))
+    c.early_dispatch = *d;
+  else
+    p.Expected(n, k, "a duration from \"0s\" (off) to \"10s\"");
+}
+
 // A retention age: 0 (keep whatever the age) or from a second to ten years.
 template <Millis Config::*Field>
 void ReadRetention(const Node& n, Key k, KeyProblems& p, Config& c) {
@@ -295,6 +304,7 @@ constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
     {"lease_ttl", ReadDuration<&Config::lease_ttl>},
     {"heartbeat", ReadDuration<&Config::heartbeat>},
     {"misfire_grace", ReadDuration<&Config::misfire_grace>},
+    {"early_dispatch", ReadEarlyDispatch},
     {"timeout_grace", ReadDuration<&Config::timeout_grace>},
     {"header_timeout", ReadDuration<&Config::header_timeout>},
     {"idle_timeout", ReadDuration<&Config::idle_timeout>},
@@ -331,6 +341,11 @@ constexpr KeySpec<Config, KeyProblems> kCoordinatorKeys[] = {
 Status CheckTogether(const toml::table& root, Config& c) {
   if (c.heartbeat * 2 > c.lease_ttl) {
     return Status::InvalidArgument("heartbeat must be at most half of lease_ttl");
+  }
+  if (!root.contains("early_dispatch")) {
+    c.early_dispatch = std::min<Millis>(c.early_dispatch, c.lease_ttl / 4);
+  } else if (c.early_dispatch * 4 > c.lease_ttl) {
+    return Status::InvalidArgument("early_dispatch must be at most a quarter of lease_ttl");
   }
   // A job file travels as a JSON string (escapes add up to a quarter): it must fit. Limits
   // left unset grow with max_jobfile; set ones too small are an error.

@@ -3,6 +3,7 @@
 // empty or missing default file is a working single-host setup.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ struct CoordinatorConfig {
   // Instants overdue by more than this when they are fired count as missed (misfire policy);
   // later than a loop hiccup, earlier than any real outage.
   Millis misfire_grace = std::chrono::seconds(30);
+  // Early dispatch: a scheduled run is created and its shards granted up to this long before
+  // its instant, to agents that start the child on their own clock at the instant; 0 turns it
+  // off. At most 10 s and a quarter of lease_ttl (left unset: 1 s, or a quarter of lease_ttl
+  // when that is less).
+  Millis early_dispatch = std::chrono::seconds(1);
   // A shard that outlives its timeout by this much is failed by the coordinator (backstop for
   // an agent that vanished without losing its lease).
   Millis timeout_grace = std::chrono::seconds(60);
@@ -101,6 +107,15 @@ struct CoordinatorConfig {
   // mTLS: clients must present a certificate signed by a CA in this PEM file (needs tls_cert).
   std::string tls_client_ca;
 };
+
+// Early dispatch: how long before its not_before a shard may be granted, to an agent that
+// starts its child at that instant on its own clock (wire::kEarlyStartFeature). The window
+// covers a burst's commits and a claim's round trip with room to spare, and is short beside
+// the lease TTL, whose expiry counts from the instant: coordinator.toml's early_dispatch,
+// never more than a quarter of lease_ttl; 0 is off.
+inline int64_t EarlyDispatchMs(const CoordinatorConfig& config) {
+  return std::min(config.early_dispatch.count(), config.lease_ttl.count() / 4);
+}
 
 // Parses the TOML text; errors read "coordinator.toml:3:9: leases.ttl: expected a duration ...".
 Result<CoordinatorConfig> ParseCoordinatorConfig(std::string_view text, std::string_view filename);

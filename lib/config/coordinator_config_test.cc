@@ -26,6 +26,7 @@ data_dir = "/srv/jobctl"
 lease_ttl = "30s"
 heartbeat = "10s"
 misfire_grace = "1m"
+early_dispatch = "2s"
 timeout_grace = "2m"
 header_timeout = "5s"
 idle_timeout = "3m"
@@ -42,6 +43,7 @@ event_log = "/var/log/jobctl-events.jsonl"
   EXPECT_EQ(c->lease_ttl, std::chrono::seconds(30));
   EXPECT_EQ(c->heartbeat, std::chrono::seconds(10));
   EXPECT_EQ(c->misfire_grace, std::chrono::minutes(1));
+  EXPECT_EQ(c->early_dispatch, std::chrono::seconds(2));
   EXPECT_EQ(c->timeout_grace, std::chrono::minutes(2));
   EXPECT_EQ(c->header_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c->idle_timeout, std::chrono::minutes(3));
@@ -138,6 +140,34 @@ TEST(CoordinatorConfigTest, HeartbeatMustLeaveRoomInTheLease) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("heartbeat must be at most half of lease_ttl"),
             std::string::npos);
+}
+
+TEST(CoordinatorConfigTest, EarlyDispatchIsBoundedAndAtMostAQuarterOfTheLease) {
+  Result<CoordinatorConfig> c = ParseCoordinatorConfig("", "coordinator.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->early_dispatch, std::chrono::seconds(1));
+  EXPECT_EQ(EarlyDispatchMs(*c), 1000);
+  // Left unset, it shrinks to a quarter of a short lease.
+  c = ParseCoordinatorConfig("lease_ttl = \"2s\"\nheartbeat = \"1s\"\n", "coordinator.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(EarlyDispatchMs(*c), 500);
+  c = ParseCoordinatorConfig("early_dispatch = \"0s\"\n", "coordinator.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(EarlyDispatchMs(*c), 0);
+  c = ParseCoordinatorConfig("early_dispatch = \"3s\"\n", "coordinator.toml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(EarlyDispatchMs(*c), 3000);
+  c = ParseCoordinatorConfig("early_dispatch = \"5s\"\n", "coordinator.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("early_dispatch must be at most a quarter of lease_ttl"),
+            std::string::npos)
+      << c.status().message();
+  c = ParseCoordinatorConfig("lease_ttl = \"60s\"\nearly_dispatch = \"11s\"\n", "coordinator.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("coordinator.toml:2"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("from \"0s\" (off) to \"10s\""), std::string::npos)
+      << c.status().message();
 }
 
 TEST(CoordinatorConfigTest, ReadsTlsKeys) {

@@ -62,6 +62,8 @@ struct AgentInfo {
   bool step_output = false;
   // Likewise for wire::kLimitsFeature: it enforces (or refuses) a grant's resource limits.
   bool limits = false;
+  // Its claim says kEarlyStartFeature: it may be granted shards before their instant.
+  bool early_start = false;
   HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;

@@ -337,6 +337,10 @@ Status Applier::SetPaused(JobEntry& job, bool paused, const Credential& actor) {
   } else {
     scheduler_->Track(job);
   }
+  // A run created ahead of its instant (early dispatch) is one the pause would have held
+  // back: it is canceled, and its granted shards never start.
+  if (paused)
+    scheduler_->CancelAhead(job, "canceled: the job was paused before this run's instant");
   return Status::Ok();
 }
 

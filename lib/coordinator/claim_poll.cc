@@ -11,9 +11,11 @@ namespace {
 
 // Every claim answer says that this coordinator takes log batches (wire/log_batch.h) and
 // batches of results (POST /v1/agent/results).
-std::string ClaimReply(std::vector<wire::Grant> assignments = {}) {
+std::string ClaimReply(std::vector<wire::Grant> assignments = {},
+                       std::vector<wire::LeaseRef> canceled = {}) {
   wire::ClaimReply r;
   r.assignments = std::move(assignments);
+  r.canceled = std::move(canceled);
   r.log_batch_bytes = static_cast<int64_t>(wire::kMaxLogBatchBytes);
   r.result_batch_max = static_cast<int64_t>(wire::kMaxResultBatch);
   return r.ToJson();
@@ -56,18 +58,42 @@ int64_t ClaimPoll::Open(AgentInfo& a, std::shared_ptr<http::Responder> responder
   return wait_ms;
 }
 
-void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants) {
+void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
+                       std::vector<wire::LeaseRef> canceled) {
   std::shared_ptr<http::Responder> responder = std::move(a.waiting);
   a.waiting.reset();
   ++a.claim_seq;
   if (!responder) return;
-  auto body = std::make_shared<std::string>(ClaimReply(std::move(grants)));
-  ctx_->batch->OnCommit([responder, body](const Status& s) {
-    if (s.ok()) {
-      responder->Send({200, "application/json", *body, {}});
-    } else {
-      responder->Send(ErrorResponseFor(s));
+  bool early = std::any_of(grants.begin(), grants.end(),
+                           [](const wire::Grant& g) { return g.start_at_ms > 0; });
+  if (!early) {
+    auto body = std::make_shared<std::string>(ClaimReply(std::move(grants), std::move(canceled)));
+    ctx_->batch->OnCommit([responder, body](const Status& s) {
+      if (s.ok()) {
+        responder->Send({200, "application/json", *body, {}});
+      } else {
+        responder->Send(ErrorResponseFor(s));
+      }
+    });
+    return;
+  }
+  // Granted before their instants: how long each child waits is counted as the answer
+  // leaves, after the commit, so that it starts at its instant and never before.
+  auto held = std::make_shared<std::pair<std::vector<wire::Grant>, std::vector<wire::LeaseRef>>>(
+      std::move(grants), std::move(canceled));
+  Context* ctx = ctx_;
+  ctx_->batch->OnCommit([responder, held, ctx](const Status& s) {
+    if (!s.ok()) return responder->Send(ErrorResponseFor(s));
+    // In microseconds, rounded up: the child must not start a fraction of a millisecond early.
+    int64_t now_us = ctx->clock->NowUs();
+    for (wire::Grant& g : held->first) {
+      if (g.start_at_ms > 0) {
+        int64_t wait_us = g.start_at_ms * 1000 - now_us;
+        g.start_in_ms = std::clamp<int64_t>((wait_us + 999) / 1000, 0, wire::kMaxStartInMs);
+      }
     }
+    responder->Send(
+        {200, "application/json", ClaimReply(std::move(held->first), std::move(held->second)), {}});
   });
 }
 

@@ -55,10 +55,9 @@ void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token
 }
 
 void Dispatcher::Enqueue(PendingShard shard) {
-  if (shard.not_before_ms > ctx_->NowMs()) {
+  if (int64_t at = shard.not_before_ms - EarlyDispatchMs(ctx_->config); at > ctx_->NowMs()) {
     // Not due yet (a retry's backoff, a jitter delay, a deferred run): held aside, so that
     // no dispatch pass walks over it, and queued when its time comes.
-    int64_t at = shard.not_before_ms;
     later_.emplace(at, std::move(shard));
     ArmLaterTimer();
     return;
@@ -107,15 +106,16 @@ int Dispatcher::FreeOf(const AgentInfo& a) const {
   return a.waiting && !a.draining ? a.waiting_free : 0;
 }
 
-AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* hold) {
+AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool early, bool* hold) {
   // The views of the agents routing may choose from: a bound shard's own agent, else all of
   // them, in name order.
   views_.clear();
   view_agents_.clear();
-  auto add = [this, &shard](AgentInfo& a) {
+  auto add = [this, &shard, early](AgentInfo& a) {
     // An agent that does not say it runs steps would run one without its context.
     if (shard.step && !a.step_output) return;
     if (shard.limits && !a.limits) return;
+    if (early && !a.early_start) return;
     views_.push_back({.name = a.name,
                       .labels = &a.labels,
                       .draining = a.draining,
@@ -147,6 +147,7 @@ AgentInfo* Dispatcher::Pick(const PendingShard& shard, int64_t now_mono, bool* h
 void Dispatcher::TryDispatch() {
   if (pending_.empty()) return;
   int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
+  const int64_t early_ms = EarlyDispatchMs(ctx_->config);
   std::map<std::string, std::vector<wire::Grant>> granted;
   int64_t retry_in = -1;
   auto want_retry = [&retry_in](int64_t in) {
@@ -159,19 +160,21 @@ void Dispatcher::TryDispatch() {
   int room = 0;
   for (const auto& [name, a] : registry_.all()) room += FreeOf(a);
   for (auto it = pending_.begin(); it != pending_.end() && room > 0;) {
-    if (it->not_before_ms > now_ms) {
-      want_retry(it->not_before_ms - now_ms);
+    if (it->not_before_ms - early_ms > now_ms) {
+      want_retry(it->not_before_ms - early_ms - now_ms);
       ++it;
       continue;
     }
-    bool hold = false;
-    AgentInfo* agent = Pick(*it, now_mono, &hold);
+    bool early = it->not_before_ms > now_ms, hold = false;
+    AgentInfo* agent = Pick(*it, now_mono, early, &hold);
     if (agent == nullptr) {
       if (hold) want_retry(it->since_mono + kPreferHoldMs - now_mono);
+      // From its instant on, any agent may take it.
+      if (early) want_retry(it->not_before_ms - now_ms);
       ++it;
       continue;
     }
-    Grant(*agent, *it, &granted[agent->name]);
+    Grant(*agent, *it, now_ms, &granted[agent->name]);
     --room;
     it = pending_.erase(it);
   }
@@ -183,10 +186,12 @@ void Dispatcher::TryDispatch() {
   ArmTimers();
 }
 
-void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard,
+void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, int64_t now_ms,
                        std::vector<wire::Grant>* assignments) {
-  int64_t now_mono = ctx_->MonoMs(), now_ms = ctx_->NowMs();
-  int64_t token = leases_.Grant(shard.key, agent.name, now_ms);
+  int64_t now_mono = ctx_->MonoMs();
+  // Granted ahead of its instant: the child starts then, and the lease counts from then.
+  int64_t start_mono = shard.not_before_ms > now_ms ? now_mono + (shard.not_before_ms - now_ms) : 0;
+  int64_t token = leases_.Grant(shard.key, agent.name, now_ms, start_mono);
   agent.held.Add(shard.key);
   --agent.waiting_free;
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
@@ -196,9 +201,13 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard,
                                    {"shard", shard.key.shard},
                                    {"attempt", a.key.attempt},
                                    {"agent", agent.name},
-                                   {"token", token}});
+                                   {"token", token},
+                                   {"start_in_ms", start_mono > 0 ? start_mono - now_mono : 0}});
   a.ttl_ms = ctx_->config.lease_ttl.count();
   a.heartbeat_ms = ctx_->config.heartbeat.count();
+  // start_in_ms is set as the answer is sent (ClaimPoll).
+  if (start_mono > 0) a.start_at_ms = shard.not_before_ms;
+  if (start_mono > 0) ++ctx_->metrics->early_grants_total;
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;
   ctx_->metrics->claim_latency.Observe(static_cast<double>(now_mono - shard.since_mono) / 1000.0);
@@ -221,6 +230,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   };
   a.step_output = has(wire::kStepOutputFeature);
   a.limits = has(wire::kLimitsFeature);
+  a.early_start = has(wire::kEarlyStartFeature);
   int64_t wait_ms = claims_.Open(a, std::move(responder), req.token_id, req.free, req.wait_ms,
                                  req.token_expires_ms);
   TryDispatch();
@@ -291,6 +301,17 @@ void Dispatcher::Release(ShardKey key, std::string_view why) {
   std::optional<Lease> ended = leases_.Release(key, why);
   if (!ended) return;
   if (AgentInfo* a = registry_.Find(ended->agent)) a->held.Remove(key);
+}
+
+void Dispatcher::MarkCanceled(ShardKey key) {
+  leases_.MarkCanceled(key);
+  const Lease* lease = leases_.Find(key);
+  if (lease == nullptr) return;
+  AgentInfo* a = registry_.Find(lease->agent);
+  // Only an agent that reads "canceled" in a claim's answer; the heartbeat tells the rest.
+  if (a != nullptr && a->waiting && a->early_start) {
+    claims_.Answer(*a, {}, {{lease->key, lease->token}});
+  }
 }
 
 void Dispatcher::OnLeaseExpired(const Lease& lease) {

@@ -55,8 +55,11 @@ struct PendingShard {
   std::string job;
   std::vector<LabelSelector> on;
   Route route = Route::kSpread;
-  std::string bound_agent;    // broadcast: only this agent
-  int64_t not_before_ms = 0;  // wall clock (retry backoff)
+  std::string bound_agent;  // broadcast: only this agent
+  // Wall clock: its child does not start before this (its run's instant, a retry's backoff,
+  // a jitter delay). It is granted from EarlyDispatchMs() before, to agents that start it
+  // on their own clock; to any other agent only from then on.
+  int64_t not_before_ms = 0;
   int64_t since_mono = 0;
   bool step = false;  // a flow step's: only agents that run steps take it
   // Its job sets resource limits: only agents that read them take it (an older one would run
@@ -121,7 +124,10 @@ class Dispatcher {
   Status Forget(const std::string& agent, bool force);
   // The lease ends; `why` (result, expired, released) goes to the event log.
   void Release(ShardKey key, std::string_view why);
-  void MarkCanceled(ShardKey key) { leases_.MarkCanceled(key); }  // told at its next heartbeat
+  // The lease's run was canceled: its holder is told in the answer to its open claim, if it
+  // has one (at once, so that a child waiting for its instant never starts), and at its next
+  // heartbeat.
+  void MarkCanceled(ShardKey key);
   Status SetDraining(const std::string& agent, bool draining) {
     return registry_.SetDraining(agent, draining);
   }
@@ -144,9 +150,12 @@ class Dispatcher {
 
  private:
   void TryDispatch();
-  AgentInfo* Pick(const PendingShard& shard, int64_t now_mono, bool* hold);
+  // `early`: the shard is granted before its not_before, so only to agents that start it on
+  // their own clock.
+  AgentInfo* Pick(const PendingShard& shard, int64_t now_mono, bool early, bool* hold);
   int FreeOf(const AgentInfo& a) const;
-  void Grant(AgentInfo& agent, const PendingShard& shard, std::vector<wire::Grant>* assignments);
+  void Grant(AgentInfo& agent, const PendingShard& shard, int64_t now_ms,
+             std::vector<wire::Grant>* assignments);
   // A lease expired (Leases): the shard is lost to its holder.
   void OnLeaseExpired(const Lease& lease);
   void ArmTimers();
@@ -165,7 +174,8 @@ class Dispatcher {
   std::vector<AgentView> views_;
   std::vector<AgentInfo*> view_agents_;
   std::deque<PendingShard> pending_;
-  // Shards not due yet, by not_before_ms.
+  // Shards not due yet, by the time they may be granted (not_before_ms less the early
+  // dispatch window).
   std::multimap<int64_t, PendingShard> later_;
   Leases leases_;
   std::map<std::string, uint64_t> round_robin_;

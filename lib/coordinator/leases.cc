@@ -31,16 +31,23 @@ void Leases::Clear() {
 
 void Leases::Load(ShardKey key, const std::string& agent, FencingToken token) {
   // After a restart every lease gets a whole TTL: the coordinator's own downtime must not
-  // expire healthy agents (they renew at their next heartbeat).
-  Put({key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false});
-  ctx_->events->Write("lease_loaded",
-                      {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"agent", agent}});
+  // expire healthy agents (they renew at their next heartbeat). One granted early may have
+  // been due to count from its instant, up to the early dispatch window from now: that too.
+  Put({key, agent, token,
+       ctx_->MonoMs() + ctx_->config.lease_ttl.count() + EarlyDispatchMs(ctx_->config), false});
+  ctx_->events->Write("lease_loaded", {{"run", key.run},
+                                       {"shard", key.shard},
+                                       {"token", token},
+                                       {"agent", agent},
+                                       {"grace_ms", EarlyDispatchMs(ctx_->config)}});
   Arm();
 }
 
-FencingToken Leases::Grant(ShardKey key, const std::string& agent, int64_t now_ms) {
+FencingToken Leases::Grant(ShardKey key, const std::string& agent, int64_t now_ms,
+                           int64_t start_mono) {
   FencingToken token = ++last_token_;
-  Put({key, agent, token, ctx_->MonoMs() + ctx_->config.lease_ttl.count(), false});
+  Put({key, agent, token, std::max(ctx_->MonoMs(), start_mono) + ctx_->config.lease_ttl.count(),
+       false});
   ctx_->batch->Stage([&] {
     return ctx_->store->PutLease({LeaseRowKey(key), agent, token, now_ms});
   });
@@ -69,7 +76,8 @@ Leases::Renewal Leases::Renew(ShardKey key, FencingToken token, const std::strin
     return Renewal::kNotHeld;
   }
   if (it->second.canceled) return Renewal::kCanceled;
-  it->second.expires_mono = now_mono + ctx_->config.lease_ttl.count();
+  it->second.expires_mono =
+      std::max(it->second.expires_mono, now_mono + ctx_->config.lease_ttl.count());
   ctx_->events->Write("renewed",
                       {{"run", key.run}, {"shard", key.shard}, {"token", token}, {"agent", agent}});
   wheel_.Schedule(static_cast<uint64_t>(token), it->second.expires_mono);

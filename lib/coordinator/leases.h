@@ -48,7 +48,10 @@ class Leases {
   void SetLastToken(FencingToken last_used) { last_token_ = last_used; }
 
   // A new lease of `key` for `agent` under the next token; its row is staged in this turn.
-  FencingToken Grant(ShardKey key, const std::string& agent, int64_t now_ms);
+  // `start_mono` (monotonic; 0: now): when its child is due, granted early; its TTL counts
+  // from then, and no renewal before brings its expiry nearer.
+  FencingToken Grant(ShardKey key, const std::string& agent, int64_t now_ms,
+                     int64_t start_mono = 0);
   // Stages the token counter: once per dispatch pass, after its last grant.
   void SaveTokenCounter();
 

@@ -68,6 +68,8 @@ std::string Metrics::Render(const std::string& version) const {
   counter("jobctl_claims_total", "Claim requests from agents.", claims_total);
   counter("jobctl_heartbeats_total", "Heartbeat requests from agents.", heartbeats_total);
   counter("jobctl_grants_total", "Shard leases granted.", grants_total);
+  counter("jobctl_early_grants_total",
+          "Shard leases granted before their instant (early dispatch).", early_grants_total);
   counter("jobctl_leases_expired_total", "Leases that expired.", leases_expired_total);
   counter("jobctl_stale_token_total", "Requests refused for a stale fencing token.",
           stale_token_total);

@@ -43,6 +43,7 @@ struct Metrics {
   uint64_t claims_total = 0;
   uint64_t heartbeats_total = 0;
   uint64_t grants_total = 0;
+  uint64_t early_grants_total = 0;  // of which granted before their instant
   uint64_t leases_expired_total = 0;
   uint64_t stale_token_total = 0;
   uint64_t log_bytes_total = 0;

@@ -346,7 +346,8 @@ void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
   p.on = run.spec->on;
   p.route = run.spec->route;
   if (run.spec->route == Route::kBroadcast) p.bound_agent = shard.agent;
-  p.not_before_ms = shard.not_before_ms;
+  // Never before its run's instant: a run created ahead of it (early dispatch) waits for it.
+  p.not_before_ms = std::max(shard.not_before_ms, run.rec.scheduled_ms);
   p.step = run.rec.flow_run_id != 0;
   p.limits = !run.spec->limits.empty();
   dispatcher_->Enqueue(std::move(p));
@@ -359,6 +360,9 @@ void RunBook::Save(const ShardRecord& shard) {
 wire::Grant RunBook::Grant(ShardKey key, const std::string& agent, int64_t token, int64_t now_ms) {
   OpenRun& run = open_.at(key.run);
   ShardRecord& shard = run.rec.shards.at(static_cast<size_t>(key.shard));
+  // Granted ahead of its instant (early dispatch), it starts at the instant: its start and
+  // its timeout count from there.
+  now_ms = std::max({now_ms, shard.not_before_ms, run.rec.scheduled_ms});
   shard.state = RunState::kRunning;
   shard.agent = agent;
   shard.token = token;

@@ -84,8 +84,12 @@ void Scheduler::RunDue() {
   // instant would be fired, refused and reloaded in a hot loop. It fires late, not never.
   if (ctx_->batch->RetryDelayMs() > 0) return Arm();
   int64_t now = ctx_->NowMs();
-  wheel_.Advance(
-      now, [this](uint64_t id, int64_t at) { due_.emplace_back(static_cast<int64_t>(id), at); });
+  // Early dispatch: instants up to `lead` ahead are handed out now; FiresAhead decides which
+  // are fired ahead, and the rest wait in early_ for their instant.
+  const int64_t lead = EarlyDispatchMs(ctx_->config);
+  wheel_.Advance(now + lead, [this](uint64_t id, int64_t at) {
+    due_.emplace_back(static_cast<int64_t>(id), at);
+  });
   while (!early_.empty() && early_.begin()->first <= now) {
     due_.emplace_back(early_.begin()->second, early_.begin()->first);
     early_.erase(early_.begin());
@@ -110,7 +114,8 @@ void Scheduler::RunDue() {
     JobEntry* job = jobs_->Find(id);
     if (job == nullptr || !job->schedulable() || job->next_fire_ms != instant) continue;
     ++fired;
-    if (*job->next_fire_ms > now) {
+    const bool ahead = *job->next_fire_ms > now;
+    if (ahead && (*job->next_fire_ms > now + lead || !FiresAhead(*job))) {
       early_.insert({*job->next_fire_ms, job->id});  // never fire before the instant
       continue;
     }
@@ -122,11 +127,39 @@ void Scheduler::RunDue() {
                  {{"job", job->name}, {"error", schedule.status().ToString()}});
       continue;
     }
-    FireDue(*job, **schedule, now, ctx_->config.misfire_grace.count());
+    if (ahead && (*schedule)->delay()) {
+      early_.insert({*job->next_fire_ms, job->id});  // its next fire depends on its runs
+      continue;
+    }
+    // Fired ahead, the run is created as at its instant: the instant is on time, and its
+    // shards are granted early and start at it (RunBook::EnqueueShard, Dispatcher).
+    FireDue(*job, **schedule, ahead ? *job->next_fire_ms : now, ctx_->config.misfire_grace.count());
   }
   FlushFires();
   slicing_ = false;
   Arm();
+}
+
+void Scheduler::CancelAhead(JobEntry& job, const std::string& why) {
+  int64_t now = ctx_->NowMs();
+  for (int64_t run : book_->OpenRunsOf(job.id)) {
+    const RunRecord* open = book_->FindOpen(run);
+    if (open == nullptr || open->reason != RunReason::kSchedule || open->scheduled_ms <= now) {
+      continue;
+    }
+    if (Status s = book_->Cancel(run, why); !s.ok()) {
+      log::Warn("cannot cancel a run created ahead of its instant",
+                {{"job", job.name}, {"run", run}, {"error", s.ToString()}});
+    }
+  }
+}
+
+bool Scheduler::FiresAhead(const JobEntry& job) const {
+  // Only where creating the run ahead decides nothing differently from creating it at the
+  // instant: not a flow (its steps start as it is created), and an overlap policy that fires
+  // whatever runs later (it is judged now, not at the instant). The rest fire at the instant.
+  return job.kind == JobKind::kJob &&
+         DecideOverlap(job.overlap, job.open_runs) == OverlapAction::kFire;
 }
 
 void Scheduler::Resume(JobEntry& job) {
@@ -266,7 +299,9 @@ void Scheduler::Fired(int64_t instant) {
   }
   ctx_->batch->OnCommit([metrics, clock, instant](const Status& s) {
     if (s.ok()) {
-      metrics->fire_lateness.Observe(static_cast<double>(ToUnixMs(clock->Now()) - instant) / 1000);
+      // A run created ahead of its instant (early dispatch) is on time.
+      metrics->fire_lateness.Observe(
+          static_cast<double>(std::max<int64_t>(ToUnixMs(clock->Now()) - instant, 0)) / 1000);
     }
   });
 }
@@ -327,6 +362,7 @@ void Scheduler::FireOne(JobEntry& job, int64_t instant, int64_t now, bool batche
 std::optional<int64_t> Scheduler::NextDueMs() const {
   if (!due_.empty()) return ctx_->NowMs();
   std::optional<int64_t> next = wheel_.NextWakeup();
+  if (next) *next -= EarlyDispatchMs(ctx_->config);
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
   return next;
 }
@@ -334,6 +370,7 @@ std::optional<int64_t> Scheduler::NextDueMs() const {
 void Scheduler::Arm() {
   if (!started_) return;
   std::optional<int64_t> next = wheel_.NextWakeup();
+  if (next) *next -= EarlyDispatchMs(ctx_->config);  // instants are handed out that early
   if (!early_.empty() && (!next || early_.begin()->first < *next)) next = early_.begin()->first;
   const int64_t hold = ctx_->batch->RetryDelayMs();
   if (!due_.empty() && hold == 0) {

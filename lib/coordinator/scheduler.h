@@ -43,6 +43,9 @@ class Scheduler {
   // misfire policy at once, however short the pause (misfire_grace is for late fires, and
   // these were held back on purpose), in the current write batch; then it is tracked again.
   void Resume(JobEntry& job);
+  // Cancels the job's runs created ahead of their instants (early dispatch) whose instants
+  // have not come: a pause (or anything that stops the job firing) takes them back.
+  void CancelAhead(JobEntry& job, const std::string& why);
   // The job's last open run has ended (in the current write batch): a fixed-delay job's next
   // fire is now one delay away.
   void OnRunsEnded(JobEntry& job);
@@ -70,6 +73,8 @@ class Scheduler {
   std::function<void(JobEntry& job, const std::string& detail)> on_missed;
 
  private:
+  // Whether the job's next instant is fired ahead of it (early dispatch).
+  bool FiresAhead(const JobEntry& job) const;
   // Instants overdue by more than `grace_ms` go through the job's misfire policy.
   void FireDue(JobEntry& job, const Schedule& schedule, int64_t now, int64_t grace_ms);
   void FireDueAfterDelay(JobEntry& job, int64_t now, int64_t grace_ms);

@@ -166,6 +166,7 @@ json Grant::ToJson() const {
     }
   }
   if (step) a["step"] = step->ToJson();
+  if (start_in_ms > 0) a["start_in_ms"] = start_in_ms;
   return a;
 }
 
@@ -180,9 +181,14 @@ Result<Grant> Grant::FromJson(const json& j) {
            Opt(j, "scheduled_at", &g.scheduled_at), Opt(j, "trace_id", &g.trace_id),
            Opt(j, "command", &g.command), Opt(j, "shell", &g.shell), Opt(j, "env", &g.env),
            Opt(j, "secrets", &g.secrets), Opt(j, "run_as", &g.run_as), Opt(j, "cwd", &g.cwd),
-           Opt(j, "timeout_ms", &g.timeout_ms), Opt(j, "kill_grace_ms", &g.kill_grace_ms)});
+           Opt(j, "timeout_ms", &g.timeout_ms), Opt(j, "kill_grace_ms", &g.kill_grace_ms),
+           Opt(j, "start_in_ms", &g.start_in_ms)});
       !s.ok()) {
     return s;
+  }
+  if (g.start_in_ms < 0 || g.start_in_ms > kMaxStartInMs) {
+    return Status::InvalidArgument("field \"start_in_ms\" must be from 0 to " +
+                                   std::to_string(kMaxStartInMs));
   }
   if (Status s = LimitsFromJson(j, "assignment", &g.limits); !s.ok()) return s;
   if (auto it = j.find("step"); it != j.end() && !it->is_null()) {
@@ -202,6 +208,13 @@ std::string ClaimReply::ToJson() const {
   json j = {{"assignments", std::move(list)}};
   if (log_batch_bytes) j["log_batch_bytes"] = *log_batch_bytes;
   if (result_batch_max) j["result_batch_max"] = *result_batch_max;
+  if (!canceled.empty()) {
+    json c = json::array();
+    for (const LeaseRef& l : canceled) {
+      c.push_back({{"run", l.key.run}, {"shard", l.key.shard}, {"token", l.token}});
+    }
+    j["canceled"] = std::move(c);
+  }
   return j.dump();
 }
 
@@ -223,6 +236,21 @@ Result<ClaimReply> ClaimReply::FromJson(std::string_view body) {
     Result<Grant> g = Grant::FromJson(item);
     if (!g.ok()) return ReplyError("claim reply", g.status(), kAgentSides);
     r.assignments.push_back(std::move(*g));
+  }
+  if (auto c = j.find("canceled"); c != j.end() && !c->is_null()) {
+    if (!c->is_array() || c->size() > kMaxCanceledInReply) {
+      return ReplyError("claim reply",
+                        Status::InvalidArgument("field \"canceled\" is not an array of at most " +
+                                                std::to_string(kMaxCanceledInReply) + " leases"),
+                        kAgentSides);
+    }
+    for (const json& item : *c) {
+      LeaseRef l;
+      if (Status s = ReadLease(item, &l.key, &l.token); !s.ok()) {
+        return ReplyError("claim reply", s, kAgentSides);
+      }
+      r.canceled.push_back(l);
+    }
   }
   return r;
 }

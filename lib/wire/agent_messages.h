@@ -54,7 +54,15 @@ inline constexpr const char* kStepOutputFeature = "step_output";
 // refuses the shard: shards with limits go only to such agents, never to one that would run
 // them without their limits.
 inline constexpr const char* kLimitsFeature = "limits";
+// The agent starts a grant's child at its start_in_ms (Grant) on its own clock, keeps its claim
+// open while such a child waits, and reads the claim reply's "canceled": only such agents are
+// granted a shard before its instant (early dispatch, coordinator/dispatcher.h).
+inline constexpr const char* kEarlyStartFeature = "early_start";
 inline constexpr size_t kMaxFeatures = 16;
+// The longest an agent is asked to wait before it starts a granted shard's child.
+inline constexpr int64_t kMaxStartInMs = 60'000;
+// The most canceled leases one claim reply names.
+inline constexpr size_t kMaxCanceledInReply = 10'000;
 
 // What a shard of a flow's step learns of its flow (model/flow.h): the flow, its run and the
 // step, the run ids of the steps it needs, and what they wrote to $JOB_OUTPUT, merged in the
@@ -95,12 +103,27 @@ struct Grant {
   ResourceLimits limits;            // enforced in the attempt's cgroup (agentd(8), CGROUPS)
   std::optional<StepContext> step;  // a flow step's shard; granted only to agents with
                                     // kStepOutputFeature
+  // Granted ahead of its instant (only to agents with kEarlyStartFeature): the child starts
+  // this long after the reply arrives, on the agent's monotonic clock; 0 to kMaxStartInMs.
+  // Absent or 0: at once.
+  int64_t start_in_ms = 0;
+  // The coordinator's own bookkeeping, never on the wire: the instant the child is due, on
+  // the coordinator's wall clock in Unix ms (0: at once), turned into start_in_ms as the
+  // reply is sent.
+  int64_t start_at_ms = 0;
 
   nlohmann::json ToJson() const;
   // Run, shard, attempt and token are required; ttl_ms, when given, is positive. ttl_ms and
   // heartbeat_ms above kMaxLeasePeriodMs read as kMaxLeasePeriodMs.
   static Result<Grant> FromJson(const nlohmann::json& j);
   friend bool operator==(const Grant&, const Grant&) = default;
+};
+
+// A lease an agent holds (in a heartbeat) or that the coordinator renewed (in its reply).
+struct LeaseRef {
+  ShardKey key;
+  FencingToken token = 0;
+  friend bool operator==(const LeaseRef&, const LeaseRef&) = default;
 };
 
 // The 200 answer to a claim.
@@ -112,18 +135,15 @@ struct ClaimReply {
   // The most results one POST /v1/agent/results takes; none from one that takes one result
   // per request. A value that is not positive reads as none.
   std::optional<int64_t> result_batch_max;
+  // Leases of this agent whose runs were canceled: their children must not start (or must
+  // stop). Sent at once, so that a cancel before a shard's instant stops it before it starts;
+  // the heartbeat tells the same later. At most kMaxCanceledInReply.
+  std::vector<LeaseRef> canceled;
 
   std::string ToJson() const;
   // One assignment that does not decode fails the whole reply.
   static Result<ClaimReply> FromJson(std::string_view body);
   friend bool operator==(const ClaimReply&, const ClaimReply&) = default;
-};
-
-// A lease an agent holds (in a heartbeat) or that the coordinator renewed (in its reply).
-struct LeaseRef {
-  ShardKey key;
-  FencingToken token = 0;
-  friend bool operator==(const LeaseRef&, const LeaseRef&) = default;
 };
 
 // POST /v1/agent/heartbeat: the leases the agent holds and its free slots.

@@ -82,6 +82,48 @@ TEST(AgentMessagesTest, LimitsOutsideTheirRangesAreRefused) {
   }
 }
 
+TEST(AgentMessagesTest, AGrantAheadOfItsInstantAndCanceledLeasesRoundTrip) {
+  ClaimReply reply;
+  Grant ahead;
+  ahead.key = {7, 0, 1};
+  ahead.token = 9;
+  ahead.start_in_ms = 750;
+  reply.assignments = {ahead, Grant{}};
+  reply.canceled = {{{5, 2}, 11}, {{6, 0}, 12}};
+  std::string text = reply.ToJson();
+  json j = json::parse(text);
+  EXPECT_EQ(j["assignments"][0]["start_in_ms"], 750);
+  // At once: no key (older agents never saw one), and the coordinator's own start_at_ms never.
+  EXPECT_FALSE(j["assignments"][1].contains("start_in_ms"));
+  EXPECT_FALSE(j["assignments"][0].contains("start_at_ms"));
+  EXPECT_EQ(j["canceled"][1]["token"], 12);
+  Result<ClaimReply> back = ClaimReply::FromJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, reply);
+  // Nothing canceled: no key.
+  EXPECT_FALSE(json::parse(ClaimReply{}.ToJson()).contains("canceled"));
+}
+
+TEST(AgentMessagesTest, AStartInOrACanceledListOutsideItsBoundsIsRefused) {
+  for (const char* bad :
+       {R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":-1}]})",
+        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":60001}]})",
+        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":"1"}]})",
+        R"({"assignments":[],"canceled":{}})",
+        R"({"assignments":[],"canceled":[{"run":1,"shard":0}]})",
+        R"({"assignments":[],"canceled":[{"run":"1","shard":0,"token":1}]})"}) {
+    Result<ClaimReply> r = ClaimReply::FromJson(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  json many = {{"assignments", json::array()}, {"canceled", json::array()}};
+  for (size_t i = 0; i <= kMaxCanceledInReply; ++i) {
+    many["canceled"].push_back({{"run", 1}, {"shard", 0}, {"token", static_cast<int64_t>(i)}});
+  }
+  Result<ClaimReply> r = ClaimReply::FromJson(many.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("at most 10000"), std::string::npos) << r.status().message();
+}
+
 TEST(AgentMessagesTest, OldCoordinatorsSayNothingOfBatches) {
   for (const char* text : {R"({"assignments":[]})", R"({"assignments":[],"log_batch_bytes":"big"})",
                            R"({"assignments":[],"log_batch_bytes":-1,"result_batch_max":0})"}) {

@@ -346,6 +346,184 @@ TEST_F(AgentTest, AShardWithLimitsGoesOnlyToAnAgentThatReadsThem) {
   EXPECT_EQ(got[0]["pids_max"], 10);
 }
 
+int64_t WallMs() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The protocol of early dispatch: a shard due in 8 s is granted up to early_dispatch (5 s)
+// ahead only to an agent whose claim says "early_start", with start_in_ms counted so that the
+// child starts at the instant, never before; an agent that does not say it gets the other
+// shard only from the instant on, as before. A cancel before the instant reaches the holder
+// at once, in the answer to its open claim.
+TEST_F(AgentTest, AShardIsGrantedAheadOnlyToAnAgentThatStartsItAtItsInstant) {
+  StartCoordinator("early_dispatch = \"5s\"\nlease_ttl = \"40s\"\nheartbeat = \"5s\"\n");
+  int64_t due = (WallMs() / 1000 + 8) * 1000;
+  std::time_t anchor = due / 1000 - 3600;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&anchor));
+  std::string toml;
+  for (const char* name : {"first", "second"}) {
+    toml += std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            stamp + "\"\nshell = \"true\"\n";
+  }
+  coord_->Apply(toml);
+  TestAgent early(*coord_, "early");
+  early.set_features({"step_output", "limits", "early_start"});
+  std::vector<json> got = early.Claim(1, 20000);
+  int64_t received = WallMs();
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_LT(received, due) << "the machine was too slow to see the grant ahead of the instant";
+  ASSERT_TRUE(got[0].contains("start_in_ms")) << got[0].dump();
+  int64_t start_in = got[0]["start_in_ms"];
+  EXPECT_GT(start_in, 0);
+  EXPECT_LE(start_in, 5000);
+  EXPECT_GE(received + start_in, due) << "told to start before the instant";
+  EXPECT_LE(received + start_in, due + 1000) << "told to start long after the instant";
+
+  TestAgent old(*coord_, "old");
+  old.set_features({"step_output", "limits"});
+  std::vector<json> other = old.ClaimUpTo(1, 20000);
+  int64_t other_received = WallMs();
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_NE(other[0]["job"], got[0]["job"]);
+  EXPECT_GE(other_received, due) << "granted ahead to an agent that did not say early_start";
+  EXPECT_FALSE(other[0].contains("start_in_ms")) << other[0].dump();
+
+  // A canceled run's lease, named in the answer to the holder's open claim (free 0: it only
+  // waits for news).
+  http::HttpResponse answer;
+  double claims = coord_->Metric("jobctl_claims_total");
+  std::thread claim([&] { answer = early.ClaimRaw(0, 20000); });
+  int64_t run = got[0]["run"];
+  // The claim must be open on the coordinator before the cancel: it is, once counted (the
+  // count and the opening are one step of the coordinator's loop).
+  bool opened = Coordinator::Eventually(
+      [&] { return coord_->Metric("jobctl_claims_total") > claims; }, seconds(10));
+  coord_->PostJson("/v1/runs/" + std::to_string(run) + "/cancel", json::object());
+  claim.join();
+  ASSERT_TRUE(opened);
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  json body = json::parse(answer.body);
+  ASSERT_EQ(body["canceled"].size(), 1u) << answer.body;
+  EXPECT_EQ(body["canceled"][0]["run"], run);
+  EXPECT_EQ(body["canceled"][0]["token"], got[0]["token"]);
+  EXPECT_TRUE(body["assignments"].empty());
+}
+
+// An agent with one slot and a job every second: each shard is granted ahead of its instant,
+// so the slot is full while it waits, and the agent holds a claim open without a free slot
+// (for cancels). When the run ends the agent must claim again at once, or the next second's
+// shard waits for that claim's 30 s to pass. Five runs in a row, each on its agent in time.
+TEST_F(AgentTest, AOneSlotAgentTakesAnEverySecondJobRunAfterRunGrantedAhead) {
+  StartCoordinator();
+  AddAgent("a", {"--slots", "1"});
+  WaitForAgents(1);
+  coord_->Apply(
+      "[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\noverlap = \"allow\"\n"
+      "shell = \"true\"\n");
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        int succeeded = 0;
+        for (const json& r : coord_->Runs("tick")) succeeded += r["state"] == "succeeded";
+        return succeeded >= 5;
+      },
+      seconds(15)))
+      << coord_->Runs("tick").dump();
+  EXPECT_GE(coord_->Metric("jobctl_early_grants_total"), 4);
+}
+
+// Early dispatch, end to end with a real agentd: three jobs due at one instant 15 s away, with
+// a 10 s window. Each run is created and its shard granted ahead of the instant. Then, before
+// the instant: one run is canceled and one job paused, and neither child ever starts (the
+// agent drops them on the claim's answer); the coordinator is killed with SIGKILL and started
+// again, and the third shard, still held by the agent, starts at its instant on the agent's
+// own clock, never before it, exactly once.
+TEST_F(AgentTest, ShardsGrantedAheadStartAtTheirInstantAndACancelOrPauseBeforeItStopsThem) {
+  StartCoordinator("early_dispatch = \"10s\"\nlease_ttl = \"40s\"\nheartbeat = \"5s\"\n");
+  AgentProcess& agent = AddAgent("a", {"--slots", "4"});
+  WaitForAgents(1);
+  int64_t now_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  // Anchored a period before the instant, so that the first instant is 15 s from now.
+  int64_t due = (now_ms / 1000 + 15) * 1000;
+  std::time_t anchor = due / 1000 - 3600;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&anchor));
+  std::string toml;
+  for (const char* name : {"ontime", "canceled", "paused"}) {
+    std::string marker = dir_.path() + "/" + name;
+    toml += std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
+            stamp + "\"\nshell = \"date +%s%N > " + marker + "; echo started\"\n";
+  }
+  coord_->Apply(toml);
+  // Ahead of the instant: each run exists, its shard granted ("running") to the agent.
+  std::map<std::string, int64_t> run_of;
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        for (const char* name : {"ontime", "canceled", "paused"}) {
+          json runs = coord_->Runs(name);
+          if (runs.empty() || runs[0]["shards"][0]["state"] != "running") return false;
+          run_of[name] = runs[0]["id"];
+        }
+        return true;
+      },
+      seconds(20)))
+      << coord_->GetJson("/v1/runs").dump();
+  int64_t granted_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  ASSERT_LT(granted_ms, due) << "the machine was too slow to see the grants ahead of the instant";
+  EXPECT_GE(coord_->Metric("jobctl_early_grants_total"), 3);
+  for (const auto& [name, id] : run_of) {
+    json run = coord_->GetJson("/v1/runs/" + std::to_string(id));
+    EXPECT_EQ(UnixMs(run["scheduled_at"]), due) << run.dump();
+    EXPECT_LT(UnixMs(run["created_at"]), due) << "not created ahead: " << run.dump();
+    EXPECT_EQ(UnixMs(run["shards"][0]["started_at"]), due) << run.dump();
+  }
+
+  coord_->PostJson("/v1/runs/" + std::to_string(run_of["canceled"]) + "/cancel", json::object());
+  coord_->PostJson("/v1/jobs/paused/pause", json::object());
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        std::string logs = agent.Logs();
+        size_t first = logs.find("canceled before its instant; not started");
+        return first != std::string::npos && logs.find("canceled before its instant; not started",
+                                                       first + 1) != std::string::npos;
+      },
+      seconds(10)))
+      << agent.Logs();
+  ASSERT_LT(
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count(),
+      due)
+      << "the cancel reached the agent only after the instant";
+
+  coord_->Kill9();
+  coord_->Start();
+  json ontime = WaitRun(run_of["ontime"], seconds(60));
+  ASSERT_EQ(ontime["state"], "succeeded") << ontime.dump();
+  EXPECT_EQ(ontime["shards"][0]["attempt"], 1) << ontime.dump();
+  EXPECT_EQ(Output(run_of["ontime"], 0, "stdout"), "started\n");
+  std::string started_ns = ReadFile(dir_.path() + "/ontime");
+  ASSERT_FALSE(started_ns.empty());
+  EXPECT_GE(std::stoll(started_ns) / 1'000'000, due) << "the child started before its instant";
+
+  for (const char* name : {"canceled", "paused"}) {
+    json run = WaitRun(run_of[name], seconds(30));
+    EXPECT_EQ(run["state"], "canceled") << run.dump();
+    EXPECT_EQ(Output(run_of[name], 0, "stdout"), "") << name;
+    EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/" + name))
+        << name << ": its child started although its run was canceled before the instant";
+  }
+  EXPECT_NE(coord_->GetJson("/v1/runs/" + std::to_string(run_of["paused"]))["note"]
+                .get<std::string>()
+                .find("paused before this run's instant"),
+            std::string::npos);
+}
+
 // A canceled run is handed to nobody else, so its shard gets its whole kill_grace even past
 // its lease's last deadline (the fence waits for it): here 5 s of grace against a 3 s lease.
 TEST_F(AgentTest, ACanceledShardThatIgnoresSigtermGetsItsWholeKillGracePastItsLease) {

@@ -26,8 +26,14 @@ using std::chrono::seconds;
 
 class CoordinatorTest : public CoordinatorFixture {};
 
-TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) {
-  Start();
+// With early dispatch off, a run is created at its instant, never before; on (the default,
+// 1 s), it is created within that window ahead of it, and its shard does not start before it
+// (AgentTest.ShardsGrantedAheadStartAtTheirInstant...).
+class EverySecondTest : public CoordinatorFixture, public ::testing::WithParamInterface<int> {};
+
+TEST_P(EverySecondTest, AJobMakesOneRunPerSecondNeverBeforeItsWindowNeverTwice) {
+  const int64_t early_ms = GetParam();
+  Start(early_ms == 0 ? "early_dispatch = \"0s\"\n" : "");
   coord_->Apply(
       "[[job]]\nname = \"tick\"\nschedule = \"*/1 * * * * *\"\nshell = \"true\"\n"
       "overlap = \"allow\"\n");
@@ -38,13 +44,19 @@ TEST_F(CoordinatorTest, EverySecondJobMakesOneRunPerSecondNeverEarlyNeverTwice) 
   for (const auto& r : runs) {
     int64_t scheduled = UnixMs(r["scheduled_at"]);
     EXPECT_EQ(scheduled % 1000, 0);
-    EXPECT_GE(UnixMs(r["created_at"]), scheduled) << "fired before its instant: " << r.dump();
+    EXPECT_GE(UnixMs(r["created_at"]), scheduled - early_ms)
+        << "fired before its instant (less early_dispatch, " << early_ms << " ms): " << r.dump();
     EXPECT_TRUE(instants.insert(scheduled).second) << "instant fired twice: " << r.dump();
   }
   // Consecutive seconds, none missing.
   EXPECT_EQ(*instants.rbegin() - *instants.begin(),
             1000 * static_cast<int64_t>(instants.size() - 1));
 }
+
+INSTANTIATE_TEST_SUITE_P(EarlyDispatch, EverySecondTest, ::testing::Values(0, 1000),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return i.param == 0 ? std::string("Off") : std::string("On");
+                         });
 
 // Every due instant of each job is exactly one run (or skipped run) or is inside a recorded
 // miss range, across repeated kill -9 of the coordinator.
@@ -89,7 +101,8 @@ TEST_F(CoordinatorTest, BurstOfAnchoredJobsFiresEachOnceInSlices) {
   std::set<std::string> jobs;
   for (const auto& r : runs) {
     EXPECT_EQ(UnixMs(r["scheduled_at"]), due) << r.dump();
-    EXPECT_GE(UnixMs(r["created_at"]), due) << "fired before its instant: " << r.dump();
+    // Created within early_dispatch (1 s) of its instant, never sooner.
+    EXPECT_GE(UnixMs(r["created_at"]), due - 1000) << "fired before its window: " << r.dump();
     EXPECT_TRUE(jobs.insert(r["job"].get<std::string>()).second) << "fired twice: " << r.dump();
   }
   EXPECT_EQ(jobs.size(), static_cast<size_t>(n));

@@ -391,8 +391,10 @@ class PauseTest : public RunControlTest {
 // the resume, the others are recorded as missed, and the job then fires on schedule again.
 // The pause is far shorter than misfire_grace (30 s by default): the policy applies all the
 // same, since these instants were held back on purpose, not fired late.
+// These two run with early dispatch off: with it on, the instant just after the pause may
+// have its run already (AJobPausedInsideTheEarlyDispatchWindow... below).
 TEST_F(PauseTest, ResumeOfAFireOnceJobMakesOneRunForTheInstantsMissedWhilePaused) {
-  Start();
+  Start("early_dispatch = \"0s\"\n");
   PausedWindow w = PauseAndResume("fire-once");
   ASSERT_FALSE(HasFailure());
   std::vector<json> made_up = RunsBetween(w.paused_at, w.resumed_at);
@@ -406,12 +408,36 @@ TEST_F(PauseTest, ResumeOfAFireOnceJobMakesOneRunForTheInstantsMissedWhilePaused
 // misfire = "skip": no run for the instants that passed while paused, each recorded as missed;
 // the job fires again at its next instant after the resume.
 TEST_F(PauseTest, ResumeOfASkipJobRunsNothingForThePausedInstantsAndRecordsThemMissed) {
-  Start();
+  Start("early_dispatch = \"0s\"\n");
   PausedWindow w = PauseAndResume("skip");
   ASSERT_FALSE(HasFailure());
   EXPECT_TRUE(RunsBetween(w.paused_at, w.resumed_at).empty()) << coord_->Runs("tick").dump();
   EXPECT_EQ(MissedBetween(w.paused_at, w.resumed_at, "misfire=skip"), w.instants)
       << coord_->GetJson("/v1/misses?job=tick").dump();
+}
+
+// With early dispatch on (1 s, the default), a pause half a second before an instant finds
+// that instant's run created already: the pause cancels it, saying why, and it is the one
+// instant of the pause that has a run; each other one is missed, as without early dispatch.
+// No instant is both.
+TEST_F(PauseTest, AJobPausedInsideTheEarlyDispatchWindowHasThatRunCanceledAndTheRestMissed) {
+  Start();
+  PausedWindow w = PauseAndResume("skip");
+  ASSERT_FALSE(HasFailure());
+  std::vector<json> runs = RunsBetween(w.paused_at, w.resumed_at);
+  EXPECT_LE(runs.size(), 1u) << coord_->Runs("tick").dump();
+  int64_t missed = MissedBetween(w.paused_at, w.resumed_at, "misfire=skip");
+  EXPECT_EQ(static_cast<int64_t>(runs.size()) + missed, w.instants)
+      << coord_->Runs("tick").dump() << coord_->GetJson("/v1/misses?job=tick").dump();
+  for (const json& r : runs) {
+    EXPECT_EQ(r["state"], "canceled") << r.dump();
+    EXPECT_NE(r["note"].get<std::string>().find("paused before this run's instant"),
+              std::string::npos)
+        << r.dump();
+    EXPECT_LT(UnixMs(r["created_at"]), w.paused_at) << r.dump();
+    int64_t at = UnixMs(r["scheduled_at"]);
+    EXPECT_EQ(MissedBetween(at, at, "misfire=skip"), 0) << "both a run and a miss: " << r.dump();
+  }
 }
 
 // ---- scoped tokens ----
