@@ -135,7 +135,8 @@ class ApiError extends Error {
 }
 
 async function api(path, options = {}) {
-  const headers = { Authorization: `Bearer ${token}` };
+  const used = token;
+  const headers = { Authorization: `Bearer ${used}` };
   if (options.body !== undefined) headers['Content-Type'] = 'application/json';
   let res;
   try {
@@ -156,7 +157,9 @@ async function api(path, options = {}) {
   try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
   if (!res.ok) {
     const message = body && body.message ? body.message : `${res.status} ${res.statusText}`;
-    if (res.status === 401) {
+    // Forgotten only if it is still the token in use: a late refusal of one signed in
+    // before must not sign out the one pasted since.
+    if (res.status === 401 && token === used) {
       sessionStorage.removeItem(TOKEN_KEY);
       token = '';
     }
@@ -1048,11 +1051,17 @@ async function route() {
 
 async function start() {
   clearBanner();
+  if (!token) return login();  // nothing to ask with, and nothing refused yet
+  const tried = token;
+  let me;
   try {
-    who = await api('/v1/whoami');
+    me = await api('/v1/whoami');
   } catch (e) {
+    if (token && token !== tried) return;  // another token was pasted meanwhile: its start() goes on
     return login(e.status === 401 ? 'That token was refused.' : e.message);
   }
+  if (token !== tried) return;  // likewise
+  who = me;
   document.getElementById('who').textContent =
     `${who.name} (${who.role}${who.jobs ? `, jobs ${who.jobs}` : ''})`;
   document.body.dataset.role = who.role;
