@@ -137,7 +137,7 @@ void Agent::OnEnrolled() {
   for (AttemptKey key : reporter_->Pending()) {
     if (std::optional<int64_t> last = shipper_->Finish(key)) reporter_->Release(key, *last);
   }
-  claimer_->SetFree(FreeSlots());
+  UpdateClaim();
 }
 
 void Agent::Reconfigure(std::map<std::string, std::string> labels, int slots) {
@@ -145,7 +145,7 @@ void Agent::Reconfigure(std::map<std::string, std::string> labels, int slots) {
   settings_.identity.slots = slots;
   log::Info("configuration reloaded", {{"slots", slots}});
   claimer_->SetIdentity(settings_.identity);
-  if (enrolled_) claimer_->SetFree(FreeSlots());  // else the first claim, after enrolment
+  if (enrolled_) UpdateClaim();  // else the first claim, after enrolment
 }
 
 int Agent::FreeSlots() const {
@@ -162,7 +162,7 @@ std::string Agent::NewSpanId() {
 
 void Agent::OnAssignments(std::vector<Assignment> list, int64_t sent_ms) {
   for (Assignment& a : list) Accept(std::move(a), sent_ms);
-  claimer_->SetFree(FreeSlots());
+  UpdateClaim();
 }
 
 void Agent::Accept(Assignment a, int64_t sent_ms) {
@@ -208,8 +208,7 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
     w.due_us = clock_->MonotonicUs() + start_in * 1000;
     w.timer = std::make_unique<uvx::Timer>(loop_);
     ArmStart(key, w);
-    claimer_->SetHold(true);
-    return;
+    return;  // OnAssignments tells the Claimer, once, with the free slots
   }
   if (leases_->MayRun(key.shard_key(), token)) {
     Launch(ref);
@@ -230,12 +229,18 @@ void Agent::ArmStart(AttemptKey key, Waiting& w) {
   w.timer->Once(static_cast<uint64_t>((wait_us + 999) / 1000), [this, key] { OnStartTime(key); });
 }
 
+void Agent::UpdateClaim() {
+  // Free slots and whether a shard waits for its instant, in one call: the Claimer claims
+  // (or replaces its claim) once, with both right.
+  claimer_->Set(FreeSlots(), !waiting_.empty());
+}
+
 void Agent::OnStartTime(AttemptKey key) {
   auto w = waiting_.find(key);
   if (w == waiting_.end()) return;
   if (w->second.due_us > clock_->MonotonicUs()) return ArmStart(key, w->second);  // not yet
   waiting_.erase(w);
-  claimer_->SetHold(!waiting_.empty());
+  UpdateClaim();
   auto it = shards_.find(key);
   if (it == shards_.end() || it->second->started() || stopping_) return;
   RunningShard& shard = *it->second;
@@ -334,9 +339,9 @@ void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
   if (it == shards_.end()) return;
   int64_t token = it->second->assignment().token;
   shards_.erase(it);
-  if (waiting_.erase(key) > 0) claimer_->SetHold(!waiting_.empty());
+  waiting_.erase(key);
   Report({key, token, outcome, std::nullopt, std::move(message)});
-  claimer_->SetFree(FreeSlots());
+  UpdateClaim();
   MaybeFinishStop();
 }
 
@@ -382,7 +387,7 @@ void Agent::OnShardDone(ShardResult result) {
   } else {
     Report(result);
   }
-  claimer_->SetFree(FreeSlots());
+  UpdateClaim();
   MaybeFinishStop();
 }
 

@@ -81,6 +81,8 @@ class Agent {
   void OnAssignments(std::vector<Assignment> list, int64_t sent_ms);
   void Accept(Assignment a, int64_t sent_ms);
   // A shard granted ahead of its instant reached it: it starts if its lease may run.
+  // Tells the Claimer the free slots and whether a shard waits for its instant.
+  void UpdateClaim();
   void OnStartTime(AttemptKey key);
   void ArmStart(AttemptKey key, Waiting& w);
   // A claim's answer said this lease's run was canceled: a shard still waiting for its

@@ -17,17 +17,13 @@ Claimer::Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, Age
       backoff_(kRetryBaseMs, kRetryCapMs, random),
       retry_timer_(loop) {}
 
-void Claimer::SetFree(int free) {
+void Claimer::Set(int free, bool hold) {
   free_ = free;
-  // A claim held open without a free slot (SetHold) takes nothing: one that can replaces it.
+  hold_ = hold;
+  // A claim held open without a free slot (hold) takes nothing: one that can replaces it.
   if (open_ && open_free_ <= 0 && free_ > 0 && !stopped_ && !retry_timer_.active()) {
     return Claim(free_, kWaitMs);
   }
-  MaybeClaim();
-}
-
-void Claimer::SetHold(bool hold) {
-  hold_ = hold;
   MaybeClaim();
 }
 

@@ -44,11 +44,12 @@ class Claimer {
   Claimer(uv_loop_t* loop, CoordinatorLink* link, const Clock* clock, AgentIdentity identity,
           OnAssignments on_assignments, OnExtras on_extras, Random* random = nullptr);
 
-  // The number of free slots changed; claims if it is positive and no claim is open.
-  void SetFree(int free);
-  // While `hold` (shards wait for their instants), a claim stays open even without a free
-  // slot: its answer is how a cancel reaches them before they start.
-  void SetHold(bool hold);
+  // The number of free slots, and whether shards wait for their instants (`hold`), changed
+  // (one call for both, so that no claim goes out with one of them stale). Claims if no claim
+  // is open and either a slot is free or `hold`: while shards wait, a claim stays open even
+  // without a free slot, as its answer is how a cancel reaches them before they start. A
+  // claim open without a free slot is replaced once a slot is free.
+  void Set(int free, bool hold);
   // Labels or slots changed: the open claim is replaced.
   void SetIdentity(AgentIdentity identity);
   // Stops claiming and withdraws the open claim. True: nothing was open, and on_withdrawn

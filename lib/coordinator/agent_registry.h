@@ -18,6 +18,7 @@
 #include "model/job.h"
 #include "model/routing.h"
 #include "uvx/handles.h"
+#include "wire/agent_messages.h"
 
 namespace jobctl::coordinator {
 
@@ -64,6 +65,9 @@ struct AgentInfo {
   bool limits = false;
   // Its claim says kEarlyStartFeature: it may be granted shards before their instant.
   bool early_start = false;
+  // Its leases granted ahead whose runs were canceled before their instant: named in the
+  // next answer to its claim (ClaimPoll::Answer), at most wire::kMaxCanceledInReply.
+  std::vector<wire::LeaseRef> cancels;
   HeldShards held;
   // The open long-poll claim, if any.
   std::shared_ptr<http::Responder> waiting;

@@ -64,8 +64,11 @@ void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
   a.waiting.reset();
   ++a.claim_seq;
   if (!responder) return;
+  // And every cancel the agent has not been told of yet.
+  canceled.insert(canceled.end(), a.cancels.begin(), a.cancels.end());
+  a.cancels.clear();
   bool early = std::any_of(grants.begin(), grants.end(),
-                           [](const wire::Grant& g) { return g.start_at_ms > 0; });
+                           [](const wire::Grant& g) { return g.start_mono_us > 0; });
   if (!early) {
     auto body = std::make_shared<std::string>(ClaimReply(std::move(grants), std::move(canceled)));
     ctx_->batch->OnCommit([responder, body](const Status& s) {
@@ -85,10 +88,10 @@ void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
   ctx_->batch->OnCommit([responder, held, ctx](const Status& s) {
     if (!s.ok()) return responder->Send(ErrorResponseFor(s));
     // In microseconds, rounded up: the child must not start a fraction of a millisecond early.
-    int64_t now_us = ctx->clock->NowUs();
+    int64_t now_us = ctx->clock->MonotonicUs();
     for (wire::Grant& g : held->first) {
-      if (g.start_at_ms > 0) {
-        int64_t wait_us = g.start_at_ms * 1000 - now_us;
+      if (g.start_mono_us > 0) {
+        int64_t wait_us = g.start_mono_us - now_us;
         g.start_in_ms = std::clamp<int64_t>((wait_us + 999) / 1000, 0, wire::kMaxStartInMs);
       }
     }

@@ -35,8 +35,9 @@ class ClaimPoll {
   // Returns the wait granted: 0 asks for an answer now.
   int64_t Open(AgentInfo& a, std::shared_ptr<http::Responder> responder, int64_t token_id, int free,
                int64_t wait_ms, std::optional<int64_t> expires_ms);
-  // Answers the agent's open claim with `grants` and `canceled` once this turn commits, or
-  // with the commit's error. A grant's start_in_ms is counted from its start_at_ms then.
+  // Answers the agent's open claim with `grants` and `canceled` (and the agent's pending
+  // AgentInfo::cancels, which it empties) once this turn commits, or with the commit's error.
+  // A grant's start_in_ms is counted from its start_mono_us then.
   void Answer(AgentInfo& a, std::vector<wire::Grant> grants,
               std::vector<wire::LeaseRef> canceled = {});
   // Answers the open claim that came with this credential (or the agent's open claim) with

@@ -46,8 +46,10 @@ void Dispatcher::Clear() {
 
 void Dispatcher::LoadAgent(const store::AgentRow& row) { registry_.Load(row); }
 
-void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token) {
-  leases_.Load(key, agent, token);
+void Dispatcher::LoadLease(ShardKey key, const std::string& agent, int64_t token,
+                           int64_t start_ms) {
+  int64_t now_ms = ctx_->NowMs();
+  leases_.Load(key, agent, token, start_ms > now_ms ? ctx_->MonoMs() + (start_ms - now_ms) : 0);
   AgentInfo& a = registry_.Get(agent);
   a.held.Add(key);
   if (a.last_seen_mono == 0) a.last_seen_mono = ctx_->MonoMs();
@@ -190,7 +192,13 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, int64_t now_
                        std::vector<wire::Grant>* assignments) {
   int64_t now_mono = ctx_->MonoMs();
   // Granted ahead of its instant: the child starts then, and the lease counts from then.
-  int64_t start_mono = shard.not_before_ms > now_ms ? now_mono + (shard.not_before_ms - now_ms) : 0;
+  // The instant is on the wall clock; from here on it is kept on the monotonic one.
+  int64_t start_mono_us = 0, start_mono = 0;
+  if (shard.not_before_ms > now_ms) {
+    start_mono_us =
+        ctx_->clock->MonotonicUs() + (shard.not_before_ms * 1000 - ctx_->clock->NowUs());
+    start_mono = (start_mono_us + 999) / 1000;
+  }
   int64_t token = leases_.Grant(shard.key, agent.name, now_ms, start_mono);
   agent.held.Add(shard.key);
   --agent.waiting_free;
@@ -205,8 +213,7 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, int64_t now_
                                    {"start_in_ms", start_mono > 0 ? start_mono - now_mono : 0}});
   a.ttl_ms = ctx_->config.lease_ttl.count();
   a.heartbeat_ms = ctx_->config.heartbeat.count();
-  // start_in_ms is set as the answer is sent (ClaimPoll).
-  if (start_mono > 0) a.start_at_ms = shard.not_before_ms;
+  a.start_mono_us = start_mono_us;  // start_in_ms is set as the answer is sent (ClaimPoll)
   if (start_mono > 0) ++ctx_->metrics->early_grants_total;
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;
@@ -234,7 +241,7 @@ void Dispatcher::Claim(ClaimRequest req, std::shared_ptr<http::Responder> respon
   int64_t wait_ms = claims_.Open(a, std::move(responder), req.token_id, req.free, req.wait_ms,
                                  req.token_expires_ms);
   TryDispatch();
-  if (a.waiting && wait_ms <= 0) claims_.Answer(a, {});
+  if (a.waiting && (wait_ms <= 0 || !a.cancels.empty())) claims_.Answer(a, {});
   ArmTimers();
 }
 
@@ -306,12 +313,14 @@ void Dispatcher::Release(ShardKey key, std::string_view why) {
 void Dispatcher::MarkCanceled(ShardKey key) {
   leases_.MarkCanceled(key);
   const Lease* lease = leases_.Find(key);
-  if (lease == nullptr) return;
+  // Only a lease granted ahead whose instant has not come (a started child learns it at the
+  // heartbeat), of an agent that reads "canceled" in a claim's answer.
+  if (lease == nullptr || lease->start_mono <= ctx_->MonoMs()) return;
   AgentInfo* a = registry_.Find(lease->agent);
-  // Only an agent that reads "canceled" in a claim's answer; the heartbeat tells the rest.
-  if (a != nullptr && a->waiting && a->early_start) {
-    claims_.Answer(*a, {}, {{lease->key, lease->token}});
-  }
+  if (a == nullptr || !a->early_start || a->cancels.size() >= wire::kMaxCanceledInReply) return;
+  a->cancels.push_back({lease->key, lease->token});
+  // Told now if its claim is open; else its next claim is answered at once (Claim).
+  if (a->waiting) claims_.Answer(*a, {});
 }
 
 void Dispatcher::OnLeaseExpired(const Lease& lease) {

@@ -90,7 +90,9 @@ class Dispatcher {
   // Rebuilding from the store: every live lease gets a fresh TTL before expiry is judged.
   void Clear();
   void LoadAgent(const store::AgentRow& row);
-  void LoadLease(ShardKey key, const std::string& agent, int64_t token);
+  // `start_ms` (wall clock): when the shard's child was due to start (a lease granted ahead
+  // of its instant counts its TTL from then, if that is still to come).
+  void LoadLease(ShardKey key, const std::string& agent, int64_t token, int64_t start_ms = 0);
   void SetNextToken(int64_t last_used) { leases_.SetLastToken(last_used); }
 
   void Enqueue(PendingShard shard);

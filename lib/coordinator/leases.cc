@@ -29,17 +29,18 @@ void Leases::Clear() {
   wheel_ = TimingWheel(ctx_->MonoMs());
 }
 
-void Leases::Load(ShardKey key, const std::string& agent, FencingToken token) {
+void Leases::Load(ShardKey key, const std::string& agent, FencingToken token, int64_t start_mono) {
   // After a restart every lease gets a whole TTL: the coordinator's own downtime must not
-  // expire healthy agents (they renew at their next heartbeat). One granted early may have
-  // been due to count from its instant, up to the early dispatch window from now: that too.
-  Put({key, agent, token,
-       ctx_->MonoMs() + ctx_->config.lease_ttl.count() + EarlyDispatchMs(ctx_->config), false});
+  // expire healthy agents (they renew at their next heartbeat). One granted ahead of an
+  // instant still to come counts it from the instant, as its holder does.
+  int64_t now = ctx_->MonoMs();
+  Put({key, agent, token, std::max(now, start_mono) + ctx_->config.lease_ttl.count(), false,
+       start_mono});
   ctx_->events->Write("lease_loaded", {{"run", key.run},
                                        {"shard", key.shard},
                                        {"token", token},
                                        {"agent", agent},
-                                       {"grace_ms", EarlyDispatchMs(ctx_->config)}});
+                                       {"grace_ms", std::max<int64_t>(start_mono - now, 0)}});
   Arm();
 }
 
@@ -47,7 +48,7 @@ FencingToken Leases::Grant(ShardKey key, const std::string& agent, int64_t now_m
                            int64_t start_mono) {
   FencingToken token = ++last_token_;
   Put({key, agent, token, std::max(ctx_->MonoMs(), start_mono) + ctx_->config.lease_ttl.count(),
-       false});
+       false, start_mono});
   ctx_->batch->Stage([&] {
     return ctx_->store->PutLease({LeaseRowKey(key), agent, token, now_ms});
   });

@@ -26,7 +26,8 @@ struct Lease {
   std::string agent;
   FencingToken token = 0;
   int64_t expires_mono = 0;
-  bool canceled = false;  // the run was canceled: the agent is told to kill at its heartbeat
+  bool canceled = false;   // the run was canceled: the agent is told to kill at its heartbeat
+  int64_t start_mono = 0;  // granted ahead: when its child is due (monotonic ms); else 0
 };
 
 class Leases {
@@ -44,7 +45,9 @@ class Leases {
 
   // Rebuilding from the store.
   void Clear();
-  void Load(ShardKey key, const std::string& agent, FencingToken token);
+  // `start_mono` (monotonic; 0: none): a lease granted ahead whose instant is still to come
+  // counts its TTL from then.
+  void Load(ShardKey key, const std::string& agent, FencingToken token, int64_t start_mono = 0);
   void SetLastToken(FencingToken last_used) { last_token_ = last_used; }
 
   // A new lease of `key` for `agent` under the next token; its row is staged in this turn.

@@ -96,7 +96,9 @@ Status RunBook::Load(RunRecord run) {
     if (shard.state == RunState::kPending) {
       EnqueueShard(open, shard);
     } else if (shard.state == RunState::kRunning) {
-      dispatcher_->LoadLease({shard.run_id, shard.index}, shard.agent, shard.token);
+      // Granted ahead of its instant, its started_ms is the instant: its TTL counts from it.
+      dispatcher_->LoadLease({shard.run_id, shard.index}, shard.agent, shard.token,
+                             shard.started_ms.value_or(0));
       if (open.spec->timeout && shard.started_ms) {
         int64_t deadline = *shard.started_ms + open.spec->timeout->count() +
                            open.spec->kill_grace.count() + ctx_->config.timeout_grace.count();
@@ -353,7 +355,12 @@ void RunBook::EnqueueShard(OpenRun& run, ShardRecord& shard) {
   dispatcher_->Enqueue(std::move(p));
 }
 
-void RunBook::Save(const ShardRecord& shard) {
+void RunBook::Save(ShardRecord& shard) {
+  // Granted ahead, it was due to start at its instant (started_ms): ended before it (canceled,
+  // refused, given back), it never started.
+  if (shard.finished_ms && shard.started_ms && *shard.started_ms > *shard.finished_ms) {
+    shard.started_ms.reset();
+  }
   ctx_->batch->Stage([&] { return ctx_->store->UpdateShard(shard); });
 }
 

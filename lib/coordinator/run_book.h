@@ -168,7 +168,7 @@ class RunBook {
   void MaybeFinish(OpenRun& run);
   // The terminal half of MaybeFinish: records the run's end and lets it go.
   void Finish(OpenRun& run, RunState state, const NotifyPolicy* notify = nullptr);
-  void Save(const ShardRecord& shard);
+  void Save(ShardRecord& shard);
   void EraseDeadline(ShardKey key);
   void ArmDeadlines();
   void OnDeadlineTimer();

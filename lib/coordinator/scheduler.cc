@@ -155,9 +155,9 @@ void Scheduler::CancelAhead(JobEntry& job, const std::string& why) {
 }
 
 bool Scheduler::FiresAhead(const JobEntry& job) const {
-  // Only where creating the run ahead decides nothing differently from creating it at the
-  // instant: not a flow (its steps start as it is created), and an overlap policy that fires
-  // whatever runs later (it is judged now, not at the instant). The rest fire at the instant.
+  // Not a flow (its steps start as it is created), and only when the overlap policy fires
+  // now (allow, or no run open): it is judged at creation, so a run opened inside the window
+  // does not make this one skip or replace. The rest fire at the instant.
   return job.kind == JobKind::kJob &&
          DecideOverlap(job.overlap, job.open_runs) == OverlapAction::kFire;
 }

@@ -107,10 +107,11 @@ struct Grant {
   // this long after the reply arrives, on the agent's monotonic clock; 0 to kMaxStartInMs.
   // Absent or 0: at once.
   int64_t start_in_ms = 0;
-  // The coordinator's own bookkeeping, never on the wire: the instant the child is due, on
-  // the coordinator's wall clock in Unix ms (0: at once), turned into start_in_ms as the
-  // reply is sent.
-  int64_t start_at_ms = 0;
+  // The coordinator's own bookkeeping, never on the wire: when the child is due, on the
+  // coordinator's monotonic clock in microseconds (0: at once), turned into start_in_ms as
+  // the reply is sent. Monotonic, so that a step of the wall clock between the grant and the
+  // answer moves neither the start nor the lease apart.
+  int64_t start_mono_us = 0;
 
   nlohmann::json ToJson() const;
   // Run, shard, attempt and token are required; ttl_ms, when given, is positive. ttl_ms and
@@ -135,9 +136,10 @@ struct ClaimReply {
   // The most results one POST /v1/agent/results takes; none from one that takes one result
   // per request. A value that is not positive reads as none.
   std::optional<int64_t> result_batch_max;
-  // Leases of this agent whose runs were canceled: their children must not start (or must
-  // stop). Sent at once, so that a cancel before a shard's instant stops it before it starts;
-  // the heartbeat tells the same later. At most kMaxCanceledInReply.
+  // Leases of this agent granted ahead whose runs were canceled before their instants: their
+  // children must not start. Sent at once, so that a cancel before a shard's instant stops it
+  // before it starts; the heartbeat tells the same later. Read leniently (what does not read
+  // is left out, and past kMaxCanceledInReply the rest).
   std::vector<LeaseRef> canceled;
 
   std::string ToJson() const;

@@ -61,6 +61,9 @@ class Replay {
   std::vector<Interval> intervals;
   int64_t ttl_ms = 0, heartbeat_ms = 0;
   int64_t grants = 0, restarts = 0, results = 0, renewals = 0, logs = 0, refusals = 0;
+  int64_t early_grants = 0;  // granted ahead of their instant (early dispatch)
+  // Leases granted ahead and still before their instant when a restart began loading.
+  int64_t early_at_restart = 0;
 
  private:
   void On(const Event& e) {
@@ -71,6 +74,7 @@ class Replay {
       loading_pid_ = e.pid;
       confirmed_.clear();
       ++restarts;
+      for (const auto& [k, idx] : open_) early_at_restart += intervals[idx].due_ns > e.mono_ns;
     } else if (e.ev == "lease_loaded") {
       // Only the lines of the load in progress count: a standby on a shared database that
       // reads the store to keep its view current writes them too, while another serves.
@@ -161,6 +165,7 @@ class Replay {
     }
     Open(key, token, e.Str("agent"), e.mono_ns, e.where);
     intervals.back().due_ns = e.mono_ns + e.Int("start_in_ms") * 1'000'000;
+    if (e.Int("start_in_ms") > 0) ++early_grants;
   }
 
   void End(const Event& e, Key key, int64_t token) {
@@ -220,6 +225,7 @@ class Replay {
 
 void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions& o, Report* r) {
   const int64_t bound_ms = replay.ttl_ms + replay.heartbeat_ms + o.failover_slack_ms;
+  int64_t early_at_kill = 0;  // leases of killed agents granted ahead, killed before the instant
   for (const AgentKill& kill : o.kills) {
     // Measured from the kill, or from when the lease's TTL began to count if that was later
     // (a shard granted ahead of its instant, a lease loaded at a restart).
@@ -228,6 +234,7 @@ void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions
         continue;
       }
       Failover f{kill.agent, held.key.run, held.key.shard, held.token};
+      if (held.due_ns > kill.mono_ns) ++early_at_kill;
       const int64_t from_ns = std::max(kill.mono_ns, held.due_ns);
       if (held.end_ns != LLONG_MAX) f.ended_ms = (held.end_ns - from_ns) / 1'000'000;
       for (const Interval& next : replay.intervals) {
@@ -258,6 +265,7 @@ void CheckFailovers(const Replay& replay, const StoreView& s, const CheckOptions
       }
     }
   }
+  if (!o.kills.empty()) r->Count("early_grants_at_a_kill", early_at_kill);
 }
 
 }  // namespace
@@ -268,6 +276,8 @@ void CheckLeases(const History& h, const StoreView& s, const CheckOptions& o, Re
   CheckFailovers(replay, s, o, r);
   r->Count("restarts", replay.restarts);
   r->Count("grants", replay.grants);
+  r->Count("early_grants", replay.early_grants);
+  r->Count("early_grants_at_a_restart", replay.early_at_restart);
   r->Count("renewals", replay.renewals);
   r->Count("results", replay.results);
   r->Count("log_chunks", replay.logs);

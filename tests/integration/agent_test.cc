@@ -382,17 +382,8 @@ TEST_F(AgentTest, AShardIsGrantedAheadOnlyToAnAgentThatStartsItAtItsInstant) {
   EXPECT_GE(received + start_in, due) << "told to start before the instant";
   EXPECT_LE(received + start_in, due + 1000) << "told to start long after the instant";
 
-  TestAgent old(*coord_, "old");
-  old.set_features({"step_output", "limits"});
-  std::vector<json> other = old.ClaimUpTo(1, 20000);
-  int64_t other_received = WallMs();
-  ASSERT_EQ(other.size(), 1u);
-  EXPECT_NE(other[0]["job"], got[0]["job"]);
-  EXPECT_GE(other_received, due) << "granted ahead to an agent that did not say early_start";
-  EXPECT_FALSE(other[0].contains("start_in_ms")) << other[0].dump();
-
-  // A canceled run's lease, named in the answer to the holder's open claim (free 0: it only
-  // waits for news).
+  // Canceled before its instant: the lease is named in the answer to the holder's open claim
+  // (free 0: it only waits for news).
   http::HttpResponse answer;
   double claims = coord_->Metric("jobctl_claims_total");
   std::thread claim([&] { answer = early.ClaimRaw(0, 20000); });
@@ -410,6 +401,16 @@ TEST_F(AgentTest, AShardIsGrantedAheadOnlyToAnAgentThatStartsItAtItsInstant) {
   EXPECT_EQ(body["canceled"][0]["run"], run);
   EXPECT_EQ(body["canceled"][0]["token"], got[0]["token"]);
   EXPECT_TRUE(body["assignments"].empty());
+  EXPECT_LT(WallMs(), due) << "the machine was too slow to cancel ahead of the instant";
+
+  TestAgent old(*coord_, "old");
+  old.set_features({"step_output", "limits"});
+  std::vector<json> other = old.ClaimUpTo(1, 20000);
+  int64_t other_received = WallMs();
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_NE(other[0]["job"], got[0]["job"]);
+  EXPECT_GE(other_received, due) << "granted ahead to an agent that did not say early_start";
+  EXPECT_FALSE(other[0].contains("start_in_ms")) << other[0].dump();
 }
 
 // An agent with one slot and a job every second: each shard is granted ahead of its instant,
@@ -456,16 +457,22 @@ TEST_F(AgentTest, ShardsGrantedAheadStartAtTheirInstantAndACancelOrPauseBeforeIt
   for (const char* name : {"ontime", "canceled", "paused"}) {
     std::string marker = dir_.path() + "/" + name;
     toml += std::string("[[job]]\nname = \"") + name + "\"\nschedule = \"@every 1h\"\nanchor = \"" +
-            stamp + "\"\nshell = \"date +%s%N > " + marker + "; echo started\"\n";
+            stamp + "\"\nshell = \"date +%s%N >> " + marker + "; echo started\"\n";
+    // Two shards: both must hear of the cancel, though one claim answer names only what was
+    // canceled when it was sent (the other answers the agent's next claim at once).
+    if (std::string(name) == "canceled") toml += "shards = 2\n";
   }
   coord_->Apply(toml);
-  // Ahead of the instant: each run exists, its shard granted ("running") to the agent.
+  // Ahead of the instant: each run exists, its shards granted ("running") to the agent.
   std::map<std::string, int64_t> run_of;
   ASSERT_TRUE(Coordinator::Eventually(
       [&] {
         for (const char* name : {"ontime", "canceled", "paused"}) {
           json runs = coord_->Runs(name);
-          if (runs.empty() || runs[0]["shards"][0]["state"] != "running") return false;
+          if (runs.empty()) return false;
+          for (const json& shard : runs[0]["shards"]) {
+            if (shard["state"] != "running") return false;
+          }
           run_of[name] = runs[0]["id"];
         }
         return true;
@@ -486,15 +493,16 @@ TEST_F(AgentTest, ShardsGrantedAheadStartAtTheirInstantAndACancelOrPauseBeforeIt
 
   coord_->PostJson("/v1/runs/" + std::to_string(run_of["canceled"]) + "/cancel", json::object());
   coord_->PostJson("/v1/jobs/paused/pause", json::object());
-  ASSERT_TRUE(Coordinator::Eventually(
-      [&] {
-        std::string logs = agent.Logs();
-        size_t first = logs.find("canceled before its instant; not started");
-        return first != std::string::npos && logs.find("canceled before its instant; not started",
-                                                       first + 1) != std::string::npos;
-      },
-      seconds(10)))
-      << agent.Logs();
+  auto dropped = [&] {
+    std::string logs = agent.Logs();
+    int n = 0;
+    for (size_t at = logs.find("canceled before its instant; not started"); at != std::string::npos;
+         at = logs.find("canceled before its instant; not started", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  ASSERT_TRUE(Coordinator::Eventually([&] { return dropped() == 3; }, seconds(10))) << agent.Logs();
   ASSERT_LT(
       std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count(),
@@ -509,11 +517,15 @@ TEST_F(AgentTest, ShardsGrantedAheadStartAtTheirInstantAndACancelOrPauseBeforeIt
   EXPECT_EQ(Output(run_of["ontime"], 0, "stdout"), "started\n");
   std::string started_ns = ReadFile(dir_.path() + "/ontime");
   ASSERT_FALSE(started_ns.empty());
+  EXPECT_EQ(started_ns.find('\n'), started_ns.size() - 1) << "started more than once";
   EXPECT_GE(std::stoll(started_ns) / 1'000'000, due) << "the child started before its instant";
 
   for (const char* name : {"canceled", "paused"}) {
     json run = WaitRun(run_of[name], seconds(30));
     EXPECT_EQ(run["state"], "canceled") << run.dump();
+    for (const json& shard : run["shards"]) {
+      EXPECT_EQ(shard["started_at"], "") << "never started: " << run.dump();
+    }
     EXPECT_EQ(Output(run_of[name], 0, "stdout"), "") << name;
     EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/" + name))
         << name << ": its child started although its run was canceled before the instant";
