@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 
 #include "base/log.h"
@@ -30,6 +31,7 @@ Agent::Agent(uv_loop_t* loop, const Clock* clock, AgentSettings settings, Random
       spool_(settings_.state_dir + "/spool", settings_.spool_max_bytes),
       runner_(loop),
       fence_(loop),
+      start_timer_(loop),
       drain_timer_(loop),
       flush_timer_(loop) {
   shipper_ =
@@ -80,6 +82,7 @@ Status Agent::Start() {
   if (Status s = spool_.Open(); !s.ok()) return s;
   if (Status s = reporter_->Open(); !s.ok()) return s;
   if (Status s = leases_->Init(); !s.ok()) return s;
+  if (Status s = start_timer_.Init(); !s.ok()) return s;
   if (Result<CgroupTree> tree = CgroupTree::Open(/*move_self=*/true); tree.ok()) {
     cgroups_ = std::move(*tree);
     runner_.UseCgroups(&*cgroups_);
@@ -204,10 +207,8 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
     // Started on this agent's own monotonic clock, start_in after the answer arrived: never
     // before the instant on the coordinator's. Until then the claim stays open, so that a
     // cancel reaches it (OnCanceledEarly).
-    Waiting& w = waiting_[key];
-    w.due_us = clock_->MonotonicUs() + start_in * 1000;
-    w.timer = std::make_unique<uvx::Timer>(loop_);
-    ArmStart(key, w);
+    waiting_[key] = clock_->MonotonicUs() + start_in * 1000;
+    ArmStartTimer();
     return;  // OnAssignments tells the Claimer, once, with the free slots
   }
   if (leases_->MayRun(key.shard_key(), token)) {
@@ -221,25 +222,31 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
   }
 }
 
-void Agent::ArmStart(AttemptKey key, Waiting& w) {
-  // libuv's timers count whole milliseconds from the loop's cached time: refreshed first, and
-  // the delay rounded up; OnStartTime checks the clock again all the same.
-  uv_update_time(loop_);
-  int64_t wait_us = std::max<int64_t>(w.due_us - clock_->MonotonicUs(), 0);
-  w.timer->Once(static_cast<uint64_t>((wait_us + 999) / 1000), [this, key] { OnStartTime(key); });
-}
-
 void Agent::UpdateClaim() {
   // Free slots and whether a shard waits for its instant, in one call: the Claimer claims
   // (or replaces its claim) once, with both right.
   claimer_->Set(FreeSlots(), !waiting_.empty());
 }
 
+void Agent::ArmStartTimer() {
+  if (waiting_.empty()) return start_timer_.Disarm();
+  int64_t next = INT64_MAX;
+  for (const auto& [key, due_us] : waiting_) next = std::min(next, due_us);
+  start_timer_.ArmAtUs(next, [this] { OnStartTimer(); });
+}
+
+void Agent::OnStartTimer() {
+  int64_t now = clock_->MonotonicUs();
+  std::vector<AttemptKey> due;
+  for (const auto& [key, due_us] : waiting_) {
+    if (due_us <= now) due.push_back(key);
+  }
+  for (AttemptKey key : due) OnStartTime(key);
+  ArmStartTimer();
+}
+
 void Agent::OnStartTime(AttemptKey key) {
-  auto w = waiting_.find(key);
-  if (w == waiting_.end()) return;
-  if (w->second.due_us > clock_->MonotonicUs()) return ArmStart(key, w->second);  // not yet
-  waiting_.erase(w);
+  if (waiting_.erase(key) == 0) return;
   UpdateClaim();
   auto it = shards_.find(key);
   if (it == shards_.end() || it->second->started() || stopping_) return;

@@ -23,6 +23,7 @@
 #include "assignment.h"
 #include "base/clock.h"
 #include "base/random.h"
+#include "boot_timer.h"
 #include "claimer.h"
 #include "coordinator_link.h"
 #include "enroller.h"
@@ -69,22 +70,18 @@ class Agent {
   void Stop(std::function<void()> on_stopped);
 
  private:
-  // Shards granted ahead of their instant: when each is due (MonotonicUs) and the timer that
-  // starts it then (OnStartTime).
-  struct Waiting {
-    int64_t due_us = 0;
-    std::unique_ptr<uvx::Timer> timer;
-  };
   // The coordinator took this agent's credential: output and results left by an earlier
   // agentd go out, and claiming starts.
   void OnEnrolled();
   void OnAssignments(std::vector<Assignment> list, int64_t sent_ms);
   void Accept(Assignment a, int64_t sent_ms);
-  // A shard granted ahead of its instant reached it: it starts if its lease may run.
   // Tells the Claimer the free slots and whether a shard waits for its instant.
   void UpdateClaim();
+  // Starts the shards whose instants have come (start_timer_), and arms it for the next.
+  void OnStartTimer();
+  void ArmStartTimer();
+  // A shard granted ahead of its instant reached it: it starts if its lease may run.
   void OnStartTime(AttemptKey key);
-  void ArmStart(AttemptKey key, Waiting& w);
   // A claim's answer said this lease's run was canceled: a shard still waiting for its
   // instant ends unstarted.
   void OnCanceledEarly(ShardKey key, int64_t token);
@@ -125,7 +122,12 @@ class Agent {
   std::unique_ptr<LeaseKeeper> leases_;
   std::unique_ptr<Claimer> claimer_;
   std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
-  std::map<AttemptKey, Waiting> waiting_;                       // granted ahead, not started yet
+  // Shards granted ahead of their instant, not started yet: when each is due (MonotonicUs).
+  std::map<AttemptKey, int64_t> waiting_;
+  // A timerfd on CLOCK_BOOTTIME in microseconds, armed for the earliest of waiting_: libuv's
+  // timers count whole milliseconds from a cached loop time, which would start a child up to
+  // two milliseconds after its instant.
+  BootTimer start_timer_;
   std::map<AttemptKey, int64_t> stale_;  // attempts whose result must not be reported
   // Flow steps' $JOB_OUTPUT files, by attempt, from their start to their end.
   std::map<AttemptKey, std::string> step_outputs_;

@@ -45,12 +45,16 @@ Status BootTimer::Init() {
 }
 
 void BootTimer::ArmAt(int64_t at_ms, std::function<void()> fn) {
+  ArmAtUs(at_ms * 1000, std::move(fn));
+}
+
+void BootTimer::ArmAtUs(int64_t at_us, std::function<void()> fn) {
   handle_->fn = std::move(fn);
   // An absolute expiry of 0 would disarm the timerfd; anything past is "now".
-  if (at_ms <= 0) at_ms = 1;
+  if (at_us <= 0) at_us = 1;
   itimerspec spec{};
-  spec.it_value.tv_sec = at_ms / 1000;
-  spec.it_value.tv_nsec = (at_ms % 1000) * 1'000'000;
+  spec.it_value.tv_sec = at_us / 1'000'000;
+  spec.it_value.tv_nsec = (at_us % 1'000'000) * 1000;
   timerfd_settime(handle_->fd, TFD_TIMER_ABSTIME, &spec, nullptr);
   uv_poll_start(&handle_->poll, UV_READABLE, [](uv_poll_t* p, int, int) {
     auto* handle = static_cast<Handle*>(p->data);

@@ -26,6 +26,8 @@ class BootTimer {
   // Runs `fn` once when CLOCK_BOOTTIME reaches `at_ms` (at once if it has), replacing any
   // earlier arming.
   void ArmAt(int64_t at_ms, std::function<void()> fn);
+  // The same at `at_us` microseconds (Clock::MonotonicUs), for starts due at an instant.
+  void ArmAtUs(int64_t at_us, std::function<void()> fn);
   void Disarm();
 
  private:
