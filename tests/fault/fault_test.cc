@@ -314,6 +314,80 @@ TEST_F(FaultTest, StoppedAgentPastItsTtlHasItsShardKilledByItsFenceBeforeTheShar
   EXPECT_TRUE(r.overlaps.empty()) << r.ToString();
 }
 
+// Early dispatch: a shard is granted ahead of its instant (a deferred trigger, 2 s out; the
+// window is 750 ms, a quarter of the 3 s lease), and its agent is lost before the instant:
+// killed with SIGKILL for one run, stopped with SIGSTOP for another (and resumed after the
+// shard ran elsewhere). Neither child ever starts on the lost agent; each shard is granted
+// again once its lease, which counts from the instant, has expired, and runs once elsewhere;
+// the checker holds (I8 measured from the instant, I9: no overlap).
+TEST_F(FaultTest, AnAgentLostBeforeTheInstantOfAShardGrantedAheadNeverStartsItAndItRunsElsewhere) {
+  cluster_ = std::make_unique<FaultCluster>(kShortLeases);
+  FaultCluster& c = *cluster_;
+  for (const char* name : {"a", "b", "c"}) c.StartAgent(name, 1);
+  c.WaitForAgents(3);
+  c.coord().Apply("[[job]]\nname = \"later\"\nschedule = \"@yearly\"\nroute = \"failover\"\n" +
+                  c.ProbeJob({100, 300, 0}));
+  CheckOptions options;
+  std::string stopped;
+  for (int signal : {SIGKILL, SIGSTOP}) {
+    int64_t run = c.coord().PostJson("/v1/jobs/later/trigger", {{"in", "2s"}})["id"].get<int64_t>();
+    std::optional<Event> grant = c.WaitForCoord(
+        [&](const Event& e) { return Is(e, "grant", run, 1) && e.Int("start_in_ms") > 0; },
+        seconds(10));
+    ASSERT_TRUE(grant) << "run " << run << " was not granted ahead of its instant";
+    std::string holder = grant->Str("agent");
+    // The holder has it (its claim answered) before it is lost.
+    ASSERT_TRUE(c.WaitFor(
+        [&](const History& h) -> const std::vector<Event>& { return h.agents.at(holder); },
+        [&](const Event& e) { return Is(e, "claimed", run, 1); }, seconds(5)));
+    c.agent(holder).process().Signal(signal);
+    int64_t lost_ns = MonotonicNs();
+    options.kills.push_back({holder, lost_ns});
+    ASSERT_LT(lost_ns, grant->mono_ns + grant->Int("start_in_ms") * 1'000'000)
+        << "the agent was lost only after the instant";
+    if (signal == SIGKILL) c.agent(holder).process().Wait(seconds(5));
+    if (signal == SIGSTOP) stopped = holder;
+    std::optional<Event> again =
+        c.WaitForProbe([&](const Event& e) { return Is(e, "start", run, 2); }, seconds(15));
+    ASSERT_TRUE(again) << "run " << run << " never ran elsewhere";
+    std::optional<Event> regrant =
+        c.WaitForCoord([&](const Event& e) { return Is(e, "grant", run, 2); }, seconds(1));
+    ASSERT_TRUE(regrant);
+    EXPECT_NE(regrant->Str("agent"), holder);
+    std::cout << (signal == SIGKILL ? "SIGKILL" : "SIGSTOP") << " of " << holder << " "
+              << Ms(grant->mono_ns + grant->Int("start_in_ms") * 1'000'000 - lost_ns)
+              << " ms before the instant; granted again "
+              << Ms(regrant->mono_ns - grant->mono_ns) - grant->Int("start_in_ms")
+              << " ms after the instant, to " << regrant->Str("agent") << "\n";
+    ASSERT_TRUE(c.WaitForProbe([&](const Event& e) { return Is(e, "end", run, 2); }, seconds(15)));
+  }
+  // Resumed, the stopped agent finds its lease's deadline passed: it gives the shard up and
+  // never starts it.
+  c.agent(stopped).process().Signal(SIGCONT);
+  EXPECT_TRUE(testing::Coordinator::Eventually(
+      [&] {
+        return c.agent(stopped).Logs().find("lease lost; stopping the shard") != std::string::npos;
+      },
+      seconds(15)))
+      << c.agent(stopped).Logs();
+  ASSERT_TRUE(c.Quiesce({"later"}, seconds(30)));
+  c.StopAll();
+  History h = c.Read();
+  for (const Event& e : h.probes) {
+    EXPECT_FALSE(e.ev == "start" && e.Int("attempt") == 1)
+        << "attempt 1 started on the lost agent: " << e.where;
+  }
+  Report r = c.Check(options);
+  std::cout << r.ToString();
+  EXPECT_TRUE(r.ok()) << r.ToString();
+  EXPECT_TRUE(r.overlaps.empty()) << r.ToString();
+  ASSERT_EQ(r.failovers.size(), 2u) << r.ToString();
+  for (const Failover& f : r.failovers) {
+    EXPECT_GE(f.regranted_ms, 0) << r.ToString();
+    EXPECT_LE(f.regranted_ms, 3000 + 1000 + 1000) << r.ToString();
+  }
+}
+
 // Several coordinators on one PostgreSQL database: three of them (one serves, two wait as
 // standbys), three agents given every coordinator's URL, the same jobs every second; the
 // serving coordinator is killed, stopped or cut off, or the database fails over, and the test
