@@ -346,7 +346,7 @@ void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
   if (it == shards_.end()) return;
   int64_t token = it->second->assignment().token;
   shards_.erase(it);
-  waiting_.erase(key);
+  if (waiting_.erase(key) > 0) ArmStartTimer();  // disarmed with the last one
   Report({key, token, outcome, std::nullopt, std::move(message)});
   UpdateClaim();
   MaybeFinishStop();
@@ -530,6 +530,7 @@ void Agent::Shutdown() {
   reporter_->Close();
   leases_->Close();
   claimer_->Close();
+  start_timer_.Disarm();  // an armed timerfd would keep the loop running
   fence_.Close();
   runner_.Close([this] {
     link_->Close([this] {

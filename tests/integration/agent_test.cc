@@ -435,6 +435,42 @@ TEST_F(AgentTest, AOneSlotAgentTakesAnEverySecondJobRunAfterRunGrantedAhead) {
   EXPECT_GE(coord_->Metric("jobctl_early_grants_total"), 4);
 }
 
+// An agentd told to stop while a shard it was granted waits for its instant gives the shard
+// back at once and exits (its timer must not hold it until the instant); the shard is granted
+// to another agent and starts there at its instant, once.
+TEST_F(AgentTest, AStoppingAgentGivesBackAShardWaitingForItsInstantAndExitsAtOnce) {
+  StartCoordinator("early_dispatch = \"10s\"\nlease_ttl = \"40s\"\nheartbeat = \"5s\"\n");
+  AgentProcess& first = AddAgent("first");
+  WaitForAgents(1);
+  int64_t due = (WallMs() / 1000 + 13) * 1000;
+  std::time_t anchor = due / 1000 - 3600;
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&anchor));
+  std::string marker = dir_.path() + "/started";
+  coord_->Apply(std::string("[[job]]\nname = \"later\"\nschedule = \"@every 1h\"\nanchor = \"") +
+                stamp + "\"\nshell = \"date +%s%N >> " + marker + "\"\n");
+  json run;
+  ASSERT_TRUE(Coordinator::Eventually(
+      [&] {
+        json runs = coord_->Runs("later");
+        if (runs.empty() || runs[0]["shards"][0]["state"] != "running") return false;
+        run = runs[0];
+        return true;
+      },
+      seconds(20)));
+  EXPECT_EQ(run["shards"][0]["agent"], "first");
+  first.process().Signal(SIGTERM);
+  EXPECT_EQ(first.process().Wait(seconds(5)), 0) << first.Logs();
+  EXPECT_LT(WallMs(), due) << "agentd stopped only after the instant";
+  AddAgent("second");
+  json done = WaitRun(run["id"], seconds(40));
+  ASSERT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["shards"][0]["agent"], "second") << done.dump();
+  std::string started = ReadFile(marker);
+  ASSERT_EQ(std::count(started.begin(), started.end(), '\n'), 1) << started;
+  EXPECT_GE(std::stoll(started) / 1'000'000, due) << "the child started before its instant";
+}
+
 // Early dispatch, end to end with a real agentd: three jobs due at one instant 15 s away, with
 // a 10 s window. Each run is created and its shard granted ahead of the instant. Then, before
 // the instant: one run is canceled and one job paused, and neither child ever starts (the
