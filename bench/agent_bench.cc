@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -190,6 +191,23 @@ void LogsPhase(int mib, int slots) {
   std::fflush(stdout);
 }
 
+// The process's own memory (USS: its private pages, clean and dirty), from smaps_rollup.
+double UssMib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string key;
+  int64_t kib = 0, total = 0;
+  std::string unit;
+  while (in >> key) {
+    if (key == "Private_Clean:" || key == "Private_Dirty:") {
+      in >> kib >> unit;
+      total += kib;
+    } else {
+      in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+  }
+  return static_cast<double>(total) / 1024;
+}
+
 void IdlePhase(int seconds, int slots) {
   Host h(slots);
   std::this_thread::sleep_for(std::chrono::seconds(3));
@@ -199,8 +217,8 @@ void IdlePhase(int seconds, int slots) {
   double cpu = a1.cpu_s - a0.cpu_s;
   std::printf(
       "idle      agent over %d s: %.2f CPU s (%.2f CPU s per hour = %.4f%% of a core), RSS %.1f "
-      "MiB\n",
-      seconds, cpu, cpu * 3600 / seconds, cpu / seconds * 100, a1.rss_mib);
+      "MiB, USS %.1f MiB\n",
+      seconds, cpu, cpu * 3600 / seconds, cpu / seconds * 100, a1.rss_mib, UssMib(h.agent_pid()));
   std::fflush(stdout);
 }
 
