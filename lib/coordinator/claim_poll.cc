@@ -67,27 +67,13 @@ void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
   // And every cancel the agent has not been told of yet.
   canceled.insert(canceled.end(), a.cancels.begin(), a.cancels.end());
   a.cancels.clear();
-  bool early = std::any_of(grants.begin(), grants.end(),
-                           [](const wire::Grant& g) { return g.start_mono_us > 0; });
-  if (!early) {
-    auto body = std::make_shared<std::string>(ClaimReply(std::move(grants), std::move(canceled)));
-    ctx_->batch->OnCommit([responder, body](const Status& s) {
-      if (s.ok()) {
-        responder->Send({200, "application/json", *body, {}});
-      } else {
-        responder->Send(ErrorResponseFor(s));
-      }
-    });
-    return;
-  }
-  // Granted before their instants: how long each child waits is counted as the answer
-  // leaves, after the commit, so that it starts at its instant and never before.
+  // Built as the answer leaves, after the commit: a grant ahead of its instant says how long
+  // its child waits from then (in microseconds, rounded up), so that it never starts early.
   auto held = std::make_shared<std::pair<std::vector<wire::Grant>, std::vector<wire::LeaseRef>>>(
       std::move(grants), std::move(canceled));
   Context* ctx = ctx_;
   ctx_->batch->OnCommit([responder, held, ctx](const Status& s) {
     if (!s.ok()) return responder->Send(ErrorResponseFor(s));
-    // In microseconds, rounded up: the child must not start a fraction of a millisecond early.
     int64_t now_us = ctx->clock->MonotonicUs();
     for (wire::Grant& g : held->first) {
       if (g.start_mono_us > 0) {
