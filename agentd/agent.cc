@@ -174,7 +174,7 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
                             {"shard", a.key.shard},
                             {"attempt", a.key.attempt},
                             {"token", a.token},
-                            {"start_in_ms", a.start_in_ms}});
+                            {"start_in_us", a.start_in_us}});
   if (stopping_) {
     // Leased just as the agent began to stop: give it back at once, for another agent.
     leases_->Add(a.key.shard_key(), a.token, a.ttl_ms, a.heartbeat_ms, sent_ms);
@@ -195,19 +195,20 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
       RunningShard::Callbacks{[this](AttemptKey k, Chunk c) { shipper_->Push(k, std::move(c)); },
                               [this](ShardResult r) { OnShardDone(std::move(r)); }});
   int64_t token = shard->assignment().token, ttl = shard->assignment().ttl_ms,
-          heartbeat = shard->assignment().heartbeat_ms, start_in = shard->assignment().start_in_ms;
+          heartbeat = shard->assignment().heartbeat_ms,
+          start_in_us = shard->assignment().start_in_us;
   RunningShard& ref = *shard;
   shards_[key] = std::move(shard);
   // After a claim held open for long the lease is unconfirmed: the LeaseKeeper renews it at
   // once and the shard starts then (OnLeaseRenewed). Granted ahead of its instant, the lease
   // counts from the instant, which is start_in after the coordinator answered, so no sooner
   // than start_in after the claim was sent.
-  leases_->Add(key.shard_key(), token, ttl, heartbeat, sent_ms + start_in);
-  if (start_in > 0) {
+  leases_->Add(key.shard_key(), token, ttl, heartbeat, sent_ms + start_in_us / 1000);
+  if (start_in_us > 0) {
     // Started on this agent's own monotonic clock, start_in after the answer arrived: never
     // before the instant on the coordinator's. Until then the claim stays open, so that a
     // cancel reaches it (OnCanceledEarly).
-    waiting_[key] = clock_->MonotonicUs() + start_in * 1000;
+    waiting_[key] = clock_->MonotonicUs() + start_in_us;
     ArmStartTimer();
     return;  // OnAssignments tells the Claimer, once, with the free slots
   }

@@ -68,7 +68,8 @@ void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
   canceled.insert(canceled.end(), a.cancels.begin(), a.cancels.end());
   a.cancels.clear();
   // Built as the answer leaves, after the commit: a grant ahead of its instant says how long
-  // its child waits from then (in microseconds, rounded up), so that it never starts early.
+  // its child waits from then, in microseconds: it arrives later still, so that the child never
+  // starts before its instant.
   auto held = std::make_shared<std::pair<std::vector<wire::Grant>, std::vector<wire::LeaseRef>>>(
       std::move(grants), std::move(canceled));
   Context* ctx = ctx_;
@@ -77,8 +78,7 @@ void ClaimPoll::Answer(AgentInfo& a, std::vector<wire::Grant> grants,
     int64_t now_us = ctx->clock->MonotonicUs();
     for (wire::Grant& g : held->first) {
       if (g.start_mono_us > 0) {
-        int64_t wait_us = g.start_mono_us - now_us;
-        g.start_in_ms = std::clamp<int64_t>((wait_us + 999) / 1000, 0, wire::kMaxStartInMs);
+        g.start_in_us = std::clamp<int64_t>(g.start_mono_us - now_us, 0, wire::kMaxStartInUs);
       }
     }
     responder->Send(

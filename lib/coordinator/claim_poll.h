@@ -37,7 +37,7 @@ class ClaimPoll {
                int64_t wait_ms, std::optional<int64_t> expires_ms);
   // Answers the agent's open claim with `grants` and `canceled` (and the agent's pending
   // AgentInfo::cancels, which it empties) once this turn commits, or with the commit's error.
-  // A grant's start_in_ms is counted from its start_mono_us then.
+  // A grant's start_in_us is counted from its start_mono_us then.
   void Answer(AgentInfo& a, std::vector<wire::Grant> grants,
               std::vector<wire::LeaseRef> canceled = {});
   // Answers the open claim that came with this credential (or the agent's open claim) with

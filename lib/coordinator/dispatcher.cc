@@ -205,15 +205,17 @@ void Dispatcher::Grant(AgentInfo& agent, const PendingShard& shard, int64_t now_
   if (shard.route == Route::kRoundRobin) ++round_robin_[shard.job];
   // The token counter is written once per dispatch pass, after its last grant.
   wire::Grant a = events_.granted(shard.key, agent.name, token, now_ms);
-  ctx_->EventAfterCommit("grant", {{"run", shard.key.run},
-                                   {"shard", shard.key.shard},
-                                   {"attempt", a.key.attempt},
-                                   {"agent", agent.name},
-                                   {"token", token},
-                                   {"start_in_ms", start_mono > 0 ? start_mono - now_mono : 0}});
+  ctx_->EventAfterCommit(
+      "grant",
+      {{"run", shard.key.run},
+       {"shard", shard.key.shard},
+       {"attempt", a.key.attempt},
+       {"agent", agent.name},
+       {"token", token},
+       {"start_in_us", start_mono_us > 0 ? start_mono_us - ctx_->clock->MonotonicUs() : 0}});
   a.ttl_ms = ctx_->config.lease_ttl.count();
   a.heartbeat_ms = ctx_->config.heartbeat.count();
-  a.start_mono_us = start_mono_us;  // start_in_ms is set as the answer is sent (ClaimPoll)
+  a.start_mono_us = start_mono_us;  // start_in_us is set as the answer is sent (ClaimPoll)
   if (start_mono > 0) ++ctx_->metrics->early_grants_total;
   assignments->push_back(std::move(a));
   ++ctx_->metrics->grants_total;

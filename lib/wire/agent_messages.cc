@@ -166,7 +166,7 @@ json Grant::ToJson() const {
     }
   }
   if (step) a["step"] = step->ToJson();
-  if (start_in_ms > 0) a["start_in_ms"] = start_in_ms;
+  if (start_in_us > 0) a["start_in_us"] = start_in_us;
   return a;
 }
 
@@ -182,13 +182,13 @@ Result<Grant> Grant::FromJson(const json& j) {
            Opt(j, "command", &g.command), Opt(j, "shell", &g.shell), Opt(j, "env", &g.env),
            Opt(j, "secrets", &g.secrets), Opt(j, "run_as", &g.run_as), Opt(j, "cwd", &g.cwd),
            Opt(j, "timeout_ms", &g.timeout_ms), Opt(j, "kill_grace_ms", &g.kill_grace_ms),
-           Opt(j, "start_in_ms", &g.start_in_ms)});
+           Opt(j, "start_in_us", &g.start_in_us)});
       !s.ok()) {
     return s;
   }
-  if (g.start_in_ms < 0 || g.start_in_ms > kMaxStartInMs) {
-    return Status::InvalidArgument("field \"start_in_ms\" must be from 0 to " +
-                                   std::to_string(kMaxStartInMs));
+  if (g.start_in_us < 0 || g.start_in_us > kMaxStartInUs) {
+    return Status::InvalidArgument("field \"start_in_us\" must be from 0 to " +
+                                   std::to_string(kMaxStartInUs));
   }
   if (Status s = LimitsFromJson(j, "assignment", &g.limits); !s.ok()) return s;
   if (auto it = j.find("step"); it != j.end() && !it->is_null()) {

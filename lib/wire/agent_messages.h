@@ -54,13 +54,13 @@ inline constexpr const char* kStepOutputFeature = "step_output";
 // refuses the shard: shards with limits go only to such agents, never to one that would run
 // them without their limits.
 inline constexpr const char* kLimitsFeature = "limits";
-// The agent starts a grant's child at its start_in_ms (Grant) on its own clock, keeps its claim
+// The agent starts a grant's child at its start_in_us (Grant) on its own clock, keeps its claim
 // open while such a child waits, and reads the claim reply's "canceled": only such agents are
 // granted a shard before its instant (early dispatch, coordinator/dispatcher.h).
-inline constexpr const char* kEarlyStartFeature = "early_start";
+inline constexpr const char* kEarlyStartFeature = "start_in_us";
 inline constexpr size_t kMaxFeatures = 16;
 // The longest an agent is asked to wait before it starts a granted shard's child.
-inline constexpr int64_t kMaxStartInMs = 60'000;
+inline constexpr int64_t kMaxStartInUs = 60'000'000;
 // The most canceled leases one claim reply names.
 inline constexpr size_t kMaxCanceledInReply = 10'000;
 
@@ -104,11 +104,11 @@ struct Grant {
   std::optional<StepContext> step;  // a flow step's shard; granted only to agents with
                                     // kStepOutputFeature
   // Granted ahead of its instant (only to agents with kEarlyStartFeature): the child starts
-  // this long after the reply arrives, on the agent's monotonic clock; 0 to kMaxStartInMs.
-  // Absent or 0: at once.
-  int64_t start_in_ms = 0;
+  // this long after the reply arrives, on the agent's monotonic clock, in microseconds; 0 to
+  // kMaxStartInUs. Absent or 0: at once.
+  int64_t start_in_us = 0;
   // The coordinator's own bookkeeping, never on the wire: when the child is due, on the
-  // coordinator's monotonic clock in microseconds (0: at once), turned into start_in_ms as
+  // coordinator's monotonic clock in microseconds (0: at once), turned into start_in_us as
   // the reply is sent. Monotonic, so that a step of the wall clock between the grant and the
   // answer moves neither the start nor the lease apart.
   int64_t start_mono_us = 0;

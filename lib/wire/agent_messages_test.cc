@@ -87,15 +87,15 @@ TEST(AgentMessagesTest, AGrantAheadOfItsInstantAndCanceledLeasesRoundTrip) {
   Grant ahead;
   ahead.key = {7, 0, 1};
   ahead.token = 9;
-  ahead.start_in_ms = 750;
+  ahead.start_in_us = 750'250;
   reply.assignments = {ahead, Grant{}};
   reply.canceled = {{{5, 2}, 11}, {{6, 0}, 12}};
   std::string text = reply.ToJson();
   json j = json::parse(text);
-  EXPECT_EQ(j["assignments"][0]["start_in_ms"], 750);
+  EXPECT_EQ(j["assignments"][0]["start_in_us"], 750'250);
   // At once: no key (older agents never saw one), and the coordinator's own start_mono_us
   // never.
-  EXPECT_FALSE(j["assignments"][1].contains("start_in_ms"));
+  EXPECT_FALSE(j["assignments"][1].contains("start_in_us"));
   EXPECT_FALSE(j["assignments"][0].contains("start_mono_us"));
   EXPECT_EQ(j["canceled"][1]["token"], 12);
   Result<ClaimReply> back = ClaimReply::FromJson(text);
@@ -107,9 +107,9 @@ TEST(AgentMessagesTest, AGrantAheadOfItsInstantAndCanceledLeasesRoundTrip) {
 
 TEST(AgentMessagesTest, AStartInOutsideItsBoundsIsRefused) {
   for (const char* bad :
-       {R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":-1}]})",
-        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":60001}]})",
-        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_ms":"1"}]})"}) {
+       {R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_us":-1}]})",
+        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_us":60000001}]})",
+        R"({"assignments":[{"run":1,"shard":0,"attempt":1,"token":1,"start_in_us":"1"}]})"}) {
     Result<ClaimReply> r = ClaimReply::FromJson(bad);
     EXPECT_FALSE(r.ok()) << bad;
   }

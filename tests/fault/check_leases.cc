@@ -164,8 +164,8 @@ class Replay {
       Close(it->second, e.mono_ns, "overlapped");
     }
     Open(key, token, e.Str("agent"), e.mono_ns, e.where);
-    intervals.back().due_ns = e.mono_ns + e.Int("start_in_ms") * 1'000'000;
-    if (e.Int("start_in_ms") > 0) ++early_grants;
+    intervals.back().due_ns = e.mono_ns + e.Int("start_in_us") * 1'000;
+    if (e.Int("start_in_us") > 0) ++early_grants;
   }
 
   void End(const Event& e, Key key, int64_t token) {

@@ -332,7 +332,7 @@ TEST_F(FaultTest, AnAgentLostBeforeTheInstantOfAShardGrantedAheadNeverStartsItAn
   for (int signal : {SIGKILL, SIGSTOP}) {
     int64_t run = c.coord().PostJson("/v1/jobs/later/trigger", {{"in", "2s"}})["id"].get<int64_t>();
     std::optional<Event> grant = c.WaitForCoord(
-        [&](const Event& e) { return Is(e, "grant", run, 1) && e.Int("start_in_ms") > 0; },
+        [&](const Event& e) { return Is(e, "grant", run, 1) && e.Int("start_in_us") > 0; },
         seconds(10));
     ASSERT_TRUE(grant) << "run " << run << " was not granted ahead of its instant";
     std::string holder = grant->Str("agent");
@@ -348,7 +348,7 @@ TEST_F(FaultTest, AnAgentLostBeforeTheInstantOfAShardGrantedAheadNeverStartsItAn
     c.agent(holder).process().Signal(signal);
     int64_t lost_ns = MonotonicNs();
     options.kills.push_back({holder, lost_ns});
-    ASSERT_LT(lost_ns, grant->mono_ns + grant->Int("start_in_ms") * 1'000'000)
+    ASSERT_LT(lost_ns, grant->mono_ns + grant->Int("start_in_us") * 1'000)
         << "the agent was lost only after the instant";
     if (signal == SIGKILL) c.agent(holder).process().Wait(seconds(5));
     if (signal == SIGSTOP) stopped = holder;
@@ -360,9 +360,9 @@ TEST_F(FaultTest, AnAgentLostBeforeTheInstantOfAShardGrantedAheadNeverStartsItAn
     ASSERT_TRUE(regrant);
     EXPECT_NE(regrant->Str("agent"), holder);
     std::cout << (signal == SIGKILL ? "SIGKILL" : "SIGSTOP") << " of " << holder << " "
-              << Ms(grant->mono_ns + grant->Int("start_in_ms") * 1'000'000 - lost_ns)
+              << Ms(grant->mono_ns + grant->Int("start_in_us") * 1'000 - lost_ns)
               << " ms before the instant; granted again "
-              << Ms(regrant->mono_ns - grant->mono_ns) - grant->Int("start_in_ms")
+              << Ms(regrant->mono_ns - grant->mono_ns - grant->Int("start_in_us") * 1'000)
               << " ms after the instant, to " << regrant->Str("agent") << "\n";
     ASSERT_TRUE(c.WaitForProbe([&](const Event& e) { return Is(e, "end", run, 2); }, seconds(15)));
   }

@@ -352,8 +352,14 @@ int64_t WallMs() {
       .count();
 }
 
+int64_t WallUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // The protocol of early dispatch: a shard due in 8 s is granted up to early_dispatch (5 s)
-// ahead only to an agent whose claim says "early_start", with start_in_ms counted so that the
+// ahead only to an agent whose claim says "start_in_us", with start_in_us counted so that the
 // child starts at the instant, never before; an agent that does not say it gets the other
 // shard only from the instant on, as before. A cancel before the instant reaches the holder
 // at once, in the answer to its open claim.
@@ -370,17 +376,19 @@ TEST_F(AgentTest, AShardIsGrantedAheadOnlyToAnAgentThatStartsItAtItsInstant) {
   }
   coord_->Apply(toml);
   TestAgent early(*coord_, "early");
-  early.set_features({"step_output", "limits", "early_start"});
+  early.set_features({"step_output", "limits", "start_in_us"});
   std::vector<json> got = early.Claim(1, 20000);
-  int64_t received = WallMs();
+  int64_t received_us = WallUs();
   ASSERT_EQ(got.size(), 1u);
-  ASSERT_LT(received, due) << "the machine was too slow to see the grant ahead of the instant";
-  ASSERT_TRUE(got[0].contains("start_in_ms")) << got[0].dump();
-  int64_t start_in = got[0]["start_in_ms"];
-  EXPECT_GT(start_in, 0);
-  EXPECT_LE(start_in, 5000);
-  EXPECT_GE(received + start_in, due) << "told to start before the instant";
-  EXPECT_LE(received + start_in, due + 1000) << "told to start long after the instant";
+  ASSERT_LT(received_us, due * 1000)
+      << "the machine was too slow to see the grant ahead of the instant";
+  ASSERT_TRUE(got[0].contains("start_in_us")) << got[0].dump();
+  int64_t start_in_us = got[0]["start_in_us"];
+  EXPECT_GT(start_in_us, 0);
+  EXPECT_LE(start_in_us, 5'000'000);
+  EXPECT_GE(received_us + start_in_us, due * 1000) << "told to start before the instant";
+  EXPECT_LE(received_us + start_in_us, due * 1000 + 1'000'000)
+      << "told to start long after the instant";
 
   // Canceled before its instant: the lease is named in the answer to the holder's open claim
   // (free 0: it only waits for news).
@@ -409,8 +417,8 @@ TEST_F(AgentTest, AShardIsGrantedAheadOnlyToAnAgentThatStartsItAtItsInstant) {
   int64_t other_received = WallMs();
   ASSERT_EQ(other.size(), 1u);
   EXPECT_NE(other[0]["job"], got[0]["job"]);
-  EXPECT_GE(other_received, due) << "granted ahead to an agent that did not say early_start";
-  EXPECT_FALSE(other[0].contains("start_in_ms")) << other[0].dump();
+  EXPECT_GE(other_received, due) << "granted ahead to an agent that did not say start_in_us";
+  EXPECT_FALSE(other[0].contains("start_in_us")) << other[0].dump();
 }
 
 // An agent with one slot and a job every second: each shard is granted ahead of its instant,
