@@ -208,7 +208,10 @@ void Agent::Accept(Assignment a, int64_t sent_ms) {
     // Started on this agent's own monotonic clock, start_in after the answer arrived: never
     // before the instant on the coordinator's. Until then the claim stays open, so that a
     // cancel reaches it (OnCanceledEarly).
-    waiting_[key] = clock_->MonotonicUs() + start_in_us;
+    int64_t due_us = clock_->MonotonicUs() + start_in_us;
+    Unwait(key);
+    waiting_[key] = due_us;
+    due_order_.emplace(due_us, key);
     ArmStartTimer();
     return;  // OnAssignments tells the Claimer, once, with the free slots
   }
@@ -230,24 +233,22 @@ void Agent::UpdateClaim() {
 }
 
 void Agent::ArmStartTimer() {
-  if (waiting_.empty()) return start_timer_.Disarm();
-  int64_t next = INT64_MAX;
-  for (const auto& [key, due_us] : waiting_) next = std::min(next, due_us);
-  start_timer_.ArmAtUs(next, [this] { OnStartTimer(); });
+  if (due_order_.empty()) return start_timer_.Disarm();
+  start_timer_.ArmAtUs(due_order_.begin()->first, [this] { OnStartTimer(); });
 }
 
 void Agent::OnStartTimer() {
   int64_t now = clock_->MonotonicUs();
   std::vector<AttemptKey> due;
-  for (const auto& [key, due_us] : waiting_) {
-    if (due_us <= now) due.push_back(key);
+  for (auto it = due_order_.begin(); it != due_order_.end() && it->first <= now; ++it) {
+    due.push_back(it->second);
   }
   for (AttemptKey key : due) OnStartTime(key);
   ArmStartTimer();
 }
 
 void Agent::OnStartTime(AttemptKey key) {
-  if (waiting_.erase(key) == 0) return;
+  if (!Unwait(key)) return;
   UpdateClaim();
   auto it = shards_.find(key);
   if (it == shards_.end() || it->second->started() || stopping_) return;
@@ -347,7 +348,7 @@ void Agent::EndUnstarted(AttemptKey key, Outcome outcome, std::string message) {
   if (it == shards_.end()) return;
   int64_t token = it->second->assignment().token;
   shards_.erase(it);
-  if (waiting_.erase(key) > 0) ArmStartTimer();  // disarmed with the last one
+  if (Unwait(key)) ArmStartTimer();  // disarmed with the last one
   Report({key, token, outcome, std::nullopt, std::move(message)});
   UpdateClaim();
   MaybeFinishStop();
@@ -406,9 +407,19 @@ void Agent::Report(const ShardResult& result) {
   }
 }
 
+bool Agent::Unwait(AttemptKey key) {
+  auto it = waiting_.find(key);
+  if (it == waiting_.end()) return false;
+  due_order_.erase({it->second, key});
+  waiting_.erase(it);
+  return true;
+}
+
 RunningShard* Agent::Find(ShardKey key, int64_t token) {
-  for (auto& [k, shard] : shards_) {
-    if (k.shard_key() == key && shard->assignment().token == token) return shard.get();
+  // The attempts of one shard are adjacent in shards_ (ordered by run, shard, attempt).
+  for (auto it = shards_.lower_bound(AttemptKey{key.run, key.shard, INT_MIN});
+       it != shards_.end() && it->first.shard_key() == key; ++it) {
+    if (it->second->assignment().token == token) return it->second.get();
   }
   return nullptr;
 }

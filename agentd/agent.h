@@ -17,7 +17,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "assignment.h"
@@ -82,6 +84,8 @@ class Agent {
   void ArmStartTimer();
   // A shard granted ahead of its instant reached it: it starts if its lease may run.
   void OnStartTime(AttemptKey key);
+  // Takes the shard out of waiting_ (and its due order); false: it was not waiting.
+  bool Unwait(AttemptKey key);
   // A claim's answer said this lease's run was canceled: a shard still waiting for its
   // instant ends unstarted.
   void OnCanceledEarly(ShardKey key, int64_t token);
@@ -124,6 +128,7 @@ class Agent {
   std::map<AttemptKey, std::unique_ptr<RunningShard>> shards_;  // waiting for a lease or running
   // Shards granted ahead of their instant, not started yet: when each is due (MonotonicUs).
   std::map<AttemptKey, int64_t> waiting_;
+  std::set<std::pair<int64_t, AttemptKey>> due_order_;  // waiting_ by due time, earliest first
   // A timerfd on CLOCK_BOOTTIME in microseconds, armed for the earliest of waiting_: libuv's
   // timers count whole milliseconds from a cached loop time, which would start a child up to
   // two milliseconds after its instant.

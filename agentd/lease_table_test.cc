@@ -50,6 +50,27 @@ TEST(LeaseTableTest, ExpiredLeasesAreTakenOnceAtTheirDeadline) {
   EXPECT_EQ(*t.NextDeadline(), 18'850);
 }
 
+// The earliest deadline follows every change: a renewal moves a lease later, a removal or a
+// new grant of the same shard replaces its old deadline, and none is left behind.
+TEST(LeaseTableTest, TheNextDeadlineFollowsRenewalsRemovalsAndRegrants) {
+  LeaseTable t;
+  t.Add({1, 0}, 7, 0, 15'000, 0);                     // deadline 13850
+  t.Add({1, 1}, 8, 5'000, 15'000, 5'000);             // deadline 18850
+  t.Add({2, 0}, 9, 6'000, 15'000, 6'000);             // deadline 19850
+  EXPECT_TRUE(t.Renewed({1, 0}, 7, 10'000, 15'000));  // deadline 23850
+  EXPECT_EQ(*t.NextDeadline(), 18'850);
+  EXPECT_TRUE(t.Remove({1, 1}, 8));
+  EXPECT_EQ(*t.NextDeadline(), 19'850);
+  t.Add({2, 0}, 10, 1'000, 15'000, 1'000);  // the shard granted again: deadline 14850
+  EXPECT_EQ(*t.NextDeadline(), 14'850);
+  std::vector<HeldLease> expired = t.TakeExpired(30'000);
+  ASSERT_EQ(expired.size(), 2u);
+  EXPECT_EQ(expired[0].token, 10);  // earliest first
+  EXPECT_EQ(expired[1].token, 7);
+  EXPECT_TRUE(t.empty());
+  EXPECT_FALSE(t.NextDeadline());
+}
+
 TEST(LeaseTableTest, LeaseFromALongHeldClaimIsUnconfirmedUntilRenewed) {
   LeaseTable t;
   // The claim was sent 29 s before its answer: its send-based deadline has passed.
