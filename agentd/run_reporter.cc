@@ -1,18 +1,8 @@
 #include "run_reporter.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/log.h"
-#include "base/secret_file.h"
 #include "wire/agent_messages.h"
 
 namespace jobctl::agentd {
@@ -21,38 +11,19 @@ RunReporter::RunReporter(uv_loop_t* loop, CoordinatorLink* link, std::string dir
                          std::function<void(const ShardResult&, bool accepted)> on_done,
                          Random* random)
     : link_(link),
-      dir_(std::move(dir)),
+      journal_(std::move(dir)),
       agent_(std::move(agent)),
       on_done_(std::move(on_done)),
       backoff_(kRetryBaseMs, kRetryCapMs, random),
       retry_timer_(loop) {}
 
-std::string RunReporter::PathFor(AttemptKey key) const {
-  return dir_ + "/r" + std::to_string(key.run) + "-s" + std::to_string(key.shard) + "-a" +
-         std::to_string(key.attempt) + ".json";
-}
-
 Status RunReporter::Open() {
-  if (Status s = MakePrivateDir(dir_); !s.ok()) return s;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-    const std::string path = entry.path().string();
-    if (entry.path().extension() != ".json") {
-      if (entry.path().extension() == ".tmp") std::filesystem::remove(entry.path(), ec);
-      continue;
-    }
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    Result<ShardResult> r = ResultFromJson(text.str());
-    if (!r.ok()) {
-      log::Warn("ignoring an unreadable result file",
-                {{"file", path}, {"error", r.status().message()}});
-      continue;
-    }
-    results_[r->key] = Entry{*r, ResultToJson(*r, agent_), false, false};
+  Result<std::map<AttemptKey, std::string>> left = journal_.Open();
+  if (!left.ok()) return left.status();
+  for (const auto& [key, json] : *left) {
+    Result<ShardResult> r = ResultFromJson(json);
+    if (r.ok()) results_[key] = Entry{*r, ResultToJson(*r, agent_), false, false};
   }
-  if (ec) return Status::Io("cannot list " + dir_ + ": " + ec.message());
   if (!results_.empty()) {
     log::Info("results left to report", {{"count", static_cast<uint64_t>(results_.size())}});
   }
@@ -66,24 +37,22 @@ std::vector<AttemptKey> RunReporter::Pending() const {
 }
 
 Status RunReporter::Persist(AttemptKey key, const std::string& json) {
-  // Written whole, then renamed: a crash leaves the old file or the new one, never half.
-  std::string path = PathFor(key), tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Io("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < json.size()) {
-    ssize_t n = write(fd, json.data() + done, json.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
+  return journal_.Put(key, json);
+}
+
+void RunReporter::Forget(AttemptKey key) {
+  if (Status s = journal_.Remove(key); !s.ok()) {
+    // A restart would report it again; the coordinator answers that it has it.
+    log::Warn("cannot strike a settled result", {{"run", key.run}, {"error", s.message()}});
   }
-  bool written = close(fd) == 0 && done == json.size();
-  if (!written) {
-    unlink(tmp.c_str());
-    return Status::Io("cannot write " + tmp);
+  results_.erase(key);
+  if (!journal_.WantsRewrite()) return;
+  std::vector<const std::string*> live;
+  live.reserve(results_.size());
+  for (const auto& [k, e] : results_) live.push_back(&e.json);
+  if (Status s = journal_.Rewrite(live); !s.ok()) {
+    log::Warn("cannot rewrite the result journal", {{"error", s.message()}});
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Io("cannot rename " + tmp);
-  return Status::Ok();
 }
 
 void RunReporter::Add(const ShardResult& result) {
@@ -113,8 +82,7 @@ void RunReporter::Release(AttemptKey key, int64_t output_seq) {
 void RunReporter::Drop(AttemptKey key) {
   auto it = results_.find(key);
   if (it == results_.end()) return;
-  std::remove(PathFor(key).c_str());
-  results_.erase(it);  // a reply in flight finds nothing and is ignored
+  Forget(key);  // a reply in flight finds nothing and is ignored
 }
 
 void RunReporter::SetBatchLimit(size_t results) { batch_limit_ = std::min(results, kMaxBatch); }
@@ -243,9 +211,8 @@ void RunReporter::OnReply(AttemptKey key, Result<http::HttpResponse> r) {
 
 void RunReporter::Settle(AttemptKey key, bool accepted) {
   auto it = results_.find(key);
-  ShardResult result = it->second.result;
-  std::remove(PathFor(key).c_str());
-  results_.erase(it);
+  ShardResult result = std::move(it->second.result);
+  Forget(key);
   on_done_(result, accepted);
 }
 

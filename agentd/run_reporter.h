@@ -5,9 +5,9 @@
 // shards costs one request and one commit per round trip instead of one per shard; a
 // coordinator that does not know the route (an older one, after a failover) gets them one
 // by one again.
-// Every result is first written to the state dir (results/r<run>-s<shard>-a<attempt>.json,
-// by rename), so an agentd restart still reports it; the file goes once the coordinator
-// acknowledged the result or refused it for good (409 stale token, 4xx).
+// Every result is first written to the state dir (results/journal, ResultJournal), so an
+// agentd restart still reports it; it is struck from there once the coordinator acknowledged
+// the result or refused it for good (409 stale token, 4xx).
 //
 // Loop thread only; owned by the Agent. on_done fires once per result, when it is settled.
 #pragma once
@@ -23,6 +23,7 @@
 #include "assignment.h"
 #include "backoff.h"
 #include "coordinator_link.h"
+#include "result_journal.h"
 #include "uvx/handles.h"
 
 namespace jobctl::agentd {
@@ -64,8 +65,9 @@ class RunReporter {
     bool released = false;
     bool in_flight = false;
   };
-  std::string PathFor(AttemptKey key) const;
   Status Persist(AttemptKey key, const std::string& json);
+  // Struck from the journal: a restart does not report it.
+  void Forget(AttemptKey key);
   void SendMore();
   void SendBatch();
   void OnReply(AttemptKey key, Result<http::HttpResponse> r);
@@ -75,7 +77,7 @@ class RunReporter {
   void Settle(AttemptKey key, bool accepted);
 
   CoordinatorLink* link_;
-  std::string dir_;
+  ResultJournal journal_;
   std::string agent_;
   std::function<void(const ShardResult&, bool)> on_done_;
   std::map<AttemptKey, Entry> results_;

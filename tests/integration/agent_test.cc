@@ -771,6 +771,49 @@ TEST_F(AgentTest, AgentdEnrolsOnceWithTheJoinTokenAndKeepsItsOwnCredential) {
   EXPECT_EQ(agent_tokens("a"), 1);
 }
 
+// A shard ends while the coordinator cannot answer (stopped), and agentd is killed before it
+// could report the result (a result goes only once its last output was acknowledged, and the
+// request carrying "ending" waits unanswered). The next agentd reports it from its state
+// dir: the run ends as the shard did, exit code and output included, in its first attempt.
+TEST_F(AgentTest, AResultNotReportedWhenAgentdIsKilledIsReportedByTheNextAgentd) {
+  StartCoordinator("lease_ttl = \"60s\"\nheartbeat = \"5s\"\n");
+  AgentProcess& a = AddAgent("a");
+  WaitForAgents(1);
+  std::string flag = dir_.path() + "/go";
+  coord_->Apply(
+      "[[job]]\nname = \"ends\"\nschedule = \"@yearly\"\nshell = 'echo started; while [ ! -e " +
+      flag + " ]; do sleep 0.05; done; echo ending; exit 3'\n");
+  int64_t id = Trigger("ends")["id"];
+  // Running, and its first line stored: what follows is all the agent's to keep.
+  ASSERT_TRUE(
+      Coordinator::Eventually([&] { return Output(id, 0, "stdout") == "started\n"; }, seconds(30)));
+  coord_->process().Signal(SIGSTOP);
+  std::ofstream(flag) << "";
+  std::string journal = a.state_dir() + "/results/journal";
+  std::string key = "\"run\":" + std::to_string(id) + ",";
+  bool kept = Coordinator::Eventually(
+      [&] {
+        std::ifstream in(journal);
+        std::string line;
+        while (std::getline(in, line)) {
+          if (line.rfind('+', 0) == 0 && line.find(key) != std::string::npos) return true;
+        }
+        return false;
+      },
+      seconds(10));
+  a.process().Signal(SIGKILL);
+  a.process().Wait(seconds(10));
+  coord_->process().Signal(SIGCONT);
+  ASSERT_TRUE(kept) << "agentd never wrote the result to " << journal;
+  agents_.clear();
+  AddAgent("a");
+  json done = WaitRun(id, seconds(30));
+  ASSERT_EQ(done["state"], "failed") << done.dump();
+  EXPECT_EQ(done["shards"][0]["attempt"], 1) << done.dump();
+  EXPECT_EQ(done["shards"][0]["exit_code"], 3) << done.dump();
+  EXPECT_EQ(Output(id, 0, "stdout"), "started\nending\n");
+}
+
 TEST_F(AgentTest, AgentdRunsWithAnAdminMadeAgentTokenAndRefusesAnotherAgentsName) {
   StartCoordinator();
   http::HttpResponse made = coord_->Request(

@@ -1,0 +1,63 @@
+// ResultJournal keeps the results agentd has not reported yet in one append-only file,
+// STATE_DIR/results/journal: a line "+<result JSON>" when a result is written or rewritten,
+// "-<run> <shard> <attempt>" when it is settled. Appending costs a write; a file per result
+// (create, rename, unlink) cost the file system an inode for every shard, which at a thousand
+// shards a second was most of agentd's time.
+//
+// Nothing is lost to a crash of agentd: each record is one write(2), and Open skips a last line
+// left without its newline by a writer killed mid-write. A write that fails (disk full) is cut
+// off again, so the next record starts on a line of its own. Like the files before it, the
+// journal is not fsync'd: a power loss may lose its tail. Open also takes the per-result files
+// (r<run>-s<shard>-a<attempt>.json) an older agentd left, then rewrites the journal with what
+// is still unreported and removes them. The journal is rewritten the same way (to a temporary
+// file, renamed over it) once it holds four times more than is live and at least 1 MiB.
+//
+// Loop thread only; owned by the RunReporter.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "assignment.h"
+#include "base/status.h"
+
+namespace jobctl::agentd {
+
+class ResultJournal {
+ public:
+  static constexpr int64_t kMinRewriteBytes = 1 << 20;
+
+  explicit ResultJournal(std::string dir);
+  ~ResultJournal();
+  ResultJournal(const ResultJournal&) = delete;
+  ResultJournal& operator=(const ResultJournal&) = delete;
+
+  // Creates the directory (0700) if need be, reads what a previous agentd left, rewrites the
+  // journal with it and opens it for appending. The unreported results: their JSON by key,
+  // each as ResultFromJson reads it (lines that do not read are logged and skipped).
+  Result<std::map<AttemptKey, std::string>> Open();
+  // Writes or rewrites the result of `key`; `json` is one line (ResultToJson).
+  Status Put(AttemptKey key, const std::string& json);
+  // The result of `key` is settled: a restart must not report it.
+  Status Remove(AttemptKey key);
+  // Put or Remove left the journal mostly dead: the owner calls Rewrite with every live JSON.
+  bool WantsRewrite() const;
+  Status Rewrite(const std::vector<const std::string*>& live);
+
+  const std::string& path() const { return path_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  Status Append(const std::string& record);
+  Status WriteAll(const std::vector<const std::string*>& live);
+
+  std::string dir_, path_;
+  int fd_ = -1;
+  int64_t bytes_ = 0;                    // the journal's length
+  int64_t live_bytes_ = 0;               // of its "+" lines still live
+  std::map<AttemptKey, int64_t> sizes_;  // each live result's line length
+};
+
+}  // namespace jobctl::agentd
