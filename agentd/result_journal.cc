@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "base/log.h"
@@ -36,7 +38,55 @@ Status WriteFully(int fd, const std::string& data) {
   return Status::Ok();
 }
 
+// "<run> <shard> <attempt>", decimal, nothing else.
+std::optional<AttemptKey> ParseKey(std::string_view text) {
+  AttemptKey key;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  auto number = [&](auto* out, bool last) {
+    auto [next, ec] = std::from_chars(p, end, *out);
+    if (ec != std::errc() || next == p) return false;
+    p = next;
+    if (last) return p == end;
+    if (p == end || *p != ' ') return false;
+    ++p;
+    return true;
+  };
+  if (!number(&key.run, false) || !number(&key.shard, false) || !number(&key.attempt, true)) {
+    return std::nullopt;
+  }
+  return key;
+}
+
 }  // namespace
+
+JournalText ReadJournal(std::string_view text, std::map<AttemptKey, std::string> live) {
+  JournalText out{std::move(live)};
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    if (end == std::string_view::npos) {
+      // Cut short by a crash mid-write: that record was never complete.
+      out.torn_bytes = text.size();
+      break;
+    }
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end + 1);
+    if (!line.empty() && line[0] == '+') {
+      Result<ShardResult> r = ResultFromJson(line.substr(1));
+      if (r.ok()) {
+        out.live[r->key] = std::string(line.substr(1));
+        continue;
+      }
+    } else if (!line.empty() && line[0] == '-') {
+      if (std::optional<AttemptKey> key = ParseKey(line.substr(1))) {
+        out.live.erase(*key);
+        continue;
+      }
+    }
+    ++out.skipped;
+  }
+  return out;
+}
 
 ResultJournal::ResultJournal(std::string dir) : dir_(std::move(dir)), path_(dir_ + "/journal") {}
 
@@ -69,41 +119,16 @@ Result<std::map<AttemptKey, std::string>> ResultJournal::Open() {
     }
   }
   if (ec) return Status::Io("cannot list " + dir_ + ": " + ec.message());
-  std::string text = ReadAll(path_);
-  size_t begin = 0, skipped = 0;
-  while (begin < text.size()) {
-    size_t end = text.find('\n', begin);
-    if (end == std::string::npos) {
-      // Cut short by a crash mid-write: that record was never complete.
-      log::Warn("the last record of the result journal was cut short; skipping it",
-                {{"file", path_}, {"bytes", static_cast<uint64_t>(text.size() - begin)}});
-      break;
-    }
-    std::string_view line(text.data() + begin, end - begin);
-    begin = end + 1;
-    if (!line.empty() && line[0] == '+') {
-      Result<ShardResult> r = ResultFromJson(line.substr(1));
-      if (r.ok()) {
-        live[r->key] = std::string(line.substr(1));
-        continue;
-      }
-    } else if (!line.empty() && line[0] == '-') {
-      AttemptKey key;
-      long long run = 0;
-      int shard = 0, attempt = 0;
-      std::string fields(line.substr(1));
-      if (std::sscanf(fields.c_str(), "%lld %d %d", &run, &shard, &attempt) == 3) {
-        key = {static_cast<RunId>(run), shard, attempt};
-        live.erase(key);
-        continue;
-      }
-    }
-    ++skipped;
+  JournalText read = ReadJournal(ReadAll(path_), std::move(live));
+  if (read.torn_bytes > 0) {
+    log::Warn("the last record of the result journal was cut short; skipping it",
+              {{"file", path_}, {"bytes", static_cast<uint64_t>(read.torn_bytes)}});
   }
-  if (skipped > 0) {
+  if (read.skipped > 0) {
     log::Warn("ignoring unreadable lines of the result journal",
-              {{"file", path_}, {"lines", static_cast<uint64_t>(skipped)}});
+              {{"file", path_}, {"lines", static_cast<uint64_t>(read.skipped)}});
   }
+  live = std::move(read.live);
   sizes_.clear();
   std::vector<const std::string*> all;
   for (const auto& [key, json] : live) {

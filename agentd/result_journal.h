@@ -18,12 +18,23 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "assignment.h"
 #include "base/status.h"
 
 namespace jobctl::agentd {
+
+// A journal's text as Open reads it (pure): the results still unreported, by key, their
+// JSON as written, over `live` (what older result files said). Counts the lines that do not
+// read, and the bytes of a last line left without its newline.
+struct JournalText {
+  std::map<AttemptKey, std::string> live;
+  size_t skipped = 0;
+  size_t torn_bytes = 0;
+};
+JournalText ReadJournal(std::string_view text, std::map<AttemptKey, std::string> live = {});
 
 class ResultJournal {
  public:

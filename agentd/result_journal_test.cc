@@ -94,7 +94,8 @@ TEST_F(ResultJournalTest, ALastRecordCutShortByACrashIsSkipped) {
 TEST_F(ResultJournalTest, LinesThatDoNotReadAreSkippedAndTheRestKept) {
   AttemptKey a{1, 0, 1};
   std::filesystem::create_directories(dir_);
-  std::ofstream(dir_ + "/journal") << "+{not json\n-x y z\n?\n\n+" << Json(a, 3) << "\n-9 0 1\n";
+  std::ofstream(dir_ + "/journal")
+      << "+{not json\n-x y z\n?\n\n+" << Json(a, 3) << "\n-9 0 1\n-1 0 1 2\n- 1 0 1\n-1 0\n";
   std::map<AttemptKey, std::string> left = Reopen();
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[a], Json(a, 3));
