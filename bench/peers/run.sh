@@ -27,7 +27,12 @@
 # (PEERS_DIR). Environment knobs (defaults in brackets), as the harness's:
 #   PEERS_DIR [bench/peers/harness]  JOBCTL_BUILD [<repo>/build/release]
 #   WARMUP [max(10,S)]  GRACE [max(5,S)]  SPREAD [uniform]  KEEP_RUN [0]
-#   JOBCTL_SLOTS [64] agent slots   JOBCTL_LOG_LEVEL [info] coordinator and agent log level
+#   JOBCTL_SLOTS [2048] agent slots: a shard granted ahead of its instant (early dispatch)
+#                   holds a slot while it waits, so at R fires/s the agent needs about
+#                   R x early_dispatch slots besides its running ones (10,000 jobs every 10 s:
+#                   1,000 fires/s, 1 s ahead); with fewer, shards are granted later, closer
+#                   to or after their instants
+#   JOBCTL_LOG_LEVEL [info] coordinator and agent log level
 #   JOBCTL_COORDINATORS [3] coordinators of the -pg peers   PG_PORT [55433]
 #   JOBCTL_HOLD_TTL [""] the -pg coordinators' hold_ttl ("": the default, 10s). An apply of
 #                   100,000 jobs keeps the holder's loop busy past 10 s, and a standby then
@@ -83,7 +88,7 @@ WARMUP=${WARMUP:-$(( S > 10 ? S : 10 ))}
 GRACE=${GRACE:-$(( S > 5 ? S : 5 ))}
 SPREAD=${SPREAD:-uniform}
 KEEP_RUN=${KEEP_RUN:-0}
-SLOTS=${JOBCTL_SLOTS:-64}
+SLOTS=${JOBCTL_SLOTS:-2048}
 LOG_LEVEL=${JOBCTL_LOG_LEVEL:-info}
 NCOORD=1
 if (( PG )); then
