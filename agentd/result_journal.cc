@@ -1,6 +1,7 @@
 #include "result_journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,9 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "base/log.h"
 #include "base/secret_file.h"
@@ -19,11 +18,28 @@
 namespace jobctl::agentd {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The file's bytes; "" when it does not exist.
+Result<std::string> ReadAll(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::string();
+    return Status::Io("cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      return Status::Io("cannot read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
 }
 
 Status WriteFully(int fd, const std::string& data) {
@@ -71,6 +87,7 @@ JournalText ReadJournal(std::string_view text, std::map<AttemptKey, std::string>
     }
     std::string_view line = text.substr(0, end);
     text.remove_prefix(end + 1);
+    if (line.empty()) continue;  // after a record cut short, the next starts a line
     if (!line.empty() && line[0] == '+') {
       Result<ShardResult> r = ResultFromJson(line.substr(1));
       if (r.ok()) {
@@ -98,28 +115,34 @@ Result<std::map<AttemptKey, std::string>> ResultJournal::Open() {
   if (Status s = MakePrivateDir(dir_); !s.ok()) return s;
   std::map<AttemptKey, std::string> live;
   // An older agentd's layout: one file per result.
-  std::vector<std::filesystem::path> old_files;
+  old_files_.clear();
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     const std::filesystem::path& p = entry.path();
     if (p.extension() == ".tmp") {
-      std::filesystem::remove(p, ec);
+      std::error_code ignored;
+      std::filesystem::remove(p, ignored);
     } else if (p.extension() == ".json") {
-      old_files.push_back(p);
-      std::string text = ReadAll(p.string());
-      Result<ShardResult> r = ResultFromJson(text);
+      Result<std::string> text = ReadAll(p.string());
+      Result<ShardResult> r =
+          text.ok() ? ResultFromJson(*text) : Result<ShardResult>(text.status());
       if (!r.ok()) {
+        // Left where it is, as before this journal.
         log::Warn("ignoring an unreadable result file",
                   {{"file", p.string()}, {"error", r.status().message()}});
         continue;
       }
       // One line: JSON's own line breaks lie between tokens (inside strings they are escaped).
-      std::erase_if(text, [](char c) { return c == '\n' || c == '\r'; });
-      live[r->key] = std::move(text);
+      std::erase_if(*text, [](char c) { return c == '\n' || c == '\r'; });
+      live[r->key] = std::move(*text);
+      old_files_.push_back(p.string());
     }
   }
   if (ec) return Status::Io("cannot list " + dir_ + ": " + ec.message());
-  JournalText read = ReadJournal(ReadAll(path_), std::move(live));
+  // A journal that cannot be read is not taken for an empty one: it would be replaced.
+  Result<std::string> text = ReadAll(path_);
+  if (!text.ok()) return text.status();
+  JournalText read = ReadJournal(*text, std::move(live));
   if (read.torn_bytes > 0) {
     log::Warn("the last record of the result journal was cut short; skipping it",
               {{"file", path_}, {"bytes", static_cast<uint64_t>(read.torn_bytes)}});
@@ -128,59 +151,90 @@ Result<std::map<AttemptKey, std::string>> ResultJournal::Open() {
     log::Warn("ignoring unreadable lines of the result journal",
               {{"file", path_}, {"lines", static_cast<uint64_t>(read.skipped)}});
   }
-  live = std::move(read.live);
-  sizes_.clear();
-  std::vector<const std::string*> all;
-  for (const auto& [key, json] : live) {
-    sizes_[key] = static_cast<int64_t>(json.size()) + 2;
-    all.push_back(&json);
+  std::vector<std::pair<AttemptKey, const std::string*>> all;
+  for (const auto& [key, json] : read.live) all.emplace_back(key, &json);
+  if (Status s = Rewrite(all); !s.ok()) {
+    // A full disk or a read-only one: go on appending to the journal as it is.
+    log::Warn("cannot rewrite the result journal; appending to it as it is",
+              {{"file", path_}, {"error", s.message()}});
+    if (Status a = AppendToExisting(read, text->size()); !a.ok()) return a;
   }
-  if (Status s = WriteAll(all); !s.ok()) return s;
-  // Only once the journal holds them.
-  for (const auto& p : old_files) std::filesystem::remove(p, ec);
-  return live;
+  return std::move(read.live);
 }
 
-Status ResultJournal::WriteAll(const std::vector<const std::string*>& live) {
-  std::string data;
-  for (const std::string* json : live) {
-    data += '+';
-    data += *json;
-    data += '\n';
-  }
-  std::string tmp = path_ + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::Io("cannot write " + tmp + ": " + std::strerror(errno));
-  Status written = WriteFully(fd, data);
-  if (close(fd) != 0 && written.ok()) written = Status::Io(std::strerror(errno));
-  if (!written.ok()) {
-    unlink(tmp.c_str());
-    return Status::Io("cannot write " + tmp + ": " + written.message());
-  }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return Status::Io("cannot rename " + tmp + ": " + std::strerror(errno));
-  }
-  int appender = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (appender < 0) return Status::Io("cannot open " + path_ + ": " + std::strerror(errno));
+Status ResultJournal::AppendToExisting(const JournalText& read, size_t length) {
+  int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Io("cannot open " + path_ + ": " + std::strerror(errno));
   if (fd_ >= 0) close(fd_);
-  fd_ = appender;
-  bytes_ = live_bytes_ = static_cast<int64_t>(data.size());
+  fd_ = fd;
+  bytes_ = static_cast<int64_t>(length);
+  newline_first_ = read.torn_bytes > 0;  // the next record must not join the torn line
+  sizes_.clear();
+  live_bytes_ = 0;
+  for (const auto& [key, json] : read.live) {
+    sizes_[key] = static_cast<int64_t>(json.size()) + 2;
+    live_bytes_ += sizes_[key];
+  }
   return Status::Ok();
 }
 
-Status ResultJournal::Append(const std::string& record) {
+Status ResultJournal::Rewrite(const std::vector<std::pair<AttemptKey, const std::string*>>& live) {
+  std::string data;
+  std::map<AttemptKey, int64_t> sizes;
+  for (const auto& [key, json] : live) {
+    data += '+';
+    data += *json;
+    data += '\n';
+    sizes[key] = static_cast<int64_t>(json->size()) + 2;
+  }
+  // Written to a file of its own and renamed over the journal: a kill leaves one or the
+  // other whole. The same descriptor then appends.
+  std::string tmp = path_ + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+  Status s = fd < 0 ? Status::Io(std::strerror(errno)) : WriteFully(fd, data);
+  if (s.ok() && std::rename(tmp.c_str(), path_.c_str()) != 0) s = Status::Io(std::strerror(errno));
+  if (!s.ok()) {
+    if (fd >= 0) close(fd);
+    unlink(tmp.c_str());
+    // Not tried again before the journal has grown by as much once more.
+    retry_rewrite_at_ = bytes_ + kMinRewriteBytes;
+    return Status::Io("cannot rewrite " + path_ + ": " + s.message());
+  }
+  if (fd_ >= 0) close(fd_);
+  fd_ = fd;
+  bytes_ = live_bytes_ = static_cast<int64_t>(data.size());
+  sizes_ = std::move(sizes);
+  newline_first_ = false;
+  retry_rewrite_at_ = 0;
+  // The journal holds what they said now; until it did, they had to stay.
+  std::vector<std::string> left;
+  for (const std::string& old : old_files_) {
+    if (unlink(old.c_str()) != 0 && errno != ENOENT) {
+      log::Warn("cannot remove a result file taken into the journal",
+                {{"file", old}, {"error", std::strerror(errno)}});
+      left.push_back(old);
+    }
+  }
+  old_files_ = std::move(left);
+  return Status::Ok();
+}
+
+Status ResultJournal::Append(std::string record) {
   if (fd_ < 0) return Status::Unavailable("the result journal is not open");
+  if (newline_first_) record.insert(record.begin(), '\n');
   Status s = WriteFully(fd_, record);
   if (!s.ok()) {
-    // A part written would join the next record's line: cut it off again.
+    // A part written would join the next record's line: cut it off again, or failing that,
+    // start the next record on a line of its own.
     if (ftruncate(fd_, bytes_) != 0) {
-      log::Warn("cannot cut a failed write off the result journal",
-                {{"file", path_}, {"error", std::strerror(errno)}});
+      struct stat st {};
+      if (fstat(fd_, &st) == 0) bytes_ = st.st_size;
+      newline_first_ = true;
     }
     return Status::Io("cannot write " + path_ + ": " + s.message());
   }
   bytes_ += static_cast<int64_t>(record.size());
+  newline_first_ = false;
   return Status::Ok();
 }
 
@@ -201,7 +255,7 @@ Status ResultJournal::Put(AttemptKey key, const std::string& json) {
 
 Status ResultJournal::Remove(AttemptKey key) {
   auto it = sizes_.find(key);
-  if (it == sizes_.end()) return Status::Ok();  // never written: nothing to take back
+  if (it == sizes_.end()) return Status::Ok();  // not in the journal: nothing to take back
   char record[64];
   std::snprintf(record, sizeof record, "-%" PRId64 " %d %d\n", static_cast<int64_t>(key.run),
                 key.shard, key.attempt);
@@ -212,11 +266,7 @@ Status ResultJournal::Remove(AttemptKey key) {
 }
 
 bool ResultJournal::WantsRewrite() const {
-  return bytes_ >= kMinRewriteBytes && bytes_ > 4 * live_bytes_;
-}
-
-Status ResultJournal::Rewrite(const std::vector<const std::string*>& live) {
-  return WriteAll(live);
+  return bytes_ >= kMinRewriteBytes && bytes_ > 4 * live_bytes_ && bytes_ >= retry_rewrite_at_;
 }
 
 }  // namespace jobctl::agentd

@@ -134,7 +134,7 @@ TEST_F(ResultJournalTest, AJournalMostlyOfSettledResultsIsRewrittenWithTheLiveOn
     ASSERT_LT(run, 100'000);
   }
   EXPECT_GE(j.bytes(), ResultJournal::kMinRewriteBytes);
-  ASSERT_TRUE(j.Rewrite({&kept_json}).ok());
+  ASSERT_TRUE(j.Rewrite({{kept, &kept_json}}).ok());
   EXPECT_EQ(j.bytes(), static_cast<int64_t>(kept_json.size()) + 2);
   EXPECT_FALSE(j.WantsRewrite());
   AttemptKey next{run, 0, 1};
@@ -143,6 +143,35 @@ TEST_F(ResultJournalTest, AJournalMostlyOfSettledResultsIsRewrittenWithTheLiveOn
   ASSERT_EQ(left.size(), 2u);
   EXPECT_EQ(left[kept], kept_json);
   EXPECT_TRUE(left.count(next));
+}
+
+// A journal that cannot be rewritten at start (here its temporary file cannot be made) is
+// appended to as it is, its torn last line ended first: nothing of it is lost.
+TEST_F(ResultJournalTest, AJournalThatCannotBeRewrittenIsAppendedToAsItIs) {
+  AttemptKey a{1, 0, 1}, c{3, 0, 1};
+  std::filesystem::create_directories(dir_ + "/journal.tmp");
+  std::ofstream(dir_ + "/journal.tmp/in-the-way") << "x";
+  std::ofstream(dir_ + "/journal") << "+" << Json(a, 0) << "\n+{\"run\":2,\"sha";
+  {
+    ResultJournal j(dir_);
+    Result<std::map<AttemptKey, std::string>> left = j.Open();
+    ASSERT_TRUE(left.ok()) << left.status().ToString();
+    EXPECT_EQ(left->size(), 1u);
+    ASSERT_TRUE(j.Put(c, Json(c, 5)).ok());
+    ASSERT_TRUE(j.Remove(a).ok());
+  }
+  std::filesystem::remove_all(dir_ + "/journal.tmp");
+  std::map<AttemptKey, std::string> left = Reopen();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[c], Json(c, 5));
+}
+
+// A journal that is there but cannot be read is not taken for an empty one.
+TEST_F(ResultJournalTest, AJournalThatCannotBeReadFailsTheOpenAndStaysAsItIs) {
+  std::filesystem::create_directories(dir_ + "/journal");  // read(2) of a directory fails
+  ResultJournal j(dir_);
+  EXPECT_FALSE(j.Open().ok());
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/journal"));
 }
 
 TEST_F(ResultJournalTest, AResultOfMoreThanOneLineIsRefused) {

@@ -47,9 +47,9 @@ void RunReporter::Forget(AttemptKey key) {
   }
   results_.erase(key);
   if (!journal_.WantsRewrite()) return;
-  std::vector<const std::string*> live;
+  std::vector<std::pair<AttemptKey, const std::string*>> live;
   live.reserve(results_.size());
-  for (const auto& [k, e] : results_) live.push_back(&e.json);
+  for (const auto& [k, e] : results_) live.emplace_back(k, &e.json);
   if (Status s = journal_.Rewrite(live); !s.ok()) {
     log::Warn("cannot rewrite the result journal", {{"error", s.message()}});
   }
