@@ -1,5 +1,7 @@
 #include "backoff.h"
 
+#include <algorithm>
+
 namespace jobctl::agentd {
 
 Backoff::Backoff(int64_t base_ms, int64_t cap_ms, Random* random)
@@ -8,6 +10,8 @@ Backoff::Backoff(int64_t base_ms, int64_t cap_ms, Random* random)
 
 int64_t Backoff::Ceiling() const { return BackoffCeilingMs(policy_, failures_); }
 
-int64_t Backoff::Next() { return BackoffDelayMs(policy_, failures_++, *random_); }
+int64_t Backoff::Next(int64_t at_least_ms) {
+  return std::max(BackoffDelayMs(policy_, failures_++, *random_), at_least_ms);
+}
 
 }  // namespace jobctl::agentd

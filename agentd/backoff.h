@@ -27,8 +27,9 @@ class Backoff {
   Backoff(const Backoff&) = delete;
   Backoff& operator=(const Backoff&) = delete;
 
-  // The delay before the next retry; each call counts one more failure.
-  int64_t Next();
+  // The delay before the next retry, and at least `at_least_ms` (what the coordinator asked
+  // for: RetryAfterMs); each call counts one more failure.
+  int64_t Next(int64_t at_least_ms = 0);
   // The largest delay Next() may return now (for tests and logs).
   int64_t Ceiling() const;
   void Reset() { failures_ = 0; }

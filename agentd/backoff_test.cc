@@ -33,6 +33,15 @@ TEST(BackoffTest, EachDelayIsTheInjectedDrawWithinTheCeiling) {
   EXPECT_EQ(random.calls(), 3u);
 }
 
+// What the coordinator asked for (Retry-After) is a floor under the draw, not a replacement.
+TEST(BackoffTest, ADelayIsAtLeastWhatTheCoordinatorAskedFor) {
+  FakeRandom random({100, 1'000});
+  Backoff b(500, 30'000, &random);
+  EXPECT_EQ(b.Next(2'000), 2'000);  // drew 100
+  EXPECT_EQ(b.Next(300), 1'000);    // drew 1000 (ceiling 1000)
+  EXPECT_EQ(b.failures(), 2);
+}
+
 TEST(BackoffTest, FullJitterStaysWithinTheCeiling) {
   Backoff b(500, 30'000);
   for (int i = 0; i < 100; ++i) {

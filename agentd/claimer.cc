@@ -119,7 +119,8 @@ void Claimer::OnReply(uint64_t seq, int64_t sent_ms, Result<http::HttpResponse> 
     log::Warn("claim refused", {{"error", Describe(r)}});
   }
   if (seq != seq_ || stopped_) return;  // a replaced claim's failure changes nothing
-  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] { MaybeClaim(); });
+  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next(RetryAfterMs(r))),
+                    [this] { MaybeClaim(); });
 }
 
 }  // namespace jobctl::agentd

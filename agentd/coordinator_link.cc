@@ -1,5 +1,6 @@
 #include "coordinator_link.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
@@ -26,6 +27,18 @@ Reply ClassifyStatus(int s) {
   if (s == 409) return Reply::kStale;
   if (s == 401 || s == 403 || s == 408 || s == 429 || s >= 500) return Reply::kRetry;
   return Reply::kRejected;
+}
+
+int64_t RetryAfterMs(const Result<http::HttpResponse>& r) {
+  if (!r.ok() || (r->status != 429 && (r->status != 503 || http::IsStandby(*r)))) return 0;
+  auto it = r->headers.find("retry-after");
+  if (it == r->headers.end() || it->second.empty() || it->second.size() > 9) return 0;
+  int64_t seconds = 0;
+  for (char c : it->second) {
+    if (c < '0' || c > '9') return 0;  // an HTTP date: not what a coordinator sends
+    seconds = seconds * 10 + (c - '0');
+  }
+  return std::min(seconds * 1000, kMaxRetryAfterMs);
 }
 
 std::string Describe(const Result<http::HttpResponse>& r) {

@@ -40,6 +40,12 @@ enum class Reply {
 };
 Reply Classify(const Result<http::HttpResponse>& r);
 Reply ClassifyStatus(int status);  // the same for an HTTP status alone (a batch's item)
+// How long a refusal asks the agent to wait: Retry-After (whole seconds) on a 429 (a rate
+// limit, or too many request bodies in flight) or on a 503 that is not a standby's (whose
+// Retry-After is not waited for: the link moves on to the next coordinator), at most
+// kMaxRetryAfterMs so that an agent is back within seconds of the coordinator; else 0.
+inline constexpr int64_t kMaxRetryAfterMs = 5'000;
+int64_t RetryAfterMs(const Result<http::HttpResponse>& r);
 // "HTTP 503: store busy" or the transport error, for log lines.
 std::string Describe(const Result<http::HttpResponse>& r);
 

@@ -212,5 +212,24 @@ TEST_F(CoordinatorLinkTest, CloseRightAfterFailoverRunsEachCallbackOnce) {
   EXPECT_FALSE(claim->ok());
 }
 
+TEST(RetryAfterTest, A429OrABusy503IsWaitedForUpToTheCapAndNothingElse) {
+  auto answer = [](int status, std::map<std::string, std::string> headers) {
+    return Result<http::HttpResponse>(http::HttpResponse{status, "", std::move(headers)});
+  };
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "2"}})), 2'000);
+  EXPECT_EQ(RetryAfterMs(answer(503, {{"retry-after", "1"}})), 1'000);
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "0"}})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "3600"}})), kMaxRetryAfterMs);
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "999999999999"}})), 0);  // not a count
+  // A standby's refusal sends the request on to the next coordinator at once.
+  EXPECT_EQ(RetryAfterMs(answer(503, {{"retry-after", "1"}, {"x-jobctl-standby", "1"}})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(500, {{"retry-after", "1"}})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(200, {{"retry-after", "1"}})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(429, {})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "Fri, 31 Dec 1999 23:59:59 GMT"}})), 0);
+  EXPECT_EQ(RetryAfterMs(answer(429, {{"retry-after", "-1"}})), 0);
+  EXPECT_EQ(RetryAfterMs(Result<http::HttpResponse>(Status::Unavailable("refused"))), 0);
+}
+
 }  // namespace
 }  // namespace jobctl::agentd

@@ -60,7 +60,7 @@ void Enroller::Try() {
 
 void Enroller::OnReply(bool stored, Result<http::HttpResponse> r) {
   if (closed_) return;
-  if (!r.ok() || r->status >= 500) return Retry("");  // the link logs reachability
+  if (!r.ok() || r->status >= 500) return Retry("", RetryAfterMs(r));  // the link logs reachability
   if (stored && r->status == 401) {
     log::Warn(
         "the stored agent credential was refused (revoked or expired); enrolling again "
@@ -86,19 +86,19 @@ void Enroller::OnReply(bool stored, Result<http::HttpResponse> r) {
     std::string why = Describe(r);
     if (r->status == 409)
       why += "; if this host was reinstalled, run `jobctl agents rm " + name_ + "`";
-    return Retry(why);
+    return Retry(why, RetryAfterMs(r));
   }
   std::function<void()> ready = std::move(on_ready_);
   on_ready_ = nullptr;
   if (ready) ready();
 }
 
-void Enroller::Retry(const std::string& why) {
+void Enroller::Retry(const std::string& why, int64_t at_least_ms) {
   if (!why.empty() && why != last_error_) {
     log::Error("enrolment refused; retrying with backoff", {{"agent", name_}, {"error", why}});
   }
   last_error_ = why;
-  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] { Try(); });
+  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next(at_least_ms)), [this] { Try(); });
 }
 
 Status Enroller::Save(const std::string& secret) {

@@ -42,7 +42,7 @@ class Enroller {
  private:
   void Try();
   void OnReply(bool stored, Result<http::HttpResponse> r);
-  void Retry(const std::string& why);
+  void Retry(const std::string& why, int64_t at_least_ms = 0);
   Status Save(const std::string& secret);
 
   CoordinatorLink* link_;

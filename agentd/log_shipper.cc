@@ -257,7 +257,7 @@ void LogShipper::OnSent(AttemptKey key, Result<http::HttpResponse> r) {
       cb_.on_stale(key);
       ShipMore();
       return;
-    case Reply::kRetry: Pause(); return;
+    case Reply::kRetry: Pause(RetryAfterMs(r)); return;
   }
 }
 
@@ -311,13 +311,13 @@ void LogShipper::Cap(Attempt& a) {
             {{"run", a.key.run}, {"shard", a.key.shard}, {"attempt", a.key.attempt}});
 }
 
-void LogShipper::Pause() {
+void LogShipper::Pause(int64_t at_least_ms) {
   if (!paused_) {
     paused_ = true;
     SpillAll(/*suspending=*/false);
   }
   if (retry_timer_.active()) return;
-  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] {
+  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next(at_least_ms)), [this] {
     paused_ = false;
     ShipMore();
   });

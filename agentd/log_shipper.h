@@ -106,7 +106,8 @@ class LogShipper {
   void OnSent(AttemptKey key, Result<http::HttpResponse> r);
   // The window's first `count` chunks were answered (`stored`: accepted, not skipped).
   void Acknowledge(Attempt& a, size_t count, bool stored);
-  void Pause();
+  // Ships nothing until a retry, at least `at_least_ms` away (RetryAfterMs).
+  void Pause(int64_t at_least_ms = 0);
   void SpillAll(bool suspending);
   void Spill(Attempt& a, bool suspending);
   void ForgetWindow(Attempt& a);

@@ -135,7 +135,7 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
     pending.push_back(key);
   }
   Reply reply = Classify(r);
-  if (reply == Reply::kRetry) return Retry(pending);
+  if (reply == Reply::kRetry) return Retry(pending, RetryAfterMs(r));
   if (reply != Reply::kOk) {
     // Not a route this coordinator knows, or a batch it will not take: one by one again.
     log::Warn("result batch refused; reporting one result per request", {{"error", Describe(r)}});
@@ -175,11 +175,11 @@ void RunReporter::OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpRe
   SendMore();
 }
 
-void RunReporter::Retry(const std::vector<AttemptKey>& keys) {
+void RunReporter::Retry(const std::vector<AttemptKey>& keys, int64_t at_least_ms) {
   ready_.insert(ready_.begin(), keys.begin(), keys.end());
   paused_ = true;
   if (retry_timer_.active()) return;
-  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next()), [this] {
+  retry_timer_.Once(static_cast<uint64_t>(backoff_.Next(at_least_ms)), [this] {
     paused_ = false;
     SendMore();
   });
@@ -204,7 +204,7 @@ void RunReporter::OnReply(AttemptKey key, Result<http::HttpResponse> r) {
                                    {"error", Describe(r)}});
       Settle(key, false);
       break;
-    case Reply::kRetry: return Retry({key});
+    case Reply::kRetry: return Retry({key}, RetryAfterMs(r));
   }
   SendMore();
 }

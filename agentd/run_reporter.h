@@ -73,7 +73,7 @@ class RunReporter {
   void OnReply(AttemptKey key, Result<http::HttpResponse> r);
   void OnBatchReply(std::vector<AttemptKey> keys, Result<http::HttpResponse> r);
   // Sends again later, in the same order, after a failure of the coordinator.
-  void Retry(const std::vector<AttemptKey>& keys);
+  void Retry(const std::vector<AttemptKey>& keys, int64_t at_least_ms = 0);
   void Settle(AttemptKey key, bool accepted);
 
   CoordinatorLink* link_;
