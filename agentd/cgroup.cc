@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/fd_io.h"
+
 namespace jobctl::agentd {
 namespace {
 
@@ -24,19 +26,10 @@ std::optional<std::string> ReadSmall(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::string out;
-  char buf[4096];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      errno = e;
-      return std::nullopt;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (1 << 20)) break;
+  if (int e = ReadToEnd(fd, &out, 1 << 20); e != 0) {
+    close(fd);
+    errno = e;
+    return std::nullopt;
   }
   close(fd);
   return out;

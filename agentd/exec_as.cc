@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd_io.h"
+
 namespace jobctl::agentd {
 namespace {
 
@@ -30,20 +32,14 @@ constexpr size_t kMaxInput = 8 << 20;
 // the user switch.
 bool ReadJobEnv(std::vector<std::string>* env, std::string* error) {
   std::string data;
-  char buf[65536];
-  while (true) {
-    ssize_t n = read(kInputFd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *error = Errno("reading the job's environment from descriptor 3");
-      return false;
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-    if (data.size() > kMaxInput) {
-      *error = "the job's environment is over 8 MiB";
-      return false;
-    }
+  if (int e = ReadToEnd(kInputFd, &data, kMaxInput); e != 0) {
+    errno = e;
+    *error = Errno("reading the job's environment from descriptor 3");
+    return false;
+  }
+  if (data.size() > kMaxInput) {
+    *error = "the job's environment is over 8 MiB";
+    return false;
   }
   close(kInputFd);
   for (size_t start = 0; start < data.size();) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/fd_io.h"
 #include "base/log.h"
 #include "base/secret_file.h"
 
@@ -26,32 +27,15 @@ Result<std::string> ReadAll(const std::string& path) {
     return Status::Io("cannot read " + path + ": " + std::strerror(errno));
   }
   std::string text;
-  char buf[65536];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      close(fd);
-      return Status::Io("cannot read " + path + ": " + std::strerror(e));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
+  int e = ReadToEnd(fd, &text, SIZE_MAX);
   close(fd);
+  if (e != 0) return Status::Io("cannot read " + path + ": " + std::strerror(e));
   return text;
 }
 
 Status WriteFully(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::Io(std::strerror(errno));
-    if (n == 0) return Status::Io("short write");
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
+  int e = WriteToEnd(fd, data);
+  return e == 0 ? Status::Ok() : Status::Io(std::strerror(e));
 }
 
 // "<run> <shard> <attempt>", decimal, nothing else.
